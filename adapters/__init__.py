@@ -1,0 +1,5 @@
+"""On-disk formats. Each module turns one format into :mod:`adapters.model` records.
+
+``adapters`` knows bytes and formats, nothing about groups or formulas; :mod:`inspector` builds on
+it through :func:`adapters.registry.load`.
+"""

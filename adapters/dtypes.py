@@ -1,0 +1,71 @@
+"""Canonical dtype names and their element sizes, shared by every adapter.
+
+Names follow PyTorch's spelling without the ``torch.`` prefix (float32, bfloat16,
+float8_e4m3fn, ...), which is also what NumPy and ml_dtypes use for the common types.
+Sizes are in bits because some formats pack elements below a byte (safetensors F4, F6_*).
+"""
+
+from __future__ import annotations
+
+BITS: dict[str, int] = {
+    "bool": 8,
+    "uint8": 8,
+    "int8": 8,
+    "uint16": 16,
+    "int16": 16,
+    "uint32": 32,
+    "int32": 32,
+    "uint64": 64,
+    "int64": 64,
+    "float16": 16,
+    "bfloat16": 16,
+    "float32": 32,
+    "float64": 64,
+    "complex32": 32,
+    "complex64": 64,
+    "complex128": 128,
+    "float8_e4m3fn": 8,
+    "float8_e4m3fnuz": 8,
+    "float8_e5m2": 8,
+    "float8_e5m2fnuz": 8,
+    "float8_e8m0fnu": 8,
+    "float6_e2m3fn": 6,
+    "float6_e3m2fn": 6,
+    "float4_e2m1fn": 4,
+    # torch packs two float4 values into one byte element.
+    "float4_e2m1fn_x2": 8,
+    # quantized integer types (torch): the element is stored as the underlying integer.
+    "qint8": 8,
+    "quint8": 8,
+    "qint32": 32,
+    # torch packs 2 4-bit / 4 2-bit values into one byte element.
+    "quint4x2": 8,
+    "quint2x4": 8,
+    "bits1x8": 8,
+    "bits2x4": 8,
+    "bits4x2": 8,
+    "bits8": 8,
+    "bits16": 16,
+    "int1": 1,
+    "int2": 2,
+    "int3": 3,
+    "int4": 4,
+    "int5": 5,
+    "int6": 6,
+    "int7": 7,
+    "uint1": 1,
+    "uint2": 2,
+    "uint3": 3,
+    "uint4": 4,
+    "uint5": 5,
+    "uint6": 6,
+    "uint7": 7,
+}
+
+
+def nbytes(dtype: str, numel: int) -> int | None:
+    """Bytes that ``numel`` elements of ``dtype`` occupy (rounded up), None if unknown."""
+    bits = BITS.get(dtype)
+    if bits is None:
+        return None
+    return (numel * bits + 7) // 8

@@ -1,0 +1,39 @@
+"""The one error hierarchy of the project.
+
+Every problem with an input file is an :class:`InspectorError` (or a subclass) carrying the file,
+where in it the problem is (byte offset or field) and what was expected. The CLI prints
+``str(error)`` as one line and exits 2; nothing else escapes from an adapter.
+"""
+
+from __future__ import annotations
+
+
+class InspectorError(Exception):
+    """Base of every error the tool raises on purpose."""
+
+    def __init__(self, message: str, path: str | None = None, where: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.where = where
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.path, self.where) if p]
+        prefix = ": ".join(parts)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+
+class FormatError(InspectorError):
+    """The file claims a format but breaks its rules (truncated, corrupt, inconsistent)."""
+
+
+class UnknownFormatError(InspectorError):
+    """No adapter recognised the file."""
+
+
+class UnsafeContentError(InspectorError):
+    """The file asks for something the tool refuses to do (e.g. a pickle calling os.system)."""
+
+
+class UsageError(InspectorError):
+    """A bad command line or API argument."""

@@ -1,0 +1,337 @@
+"""safetensors: the 8-byte header length, the JSON header, nothing else.
+
+Format (huggingface/safetensors: README "Format", ``safetensors/src/tensor.rs``):
+``u64 little-endian N`` | ``N bytes of UTF-8 JSON`` (may be right-padded with spaces) | byte buffer.
+The JSON maps tensor names to ``{"dtype", "shape", "data_offsets": [begin, end]}`` with offsets
+relative to the start of the byte buffer, plus an optional ``"__metadata__"`` str->str map.
+Validation follows the reference reader: header size cap, no duplicate keys, known dtype,
+``end - begin == numel * itemsize``, offsets inside the file, the buffer entirely indexed with
+no holes and no overlaps.
+
+A sharded checkpoint is a ``*.safetensors.index.json`` (``{"metadata": {...}, "weight_map":
+{tensor: shard_file}}``) or a directory holding exactly one; it opens as one checkpoint whose
+entries carry their shard file, checked against every shard's header.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from pathlib import Path
+from typing import Any
+
+from .dtypes import BITS
+from .errors import FormatError
+from .model import Checkpoint, Finding, Role, TensorEntry
+from .registry import Adapter
+
+NAME = "safetensors"
+# The reference reader refuses headers above 100 MB (safetensors/src/tensor.rs MAX_HEADER_SIZE).
+MAX_HEADER_SIZE = 100_000_000
+INDEX_SUFFIX = ".safetensors.index.json"
+METADATA_KEY = "__metadata__"
+
+# safetensors dtype tag -> canonical dtype.
+DTYPES: dict[str, str] = {
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "U16": "uint16",
+    "I16": "int16",
+    "U32": "uint32",
+    "I32": "int32",
+    "U64": "uint64",
+    "I64": "int64",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "F32": "float32",
+    "F64": "float64",
+    "C64": "complex64",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "F8_E8M0": "float8_e8m0fnu",
+    "F6_E2M3": "float6_e2m3fn",
+    "F6_E3M2": "float6_e3m2fn",
+    "F4": "float4_e2m1fn",
+}
+
+
+def sniff(head: bytes, path: Path) -> str | None:
+    """'file' for a single safetensors file, 'index' for a shard index or a directory with one."""
+    if path.is_dir():
+        return "index" if _find_index(path) is not None else None
+    # The JSON object starts right after the 8-byte length. The length itself is not trusted
+    # here, so that a corrupt one gets the safetensors error rather than "unknown format".
+    if len(head) >= 10 and head[8:9] == b"{" and head[9:10] in b'"} \t\r\n':
+        return "file"
+    stripped = head.lstrip()
+    if stripped.startswith(b"{") and b'"weight_map"' in head and path.name.endswith(".json"):
+        return "index"
+    return None
+
+
+def open_checkpoint(path: Path, variant: str) -> Checkpoint:
+    if variant == "index":
+        index = path if path.is_file() else _find_index(path)
+        assert index is not None  # sniff found it
+        return _open_index(index)
+    if variant == "file":
+        header, data_start, size = read_header(path)
+        tensors = _entries(path, header, data_start, size, shard=None)
+        return Checkpoint(
+            paths=(str(path),),
+            format=NAME,
+            tensors=tensors,
+            metadata={"__metadata__": header.get(METADATA_KEY) or {}, "header_bytes": data_start},
+        )
+    raise FormatError(f"unsupported safetensors variant {variant!r}", str(path))
+
+
+def read_header(path: Path) -> tuple[dict[str, Any], int, int]:
+    """Parse and return (header dict, absolute start of the byte buffer, file size)."""
+    where = str(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        prefix = f.read(8)
+        if len(prefix) < 8:
+            raise FormatError(
+                f"file is {size} bytes, too short for the 8-byte header length", where
+            )
+        (n,) = struct.unpack("<Q", prefix)
+        if n > MAX_HEADER_SIZE:
+            raise FormatError(
+                f"header length {n} exceeds the {MAX_HEADER_SIZE}-byte limit", where, "offset 0"
+            )
+        if n > size - 8:
+            raise FormatError(
+                f"header length {n} runs past the end of the file ({size} bytes)", where, "offset 0"
+            )
+        raw = f.read(n)
+    if len(raw) != n:
+        raise FormatError(
+            f"header truncated: expected {n} bytes, got {len(raw)}", where, "offset 8"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(
+            f"header is not UTF-8 ({e.reason})", where, f"offset {8 + e.start}"
+        ) from None
+    if not text.startswith("{"):
+        raise FormatError("header does not start with '{'", where, "offset 8")
+    try:
+        header = json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as e:
+        raise FormatError(f"duplicate key {e.args[0]!r} in header", where) from None
+    except (ValueError, RecursionError) as e:
+        raise FormatError(f"header is not valid JSON ({e})", where) from None
+    if not isinstance(header, dict):
+        raise FormatError("header is not a JSON object", where)
+    return header, 8 + n, size
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _entries(
+    path: Path, header: dict[str, Any], data_start: int, size: int, shard: str | None
+) -> list[TensorEntry]:
+    where = str(path)
+    meta = header.get(METADATA_KEY)
+    if meta is not None and not (
+        isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())
+    ):
+        raise FormatError("__metadata__ must map strings to strings", where)
+    buffer_len = size - data_start
+    tensors: list[TensorEntry] = []
+    spans: list[tuple[int, int, str]] = []
+    for name, info in header.items():
+        if name == METADATA_KEY:
+            continue
+        begin, end, dtype, shape = _check_info(name, info, where)
+        numel = math.prod(shape)
+        bits = BITS[dtype] * numel
+        if bits % 8:
+            raise FormatError(
+                f"tensor {name!r}: {numel} elements of {dtype} do not fill whole bytes", where
+            )
+        if end - begin != bits // 8:
+            raise FormatError(
+                f"tensor {name!r}: data_offsets [{begin}, {end}] span {end - begin} bytes, but "
+                f"shape {list(shape)} of {dtype} needs {bits // 8}",
+                where,
+            )
+        if end > buffer_len:
+            raise FormatError(
+                f"tensor {name!r}: data_offsets end {end} is past the byte buffer "
+                f"({buffer_len} bytes)",
+                where,
+            )
+        spans.append((begin, end, name))
+        tensors.append(
+            TensorEntry(
+                stored_name=name,
+                name=name,
+                shape=shape,
+                dtype=dtype,
+                role=Role.PARAMETER,
+                nbytes=end - begin,
+                offset=data_start + begin,
+                file=shard,
+                extra={"data_offsets": (begin, end)},
+            )
+        )
+    _check_coverage(spans, buffer_len, where)
+    return tensors
+
+
+def _check_info(name: str, info: Any, where: str) -> tuple[int, int, str, tuple[int, ...]]:
+    if not isinstance(info, dict):
+        raise FormatError(f"tensor {name!r}: entry is not an object", where)
+    tag = info.get("dtype")
+    if tag not in DTYPES:
+        raise FormatError(
+            f"tensor {name!r}: unknown dtype {tag!r} (known: {', '.join(DTYPES)})", where
+        )
+    shape = info.get("shape")
+    if not isinstance(shape, list) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+    ):
+        raise FormatError(
+            f"tensor {name!r}: shape {shape!r} is not a list of non-negative ints", where
+        )
+    offsets = info.get("data_offsets")
+    if not (
+        isinstance(offsets, list)
+        and len(offsets) == 2
+        and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
+    ):
+        raise FormatError(f"tensor {name!r}: data_offsets {offsets!r} is not [begin, end]", where)
+    begin, end = offsets
+    if end < begin:
+        raise FormatError(f"tensor {name!r}: data_offsets end {end} < begin {begin}", where)
+    return begin, end, DTYPES[tag], tuple(shape)
+
+
+def _check_coverage(spans: list[tuple[int, int, str]], buffer_len: int, where: str) -> None:
+    """The byte buffer must be indexed entirely, without holes or overlaps."""
+    pos, prev = 0, None
+    for begin, end, name in sorted(spans):
+        if begin < pos:
+            raise FormatError(
+                f"tensor {name!r} overlaps tensor {prev!r} (bytes {begin}..{pos})", where
+            )
+        if begin > pos:
+            raise FormatError(
+                f"bytes {pos}..{begin} of the buffer belong to no tensor (before {name!r})", where
+            )
+        pos, prev = end, name
+    if pos != buffer_len:
+        raise FormatError(
+            f"the byte buffer is {buffer_len} bytes but the tensors cover {pos}", where
+        )
+
+
+def _find_index(directory: Path) -> Path | None:
+    found = sorted(p for p in directory.iterdir() if p.name.endswith(INDEX_SUFFIX))
+    if len(found) > 1:
+        raise FormatError(
+            f"several shard indexes ({', '.join(p.name for p in found)}); open one of them",
+            str(directory),
+        )
+    return found[0] if found else None
+
+
+def _open_index(index: Path) -> Checkpoint:
+    where = str(index)
+    try:
+        doc = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise FormatError(f"cannot read shard index ({e})", where) from None
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise FormatError("shard index has no 'weight_map' of tensor -> shard file", where)
+    base = index.parent.resolve()
+    shards: dict[str, Path] = {}
+    for shard in dict.fromkeys(weight_map.values()):
+        shards[shard] = _shard_path(base, shard, where)
+    tensors: list[TensorEntry] = []
+    found_in: dict[str, str] = {}
+    for shard, shard_path in shards.items():
+        if not shard_path.is_file():
+            raise FormatError(f"shard {shard!r} listed in the index is missing", where)
+        header, data_start, size = read_header(shard_path)
+        for t in _entries(shard_path, header, data_start, size, shard=shard):
+            if t.name in found_in:
+                raise FormatError(
+                    f"tensor {t.name!r} is stored in both {found_in[t.name]!r} and {shard!r}", where
+                )
+            found_in[t.name] = shard
+            tensors.append(t)
+    for name, shard in weight_map.items():
+        if name not in found_in:
+            raise FormatError(f"tensor {name!r} is in the index but not in shard {shard!r}", where)
+        if found_in[name] != shard:
+            raise FormatError(
+                f"tensor {name!r}: index says shard {shard!r}, found in {found_in[name]!r}", where
+            )
+    extra = [t.name for t in tensors if t.name not in weight_map]
+    if extra:
+        raise FormatError(
+            f"{len(extra)} tensor(s) in the shards are missing from the index, e.g. {extra[0]!r}",
+            where,
+        )
+    metadata = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    stored = sum(t.nbytes or 0 for t in tensors)
+    findings = []
+    total_size = metadata.get("total_size")
+    if isinstance(total_size, int) and total_size != stored:
+        findings.append(
+            Finding(
+                "warning",
+                f"index metadata total_size is {total_size} but the shards hold {stored} "
+                "tensor bytes",
+                "metadata.total_size",
+            )
+        )
+    return Checkpoint(
+        paths=(str(index), *(str(p) for p in shards.values())),
+        format=NAME + "-sharded",
+        tensors=tensors,
+        metadata={"index_metadata": metadata, "shards": list(shards), "tensor_bytes": stored},
+        findings=findings,
+    )
+
+
+def _shard_path(base: Path, shard: str, where: str) -> Path:
+    """Resolve a shard name inside the index's directory; refuse anything that escapes it."""
+    if not shard or os.path.isabs(shard) or "\\" in shard:
+        raise FormatError(f"shard name {shard!r} must be a relative file name", where)
+    candidate = (base / shard).resolve()
+    if candidate.parent != base and base not in candidate.parents:
+        raise FormatError(f"shard name {shard!r} points outside the index's directory", where)
+    return candidate
+
+
+ADAPTER = Adapter(
+    name=NAME,
+    description="safetensors file (JSON header only), or a sharded *.safetensors.index.json",
+    extensions=(".safetensors", ".safetensors.index.json"),
+    sniff=sniff,
+    open=open_checkpoint,
+    default_variant="file",
+)

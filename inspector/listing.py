@@ -1,0 +1,114 @@
+"""The shape listing: a checkpoint turned into the stable, documented report of ``inspector show``.
+
+The report is a plain dict (JSON-ready); renderers in :mod:`inspector.render` turn it into text.
+Schema (``"schema": "inspector.listing/1"``), fields never change meaning, later versions only add:
+
+- ``format``, ``path``, ``paths``: the adapter's format name, the path given, every file read.
+- ``metadata``: format facts (framework version, header metadata, pickle globals, ...).
+- ``hyperparameters``: what was found inside or beside the file (``{}`` if nothing).
+- ``tensors``: in stored order (or ``sort``), each ``name`` (canonical), ``stored_name`` (as the
+  file stores it), ``shape`` (list), ``dtype``, ``role`` (parameter|buffer|optimizer|other),
+  ``numel``, ``nbytes`` (null if unknown), ``offset`` (absolute byte offset or null), ``file``
+  (shard, or null), and ``shared_with`` (list of stored names, only on tied tensors).
+- ``totals``: element counts ``parameters``, ``buffers``, ``optimizer``, ``other``, ``all``
+  (every stored tensor, a tensor tied under several names counted once), plus ``tensors``
+  (entries listed), ``tied_aliases`` (entries not counted because they repeat another) and
+  ``bytes``.
+- ``bytes_by_dtype``: stored bytes per dtype, tied tensors once.
+- ``findings``: ``{"severity", "message", "where"}`` records (e.g. foreign pickle globals).
+- ``filter``: the ``match`` regex and how many of how many tensors it kept, when one was given.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from adapters.errors import UsageError
+from adapters.model import Checkpoint, Role, TensorEntry
+
+SCHEMA = "inspector.listing/1"
+SORTS = ("stored", "name", "size")
+TOTAL_KEYS = {
+    Role.PARAMETER: "parameters",
+    Role.BUFFER: "buffers",
+    Role.OPTIMIZER: "optimizer",
+    Role.OTHER: "other",
+}
+
+
+def select(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") -> list[TensorEntry]:
+    """The entries to list: filtered by a regex over canonical or stored name, then sorted."""
+    entries = list(ckpt.tensors)
+    if match:
+        try:
+            rx = re.compile(match)
+        except re.error as e:
+            raise UsageError(f"--match {match!r} is not a valid regex ({e})") from None
+        entries = [t for t in entries if rx.search(t.name) or rx.search(t.stored_name)]
+    if sort == "name":
+        entries.sort(key=lambda t: t.name)
+    elif sort == "size":
+        entries.sort(key=lambda t: (-t.counted_numel, t.name))
+    elif sort != "stored":
+        raise UsageError(f"unknown sort {sort!r}; choose from {', '.join(SORTS)}")
+    return entries
+
+
+def totals(ckpt: Checkpoint, entries: list[TensorEntry]) -> dict[str, int]:
+    """Counts by role over ``entries``, each tied tensor once."""
+    unique = ckpt.unique(entries)
+    out = {key: 0 for key in TOTAL_KEYS.values()}
+    for t in unique:
+        out[TOTAL_KEYS[t.role]] += t.counted_numel
+    out["all"] = sum(out[k] for k in TOTAL_KEYS.values())
+    out["tensors"] = len(entries)
+    out["tied_aliases"] = len(entries) - len(unique)
+    out["bytes"] = sum(t.nbytes or 0 for t in unique)
+    return out
+
+
+def listing(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") -> dict[str, Any]:
+    """The JSON-ready report of ``inspector show`` (schema in this module's docstring)."""
+    entries = select(ckpt, match, sort)
+    shared = ckpt.shared_with()
+    bytes_by_dtype: dict[str, int] = {}
+    for t in ckpt.unique(entries):
+        if t.nbytes is not None:
+            bytes_by_dtype[t.dtype] = bytes_by_dtype.get(t.dtype, 0) + t.nbytes
+    report: dict[str, Any] = {
+        "schema": SCHEMA,
+        "format": ckpt.format,
+        "path": ckpt.path,
+        "paths": list(ckpt.paths),
+        "metadata": ckpt.metadata,
+        "hyperparameters": ckpt.hyperparameters,
+        "tensors": [_tensor(t, shared.get(t.stored_name)) for t in entries],
+        "totals": totals(ckpt, entries),
+        "bytes_by_dtype": dict(sorted(bytes_by_dtype.items())),
+        "findings": [
+            {"severity": f.severity, "message": f.message, "where": f.where} for f in ckpt.findings
+        ],
+    }
+    if match:
+        report["filter"] = {"match": match, "kept": len(entries), "of": len(ckpt.tensors)}
+    return report
+
+
+def _tensor(t: TensorEntry, shared: tuple[str, ...] | None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "name": t.name,
+        "stored_name": t.stored_name,
+        "shape": list(t.shape),
+        "dtype": t.dtype,
+        "role": t.role.value,
+        "numel": t.numel,
+        "nbytes": t.nbytes,
+        "offset": t.offset,
+        "file": t.file,
+    }
+    if t.stored_numel is not None:
+        row["stored_numel"] = t.stored_numel
+    if shared:
+        row["shared_with"] = list(shared)
+    return row

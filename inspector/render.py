@@ -1,0 +1,198 @@
+"""Renderers: a listing report (see :mod:`inspector.listing`) to table, markdown, JSON or CSV text.
+
+``render(report, fmt) -> str``. Names from files are sanitised for terminals and markdown: control
+characters (escape sequences) are shown as ``\\xNN`` and never reach the screen raw.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+FORMATS = ("table", "markdown", "json", "csv")
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
+
+
+def sanitize(text: str) -> str:
+    """Make a string from a file safe to print: control characters become visible escapes."""
+    return text.translate(_CONTROL)
+
+
+def shape_text(shape: list[int]) -> str:
+    """Shape as Python/torch print it: ``(512, 1024)``, ``(512,)``, ``()``."""
+    if len(shape) == 1:
+        return f"({shape[0]:,},)"
+    return "(" + ", ".join(f"{d:,}" for d in shape) + ")"
+
+
+def render(report: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        return _csv(report)
+    if fmt == "table":
+        return _text(report, markdown=False)
+    if fmt == "markdown":
+        return _text(report, markdown=True)
+    raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def _tied_marker(row: dict[str, Any], first_of: dict[str, str]) -> str:
+    others = row.get("shared_with")
+    if not others:
+        return ""
+    first = first_of[row["stored_name"]]
+    if first == row["stored_name"]:
+        return "tied: " + ", ".join(sanitize(o) for o in others)
+    return f"= {sanitize(first)} (not counted)"
+
+
+def _first_names(report: dict[str, Any]) -> dict[str, str]:
+    """stored_name -> the first stored name of its tied group, in listing order."""
+    out: dict[str, str] = {}
+    for row in report["tensors"]:
+        for name in row.get("shared_with", ()):
+            out.setdefault(name, row["stored_name"])
+        if row.get("shared_with"):
+            out.setdefault(row["stored_name"], row["stored_name"])
+    return out
+
+
+def _rows(report: dict[str, Any], markdown: bool) -> tuple[list[str], list[list[str]]]:
+    first_of = _first_names(report)
+    tied = bool(first_of)
+    show_stored = any(r["name"] != r["stored_name"] for r in report["tensors"])
+    show_file = any(r.get("file") for r in report["tensors"])
+    headers = ["name", "shape", "dtype", "numel", "role"]
+    if show_stored:
+        headers.insert(1, "stored as")
+    if show_file:
+        headers.append("file")
+    if tied:
+        headers.append("tied")
+    rows = []
+    for r in report["tensors"]:
+        numel = f"{r['numel']:,}"
+        if "stored_numel" in r:
+            numel += f" ({r['stored_numel']:,} stored)"
+        row = [sanitize(r["name"]), shape_text(r["shape"]), r["dtype"], numel, r["role"]]
+        if show_stored:
+            row.insert(1, sanitize(r["stored_name"]))
+        if show_file:
+            row.append(sanitize(r.get("file") or ""))
+        if tied:
+            row.append(_tied_marker(r, first_of))
+        if markdown:
+            row = [c.replace("|", "\\|") for c in row]
+        rows.append(row)
+    return headers, rows
+
+
+def _human_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:,} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def _summary(report: dict[str, Any]) -> list[tuple[str, str]]:
+    t = report["totals"]
+    tensors = f"{t['tensors']:,}"
+    if t["tied_aliases"]:
+        aliases = "alias" if t["tied_aliases"] == 1 else "aliases"
+        tensors += f" ({t['tied_aliases']:,} tied {aliases}, counted once)"
+    if "filter" in report:
+        f = report["filter"]
+        tensors += f" matching /{sanitize(f['match'])}/ of {f['of']:,}"
+    lines = [
+        ("tensors", tensors),
+        ("parameters", f"{t['parameters']:,}"),
+        ("buffers", f"{t['buffers']:,}"),
+        ("optimizer state", f"{t['optimizer']:,}"),
+    ]
+    if t["other"]:
+        lines.append(("other", f"{t['other']:,}"))
+    lines.append(("all elements", f"{t['all']:,}"))
+    by_dtype = ", ".join(
+        f"{dtype} {_human_bytes(n)}" for dtype, n in report["bytes_by_dtype"].items()
+    )
+    lines.append(("bytes", f"{_human_bytes(t['bytes'])}" + (f" ({by_dtype})" if by_dtype else "")))
+    return lines
+
+
+def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    if isinstance(value, dict):
+        out = []
+        for k, v in value.items():
+            out.extend(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > 120:
+        text = text[:117] + "..."
+    return [(prefix, text)]
+
+
+def _text(report: dict[str, Any], markdown: bool) -> str:
+    from tabulate import tabulate
+
+    fmt = "github" if markdown else "simple"
+    out = io.StringIO()
+    title = f"{sanitize(report['path'])}  [{report['format']}]"
+    out.write(f"## {title}\n" if markdown else f"{title}\n")
+    hp = _flatten(report.get("hyperparameters") or {})
+    if hp:
+        out.write("\n### Hyperparameters\n\n" if markdown else "\nhyperparameters:\n")
+        if markdown:
+            out.write(tabulate([[sanitize(k), sanitize(v)] for k, v in hp], ["key", "value"], fmt))
+            out.write("\n")
+        else:
+            for k, v in hp:
+                out.write(f"  {sanitize(k)}: {sanitize(v)}\n")
+    headers, rows = _rows(report, markdown)
+    out.write("\n")
+    align = ["left"] * len(headers)
+    align[headers.index("numel")] = "right"
+    out.write(tabulate(rows, headers, fmt, disable_numparse=True, colalign=align))
+    out.write("\n\n")
+    summary = _summary(report)
+    if markdown:
+        out.write(tabulate(summary, ["total", "count"], fmt, disable_numparse=True))
+        out.write("\n")
+    else:
+        width = max(len(k) for k, _ in summary)
+        for k, v in summary:
+            out.write(f"{k:<{width}}  {v}\n")
+    findings = report.get("findings") or []
+    if findings:
+        out.write("\n### Findings\n\n" if markdown else "\nfindings:\n")
+        for f in findings:
+            where = f" ({sanitize(f['where'])})" if f.get("where") else ""
+            bullet = "- " if markdown else "  "
+            out.write(f"{bullet}[{f['severity']}] {sanitize(f['message'])}{where}\n")
+    return out.getvalue()
+
+
+def _csv(report: dict[str, Any]) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(
+        ["name", "stored_name", "shape", "dtype", "role", "numel", "nbytes", "file", "shared_with"]
+    )
+    for r in report["tensors"]:
+        w.writerow(
+            [
+                r["name"],
+                r["stored_name"],
+                json.dumps(r["shape"]),
+                r["dtype"],
+                r["role"],
+                r["numel"],
+                "" if r["nbytes"] is None else r["nbytes"],
+                r.get("file") or "",
+                ";".join(r.get("shared_with", ())),
+            ]
+        )
+    return out.getvalue()

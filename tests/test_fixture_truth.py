@@ -1,0 +1,51 @@
+"""Every real fixture's listing equals what its producer reported when it wrote the file.
+
+The ``*.truth.json`` files were recorded by the producing framework itself (torch, safetensors,
+mxnet, Sockeye) in the generator scripts beside the fixtures; nothing here is computed by the tool.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.registry import load
+from conftest import FIXTURES, load_truth, truth_files
+from inspector.listing import listing
+
+TRUTHS = truth_files()
+# Formats whose stored order is meaningful and reproduced by the producer's loader.
+ORDERED = ("torch", "mxnet", "sockeye")
+
+
+def _fixture_path(truth_path):
+    name = truth_path.name[: -len(".truth.json")]
+    return truth_path.with_name(name)
+
+
+@pytest.mark.skipif(not TRUTHS, reason="no fixtures generated")
+@pytest.mark.parametrize("truth_path", TRUTHS, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_listing_matches_producer(truth_path):
+    truth = load_truth(truth_path)
+    target = truth.get("open") or _fixture_path(truth_path).name
+    ckpt = load(truth_path.parent / target)
+    report = listing(ckpt)
+    got = {t["stored_name"]: t for t in report["tensors"]}
+    want = {t["stored_name"]: t for t in truth["tensors"]}
+    assert sorted(got) == sorted(want), "tensor names differ from the producer's"
+    for name, w in want.items():
+        g = got[name]
+        assert g["shape"] == w["shape"], name
+        assert g["dtype"] == w["dtype"], name
+        if "role" in w:
+            assert g["role"] == w["role"], name
+        if "numel" in w:
+            assert g["numel"] == w["numel"], name
+    if ckpt.format.startswith(ORDERED):
+        assert list(got) == [t["stored_name"] for t in truth["tensors"]], "stored order differs"
+    if "parameter_count" in truth:
+        assert report["totals"]["parameters"] == truth["parameter_count"]
+    if "buffer_count" in truth:
+        assert report["totals"]["buffers"] == truth["buffer_count"]
+    if "tied" in truth:
+        tied = {frozenset([r["stored_name"], *r["shared_with"]]) for r in report["tensors"] if r.get("shared_with")}
+        assert tied == {frozenset(g) for g in truth["tied"]}
