@@ -51,12 +51,13 @@ class TensorEntry:
 
     @property
     def numel(self) -> int:
-        """Logical element count (product of the shape; 1 for a 0-d tensor)."""
+        """Logical element count: the product of the shape (1 for a 0-d tensor), the number a
+        framework's own parameter count uses, also for sparse arrays."""
         return math.prod(self.shape)
 
     @property
-    def counted_numel(self) -> int:
-        """Elements actually stored (differs from ``numel`` for sparse arrays)."""
+    def counted_stored(self) -> int:
+        """Elements actually stored (fewer than ``numel`` for sparse arrays)."""
         return self.numel if self.stored_numel is None else self.stored_numel
 
     @property
@@ -121,7 +122,7 @@ class Checkpoint:
         """Element counts by role plus ``all``; a tied tensor counts once."""
         out = {r.value: 0 for r in Role}
         for t in self.unique():
-            out[t.role.value] += t.counted_numel
+            out[t.role.value] += t.numel
         out["all"] = sum(out[r.value] for r in Role)
         return out
 

@@ -24,6 +24,8 @@ GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 BUILTIN_MODULES = (
     "adapters.safetensors",
     # "adapters.torch",
+    "adapters.mxnet",
+    "adapters.numpy_npy",
 )
 
 

@@ -11,7 +11,8 @@ Schema (``"schema": "inspector.listing/1"``), fields never change meaning, later
   ``numel``, ``nbytes`` (null if unknown), ``offset`` (absolute byte offset or null), ``file``
   (shard, or null), and ``shared_with`` (list of stored names, only on tied tensors).
 - ``totals``: element counts ``parameters``, ``buffers``, ``optimizer``, ``other``, ``all``
-  (every stored tensor, a tensor tied under several names counted once), plus ``tensors``
+  (every stored tensor, a tensor tied under several names counted once; logical sizes, also for
+  sparse arrays), ``stored_elements`` (only when sparse arrays store fewer), plus ``tensors``
   (entries listed), ``tied_aliases`` (entries not counted because they repeat another) and
   ``bytes``.
 - ``bytes_by_dtype``: stored bytes per dtype, tied tensors once.
@@ -49,7 +50,7 @@ def select(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") -> 
     if sort == "name":
         entries.sort(key=lambda t: t.name)
     elif sort == "size":
-        entries.sort(key=lambda t: (-t.counted_numel, t.name))
+        entries.sort(key=lambda t: (-t.numel, t.name))
     elif sort != "stored":
         raise UsageError(f"unknown sort {sort!r}; choose from {', '.join(SORTS)}")
     return entries
@@ -60,8 +61,11 @@ def totals(ckpt: Checkpoint, entries: list[TensorEntry]) -> dict[str, int]:
     unique = ckpt.unique(entries)
     out = {key: 0 for key in TOTAL_KEYS.values()}
     for t in unique:
-        out[TOTAL_KEYS[t.role]] += t.counted_numel
+        out[TOTAL_KEYS[t.role]] += t.numel
     out["all"] = sum(out[k] for k in TOTAL_KEYS.values())
+    stored = sum(t.counted_stored for t in unique)
+    if stored != out["all"]:
+        out["stored_elements"] = stored
     out["tensors"] = len(entries)
     out["tied_aliases"] = len(entries) - len(unique)
     out["bytes"] = sum(t.nbytes or 0 for t in unique)

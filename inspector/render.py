@@ -116,6 +116,8 @@ def _summary(report: dict[str, Any]) -> list[tuple[str, str]]:
     if t["other"]:
         lines.append(("other", f"{t['other']:,}"))
     lines.append(("all elements", f"{t['all']:,}"))
+    if "stored_elements" in t:
+        lines.append(("stored elements", f"{t['stored_elements']:,} (sparse arrays)"))
     by_dtype = ", ".join(
         f"{dtype} {_human_bytes(n)}" for dtype, n in report["bytes_by_dtype"].items()
     )

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from adapters.registry import load
-from conftest import FIXTURES, load_truth, truth_files
 from inspector.listing import listing
+
+from conftest import FIXTURES, load_truth, truth_files
 
 TRUTHS = truth_files()
 # Formats whose stored order is meaningful and reproduced by the producer's loader.
@@ -35,16 +36,22 @@ def test_listing_matches_producer(truth_path):
     for name, w in want.items():
         g = got[name]
         assert g["shape"] == w["shape"], name
-        assert g["dtype"] == w["dtype"], name
-        if "role" in w:
+        if "torch_shape" in w and w["dtype"] == "float4_e2m1fn_x2":
+            # torch's float4_e2m1fn_x2 packs two 4-bit values per element; safetensors stores the
+            # 4-bit elements (F4) with the last dim doubled. Same bytes, counted per value here.
+            assert g["dtype"] == "float4_e2m1fn" and g["numel"] == 2 * w["torch_numel"], name
+        else:
+            assert g["dtype"] == w["dtype"], name
+        # safetensors stores no roles: the producer's label there is intent, not file content.
+        if "role" in w and not ckpt.format.startswith("safetensors"):
             assert g["role"] == w["role"], name
         if "numel" in w:
             assert g["numel"] == w["numel"], name
     if ckpt.format.startswith(ORDERED):
         assert list(got) == [t["stored_name"] for t in truth["tensors"]], "stored order differs"
-    if "parameter_count" in truth:
+    if truth.get("parameter_count") is not None:
         assert report["totals"]["parameters"] == truth["parameter_count"]
-    if "buffer_count" in truth:
+    if truth.get("buffer_count") is not None:
         assert report["totals"]["buffers"] == truth["buffer_count"]
     if "tied" in truth:
         tied = {frozenset([r["stored_name"], *r["shared_with"]]) for r in report["tensors"] if r.get("shared_with")}

@@ -17,12 +17,13 @@ from inspector.cli import main
 sys.stdout = open('/dev/null', 'w')
 rc = main(['show', '--format', 'json', sys.argv[1]])
 sys.stdout = sys.__stdout__
-print(json.dumps({'rc': rc, 'modules': sorted(m for m in sys.modules if m.split('.')[0] in %r)}))
-""" % (HEAVY,)
+heavy = set(sys.argv[2].split(','))
+print(json.dumps({'rc': rc, 'modules': sorted(m for m in sys.modules if m.split('.')[0] in heavy)}))
+"""
 
 
 def _probe(path):
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(path), ",".join(HEAVY)], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

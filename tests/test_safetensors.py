@@ -12,10 +12,11 @@ import struct
 from pathlib import Path
 
 import pytest
-from hostile import assert_clean_error
 
 from adapters.errors import FormatError
 from adapters.registry import load
+
+from hostile import assert_clean_error
 
 
 def write_st(

@@ -1,0 +1,263 @@
+"""MXNet NDArray files (``mx.nd.save``, Gluon ``save_parameters``/``export``, Sockeye 1/2 params),
+read without MXNet: headers are parsed with ``struct`` and the data is skipped with ``seek``.
+
+Specification: the MXNet sources, summed up with line references in
+``shared/formats/mxnet-ndarray.md``:
+
+- apache/mxnet 1.9.1 ``src/ndarray/ndarray.cc``: magic constants (1595-1603), ``NDArray::Save``
+  (1605-1679), ``LegacyTShapeLoad`` (1681-1695), ``NDArray::Load`` (1728-1836), the list container
+  ``kMXAPINDArrayListMagic`` and its ``Save``/``Load`` (1838-1866);
+  ``src/c_api/c_api.cc`` ``MXNDArraySave`` (1875-1896);
+  ``include/mxnet/tuple.h`` ``Tuple::Save`` (730-741: int32 ndim + int64 dims);
+  ``3rdparty/mshadow/mshadow/base.h`` ``TypeFlag`` (358-372);
+- apache/mxnet 0.11.0 ``ndarray.cc`` 665-691 (V1) and 0.10.0 616-639 (pre-magic layout).
+
+Container: ``u64 0x112 | u64 reserved | u64 N | N records | u64 K | K x (u64 len, bytes)`` with
+K = 0 for an unnamed list. Records: V3 ``0xF993FACA`` (numpy shape semantics), V2 ``0xF993FAC9``
+(storage type: default, row_sparse, csr), V1 ``0xF993FAC8`` (int64 dims), else legacy v0 where the
+first word is ``ndim`` and dims are uint32. This reader follows ``Save``, not legacy ``Load``:
+MXNet 1.9.1 writes a legacy-mode 0-d array with its context, type and data, which its own
+``mx.nd.load`` then misreads; here such a record is read as the 0-d array it is.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import FormatError
+from .model import Checkpoint, Role, TensorEntry
+from .registry import Adapter
+
+NAME = "mxnet"
+LIST_MAGIC = 0x112  # kMXAPINDArrayListMagic
+V1_MAGIC = 0xF993FAC8  # NDARRAY_V1_MAGIC
+V2_MAGIC = 0xF993FAC9  # NDARRAY_V2_MAGIC
+V3_MAGIC = 0xF993FACA  # NDARRAY_V3_MAGIC
+
+# mshadow TypeFlag -> (canonical dtype, itemsize)
+TYPE_FLAGS: dict[int, tuple[str, int]] = {
+    0: ("float32", 4),  # kFloat32
+    1: ("float64", 8),  # kFloat64
+    2: ("float16", 2),  # kFloat16
+    3: ("uint8", 1),  # kUint8
+    4: ("int32", 4),  # kInt32
+    5: ("int8", 1),  # kInt8
+    6: ("int64", 8),  # kInt64
+    7: ("bool", 1),  # kBool
+    8: ("int16", 2),  # kInt16
+    9: ("uint16", 2),  # kUint16
+    10: ("uint32", 4),  # kUint32
+    11: ("uint64", 8),  # kUint64
+    12: ("bfloat16", 2),  # kBfloat16
+}
+# NDArrayStorageType and the names of each storage type's aux arrays, in aux order.
+STYPES: dict[int, tuple[str, tuple[str, ...]]] = {
+    0: ("default", ()),  # kDefaultStorage
+    1: ("row_sparse", ("indices",)),  # kRowSparseStorage: rowsparse::kIdx
+    2: ("csr", ("indptr", "indices")),  # kCSRStorage: csr::kIndPtr, csr::kIdx
+}
+DEV_TYPES = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}  # Context::DeviceType
+# Not a limit of the format; a bound so that a corrupt ndim cannot make us loop for long.
+MAX_NDIM = 64
+PREFIX_ROLES = {"arg:": Role.PARAMETER, "aux:": Role.BUFFER}
+
+
+def sniff(head: bytes, path: Path) -> str | None:
+    if len(head) >= 16 and struct.unpack_from("<QQ", head) == (LIST_MAGIC, 0):
+        return "list"
+    return None
+
+
+class _Reader:
+    """Little-endian reads with bounds checked against the file size before anything is read."""
+
+    def __init__(self, f: BinaryIO, size: int, where: str) -> None:
+        self.f, self.size, self.where = f, size, where
+
+    @property
+    def pos(self) -> int:
+        return self.f.tell()
+
+    def fail(self, message: str, at: int | None = None) -> FormatError:
+        return FormatError(message, self.where, f"offset {self.pos if at is None else at}")
+
+    def need(self, n: int, what: str) -> None:
+        if n < 0 or self.pos + n > self.size:
+            raise self.fail(f"truncated: {what} needs {n} bytes, {self.size - self.pos} left")
+
+    def unpack(self, fmt: str, what: str) -> tuple:
+        n = struct.calcsize(fmt)
+        self.need(n, what)
+        return struct.unpack(fmt, self.f.read(n))
+
+    def skip(self, n: int, what: str) -> None:
+        self.need(n, what)
+        self.f.seek(n, os.SEEK_CUR)
+
+
+def open_checkpoint(path: Path, variant: str) -> Checkpoint:
+    if variant != "list":
+        raise FormatError(f"unsupported MXNet variant {variant!r}", str(path))
+    with open(path, "rb") as f:
+        r = _Reader(f, os.fstat(f.fileno()).st_size, str(path))
+        magic, _reserved, n = r.unpack("<QQQ", "list header")
+        if magic != LIST_MAGIC:
+            raise r.fail(f"list magic is {magic:#x}, expected {LIST_MAGIC:#x}", 0)
+        # Every record takes at least 8 bytes (magic/ndim word + one more field).
+        if n > (r.size - r.pos) // 8:
+            raise r.fail(f"array count {n} cannot fit in the {r.size}-byte file", 16)
+        records = [_record(r, i) for i in range(n)]
+        (k,) = r.unpack("<Q", "name count")
+        if k not in (0, n):
+            raise r.fail(f"{k} names for {n} arrays (must be 0 or {n})")
+        names = [_name(r, i) for i in range(k)] if k else [str(i) for i in range(n)]
+        if r.pos != r.size:
+            raise r.fail(f"{r.size - r.pos} unexpected bytes after the names")
+    versions = sorted({rec["version"] for rec in records})
+    # In a file that uses arg:/aux: prefixes (symbolic Module, Sockeye 1), an unprefixed array is
+    # not one of the model's arguments.
+    prefixed = any(n.startswith(tuple(PREFIX_ROLES)) for n in names)
+    default_role = Role.OTHER if prefixed else Role.PARAMETER
+    tensors = [_entry(name, rec, default_role) for name, rec in zip(names, records, strict=True)]
+    return Checkpoint(
+        paths=(str(path),),
+        format=NAME,
+        tensors=tensors,
+        metadata={"record_versions": versions, "named": bool(k), "arrays": n},
+    )
+
+
+def _name(r: _Reader, i: int) -> str:
+    (length,) = r.unpack("<Q", f"length of name {i}")
+    r.need(length, f"name {i}")
+    raw = r.f.read(length)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="backslashreplace")
+
+
+def _shape(
+    r: _Reader, what: str, dim_fmt: str = "q", ndim_fmt: str = "i"
+) -> tuple[int, ...] | None:
+    """A TShape: ndim then dims; None for ndim -1 (unknown shape)."""
+    (ndim,) = r.unpack("<" + ndim_fmt, f"{what} ndim")
+    if ndim == -1:
+        return None
+    if not 0 <= ndim <= MAX_NDIM:
+        raise r.fail(f"{what}: ndim {ndim} is out of range", r.pos - 4)
+    dims = r.unpack(f"<{ndim}{dim_fmt}", f"{what} dims")
+    if any(d < 0 for d in dims):
+        raise r.fail(f"{what}: negative dimension in {list(dims)}", r.pos - 8 * ndim)
+    return tuple(dims)
+
+
+def _plausible_context(r: _Reader) -> bool:
+    """After a V2 ndim-0 shape: does a (dev_type, dev_id, type_flag) follow, as Save writes it?"""
+    if r.pos + 12 > r.size:
+        return False
+    dev_type, dev_id, flag = struct.unpack("<iii", r.f.read(12))
+    r.f.seek(-12, os.SEEK_CUR)
+    return dev_type in DEV_TYPES and 0 <= dev_id < 1 << 16 and flag in TYPE_FLAGS
+
+
+def _record(r: _Reader, i: int) -> dict:
+    start = r.pos
+    what = f"array {i}"
+    (word,) = r.unpack("<I", f"{what} header")
+    rec: dict = {"start": start, "stype": "default", "aux": []}
+    storage_shape = None
+    if word in (V2_MAGIC, V3_MAGIC):
+        rec["version"] = "v2" if word == V2_MAGIC else "v3"
+        (stype,) = r.unpack("<i", f"{what} storage type")
+        if stype not in STYPES:
+            raise r.fail(f"{what}: unknown storage type {stype}", r.pos - 4)
+        rec["stype"] = STYPES[stype][0]
+        if stype:
+            storage_shape = _shape(r, f"{what} storage shape")
+        shape = _shape(r, f"{what} shape")
+        none = shape is None or (word == V2_MAGIC and shape == () and not _plausible_context(r))
+    elif word == V1_MAGIC:
+        rec["version"] = "v1"
+        shape = _shape(r, f"{what} shape", "q", "I")
+        none = shape == ()
+    else:
+        rec["version"] = "v0"
+        r.f.seek(-4, os.SEEK_CUR)
+        shape = _shape(r, f"{what} shape", "I", "I")
+        none = shape == ()
+    if none:
+        rec.update(shape=(), dtype="none", numel=0, nbytes=0, data=None, none=True)
+        return rec
+    assert shape is not None
+    dev_type, dev_id, flag = r.unpack("<iii", f"{what} context and type")
+    if flag not in TYPE_FLAGS:
+        raise r.fail(f"{what}: unknown type flag {flag}", r.pos - 4)
+    dtype, itemsize = TYPE_FLAGS[flag]
+    rec.update(shape=shape, dtype=dtype, context=(DEV_TYPES.get(dev_type, str(dev_type)), dev_id))
+    aux_names = STYPES[{"default": 0, "row_sparse": 1, "csr": 2}[rec["stype"]]][1]
+    for aux_name in aux_names:
+        (aux_flag,) = r.unpack("<i", f"{what} {aux_name} type")
+        if aux_flag not in TYPE_FLAGS:
+            raise r.fail(f"{what}: unknown {aux_name} type flag {aux_flag}", r.pos - 4)
+        aux_shape = _shape(r, f"{what} {aux_name} shape")
+        if aux_shape is None:
+            raise r.fail(f"{what}: {aux_name} shape is undefined")
+        rec["aux"].append((aux_name, TYPE_FLAGS[aux_flag][0], aux_shape, TYPE_FLAGS[aux_flag][1]))
+    stored = storage_shape if storage_shape is not None else shape
+    numel = math.prod(stored)
+    data = itemsize * numel
+    rec["data"] = r.pos
+    r.skip(data, f"{what} data ({numel} x {dtype})")
+    nbytes = data
+    for aux_name, _, aux_shape, aux_size in rec["aux"]:
+        aux_bytes = aux_size * math.prod(aux_shape)
+        r.skip(aux_bytes, f"{what} {aux_name} data")
+        nbytes += aux_bytes
+    rec.update(numel=numel, nbytes=nbytes, storage_shape=storage_shape)
+    return rec
+
+
+def _entry(stored_name: str, rec: dict, default_role: Role) -> TensorEntry:
+    name, role = stored_name, default_role
+    for prefix, prefix_role in PREFIX_ROLES.items():
+        if stored_name.startswith(prefix):
+            name, role = stored_name[len(prefix) :], prefix_role
+            break
+    extra: dict = {"record": rec["version"], "record_offset": rec["start"]}
+    stored_numel = None
+    if rec.get("none"):
+        extra["none"] = True
+        stored_numel = 0
+    if rec["stype"] != "default":
+        extra["stype"] = rec["stype"]
+        extra["storage_shape"] = rec["storage_shape"]
+        extra["aux"] = {n: {"dtype": d, "shape": s} for n, d, s, _ in rec["aux"]}
+        stored_numel = rec["numel"]
+    if rec.get("context") and rec["context"] != ("cpu", 0):
+        extra["context"] = rec["context"]
+    return TensorEntry(
+        stored_name=stored_name,
+        name=name,
+        shape=rec["shape"],
+        dtype=rec["dtype"],
+        role=role,
+        nbytes=rec["nbytes"],
+        offset=rec["data"],
+        stored_numel=stored_numel,
+        extra=extra,
+    )
+
+
+ADAPTER = Adapter(
+    name=NAME,
+    description="MXNet NDArray file: mx.nd.save, Gluon save_parameters/export, Sockeye 1/2 params",
+    extensions=(".params", ".nd"),
+    sniff=sniff,
+    open=open_checkpoint,
+    default_variant="list",
+)

@@ -1,0 +1,294 @@
+"""NumPy ``.npy`` and ``.npz`` files, headers only: what MXNet 2.x writes for ``.params``.
+
+Format: NumPy's ``format.py`` (NEP 1): ``\\x93NUMPY`` | u8 major | u8 minor | header length
+(u16 for version 1.0, u32 for 2.0 and 3.0) | an ASCII (3.0: UTF-8) Python dict literal with
+``descr``, ``fortran_order``, ``shape``, padded with spaces and a newline | raw data.
+An ``.npz`` is a zip of ``<key>.npy`` members (stored or deflated).
+
+MXNet 2.0 (``src/c_api/c_api.cc`` ``MXNDArraySave``, ``src/serialization/cnpy.cc``) writes a
+single dense array as ``.npy`` and everything else as ``.npz`` whatever the file is called;
+unnamed arrays are keyed ``arr_<i>``; a sparse array becomes ``<key>/data.npy``,
+``<key>/indices.npy``, ``<key>/indptr.npy`` (csr), ``<key>/shape.npy`` and ``<key>/format.npy``.
+Gluon 2 keys carry the ``arg:``/``aux:`` prefixes of MXNet 1. The header dict is parsed with
+:func:`ast.literal_eval` (literals only, nothing is executed); object arrays are listed, never
+unpickled.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+import struct
+import zipfile
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import FormatError
+from .model import Checkpoint, Finding, Role, TensorEntry
+from .registry import Adapter
+
+NAME = "numpy"
+MAGIC = b"\x93NUMPY"
+# NumPy refuses headers above this size unless told otherwise (format.py _MAX_HEADER_SIZE).
+MAX_HEADER = 10_000
+MAX_MEMBERS = 1_000_000
+PREFIX_ROLES = {"arg:": Role.PARAMETER, "aux:": Role.BUFFER}
+SPARSE_PARTS = ("data", "indices", "indptr", "shape", "format")
+
+# NumPy type character + size -> canonical dtype.
+KINDS: dict[tuple[str, int], str] = {
+    ("f", 2): "float16",
+    ("f", 4): "float32",
+    ("f", 8): "float64",
+    ("c", 8): "complex64",
+    ("c", 16): "complex128",
+    ("i", 1): "int8",
+    ("i", 2): "int16",
+    ("i", 4): "int32",
+    ("i", 8): "int64",
+    ("u", 1): "uint8",
+    ("u", 2): "uint16",
+    ("u", 4): "uint32",
+    ("u", 8): "uint64",
+    ("b", 1): "bool",
+}
+
+
+def sniff(head: bytes, path: Path) -> str | None:
+    if head.startswith(MAGIC):
+        return "npy"
+    if head.startswith(b"PK\x03\x04") and path.is_file():
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        except (zipfile.BadZipFile, OSError, ValueError):
+            return None
+        if names and all(n.endswith(".npy") for n in names):
+            return "npz"
+    return None
+
+
+def parse_header(f: BinaryIO, where: str) -> tuple[str, tuple[int, ...], int, dict]:
+    """Read a .npy header from ``f``; return (dtype, shape, itemsize, info)."""
+    start = f.read(8)
+    if len(start) < 8 or not start.startswith(MAGIC):
+        raise FormatError("not a .npy header (magic \\x93NUMPY missing)", where)
+    major, minor = start[6], start[7]
+    if major == 1:
+        raw = f.read(2)
+        if len(raw) < 2:
+            raise FormatError("truncated .npy header length", where)
+        (hlen,) = struct.unpack("<H", raw)
+    elif major in (2, 3):
+        raw = f.read(4)
+        if len(raw) < 4:
+            raise FormatError("truncated .npy header length", where)
+        (hlen,) = struct.unpack("<I", raw)
+    else:
+        raise FormatError(f".npy version {major}.{minor} is not supported (1.0, 2.0, 3.0)", where)
+    if hlen > MAX_HEADER:
+        raise FormatError(f".npy header length {hlen} exceeds {MAX_HEADER} bytes", where)
+    text = f.read(hlen)
+    if len(text) != hlen:
+        raise FormatError(f"truncated .npy header: {len(text)} of {hlen} bytes", where)
+    try:
+        header = ast.literal_eval(text.decode("utf-8" if major == 3 else "latin1"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
+        raise FormatError(
+            f".npy header is not a Python literal ({type(e).__name__})", where
+        ) from None
+    if not isinstance(header, dict) or not {"descr", "shape"} <= header.keys():
+        raise FormatError(".npy header lacks 'descr' or 'shape'", where)
+    shape = header["shape"]
+    if not (isinstance(shape, tuple) and all(isinstance(d, int) and d >= 0 for d in shape)):
+        raise FormatError(f".npy shape {shape!r} is not a tuple of non-negative ints", where)
+    dtype, itemsize = _descr(header["descr"], where)
+    info = {"npy_version": f"{major}.{minor}", "fortran_order": bool(header.get("fortran_order"))}
+    return dtype, shape, itemsize, {**info, "header_bytes": (10 if major == 1 else 12) + hlen}
+
+
+def _descr(descr: object, where: str) -> tuple[str, int]:
+    if isinstance(descr, str) and len(descr) >= 3 and descr[0] in "<>|=":
+        kind, size = descr[1], descr[2:]
+        if size.isdigit() and (kind, int(size)) in KINDS:
+            return KINDS[(kind, int(size))], int(size)
+        if kind == "V" and size.isdigit():
+            return f"void{int(size) * 8}", int(size)
+        if kind in "SU" and size.isdigit():
+            width = int(size) * (4 if kind == "U" else 1)
+            return f"{'str' if kind == 'U' else 'bytes'}{int(size)}", width
+        if kind == "O":
+            return "object", 0
+    # MXNet writes bfloat16 as the structured dtype [('bfloat16', '<u2')].
+    if isinstance(descr, list) and len(descr) == 1 and isinstance(descr[0], tuple):
+        field = descr[0]
+        if len(field) == 2 and field[0] == "bfloat16" and field[1] in ("<u2", "<i2"):
+            return "bfloat16", 2
+    raise FormatError(f".npy descr {descr!r} is not a supported dtype", where)
+
+
+def _entry(key: str, dtype: str, shape: tuple[int, ...], itemsize: int, **kw) -> TensorEntry:
+    name, role = key, Role.PARAMETER
+    for prefix, prefix_role in PREFIX_ROLES.items():
+        if key.startswith(prefix):
+            name, role = key[len(prefix) :], prefix_role
+    return TensorEntry(
+        stored_name=key,
+        name=name,
+        shape=shape,
+        dtype=dtype,
+        role=role,
+        nbytes=math.prod(shape) * itemsize,
+        **kw,
+    )
+
+
+def _open_npy(path: Path) -> Checkpoint:
+    where = str(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        dtype, shape, itemsize, info = parse_header(f, where)
+    data = math.prod(shape) * itemsize
+    if dtype != "object" and info["header_bytes"] + data > size:
+        raise FormatError(
+            f"truncated: shape {list(shape)} of {dtype} needs {data} data bytes, "
+            f"{size - info['header_bytes']} present",
+            where,
+        )
+    entry = _entry("0", dtype, shape, itemsize, offset=info["header_bytes"])
+    return Checkpoint(paths=(where,), format=NAME + "-npy", tensors=[entry], metadata=info)
+
+
+def _member_offset(f: BinaryIO, info: zipfile.ZipInfo) -> int | None:
+    """Absolute offset of a stored member's data (local header is 30 bytes + name + extra)."""
+    if info.compress_type != zipfile.ZIP_STORED:
+        return None
+    f.seek(info.header_offset)
+    local = f.read(30)
+    if len(local) < 30 or not local.startswith(b"PK\x03\x04"):
+        return None
+    name_len, extra_len = struct.unpack_from("<HH", local, 26)
+    return info.header_offset + 30 + name_len + extra_len
+
+
+def _open_npz(path: Path) -> Checkpoint:
+    where = str(path)
+    try:
+        z = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise FormatError(f"not a readable zip ({e})", where) from None
+    with z, open(path, "rb") as raw:
+        infos = z.infolist()
+        if len(infos) > MAX_MEMBERS:
+            raise FormatError(f"{len(infos)} zip members exceed {MAX_MEMBERS}", where)
+        headers: dict[str, tuple] = {}
+        findings: list[Finding] = []
+        for info in infos:
+            member = f"{where}:{info.filename}"
+            try:
+                with z.open(info) as f:
+                    dtype, shape, itemsize, hinfo = parse_header(f, member)
+            except (zipfile.BadZipFile, OSError, EOFError) as e:
+                raise FormatError(f"zip member cannot be read ({e})", member) from None
+            except FormatError:
+                # mxnet 2.0.0b1 writes a broken header for a sparse array's format.npy
+                # (cnpy.cc save_format_array); the storage type is told by its sibling members.
+                if not info.filename.endswith("/format.npy"):
+                    raise
+                findings.append(
+                    Finding("info", "unreadable .npy header (mxnet 2.0.0b1 bug)", member)
+                )
+                headers[info.filename[: -len(".npy")]] = ("unknown", (), 0, None)
+                continue
+            data = math.prod(shape) * itemsize
+            if dtype != "object" and hinfo["header_bytes"] + data != info.file_size:
+                raise FormatError(
+                    f"member holds {info.file_size} bytes, header says "
+                    f"{hinfo['header_bytes']} + {data}",
+                    member,
+                )
+            base = _member_offset(raw, info)
+            offset = None if base is None else base + hinfo["header_bytes"]
+            headers[info.filename[: -len(".npy")]] = (dtype, shape, itemsize, offset)
+        tensors = _group_sparse(headers, z, where)
+    return Checkpoint(
+        paths=(where,),
+        format=NAME + "-npz",
+        tensors=tensors,
+        metadata={"members": len(infos)},
+        findings=findings,
+    )
+
+
+def _group_sparse(headers: dict[str, tuple], z: zipfile.ZipFile, where: str) -> list[TensorEntry]:
+    """Turn ``<key>/data``, ``<key>/indices``, ... members back into one sparse entry."""
+    out: list[TensorEntry] = []
+    done: set[str] = set()
+    for key, (dtype, shape, itemsize, offset) in headers.items():
+        base, _, part = key.rpartition("/")
+        if (
+            base
+            and part in SPARSE_PARTS
+            and f"{base}/data" in headers
+            and f"{base}/shape" in headers
+        ):
+            if base in done:
+                continue
+            done.add(base)
+            out.append(_sparse_entry(base, headers, z, where))
+            continue
+        out.append(_entry(key, dtype, shape, itemsize, offset=offset))
+    return out
+
+
+def _sparse_entry(
+    base: str, headers: dict[str, tuple], z: zipfile.ZipFile, where: str
+) -> TensorEntry:
+    dtype, data_shape, itemsize, offset = headers[f"{base}/data"]
+    s_dtype, s_shape, s_size, _ = headers[f"{base}/shape"]
+    if s_dtype not in ("int64", "int32") or len(s_shape) != 1 or s_shape[0] > 64:
+        raise FormatError(f"sparse array {base!r}: shape.npy is not a short integer vector", where)
+    # The logical shape is data, not metadata: read its few bytes (at most 64 integers).
+    with z.open(f"{base}/shape.npy") as f:
+        _, _, _, info = parse_header(f, f"{where}:{base}/shape.npy")
+        raw = f.read(s_shape[0] * s_size)
+    shape = struct.unpack(f"<{s_shape[0]}{'q' if s_size == 8 else 'i'}", raw)
+    stype = "csr" if f"{base}/indptr" in headers else "row_sparse"
+    aux = {
+        part: {"dtype": headers[f"{base}/{part}"][0], "shape": headers[f"{base}/{part}"][1]}
+        for part in ("indptr", "indices")
+        if f"{base}/{part}" in headers
+    }
+    entry = _entry(base, dtype, tuple(shape), itemsize, offset=offset)
+    nbytes = math.prod(data_shape) * itemsize + sum(
+        math.prod(h[1]) * h[2] for p in ("indptr", "indices") if (h := headers.get(f"{base}/{p}"))
+    )
+    return TensorEntry(
+        stored_name=entry.stored_name,
+        name=entry.name,
+        shape=entry.shape,
+        dtype=dtype,
+        role=entry.role,
+        nbytes=nbytes,
+        offset=offset,
+        stored_numel=math.prod(data_shape),
+        extra={"stype": stype, "storage_shape": data_shape, "aux": aux},
+    )
+
+
+def open_checkpoint(path: Path, variant: str) -> Checkpoint:
+    if variant == "npy":
+        return _open_npy(path)
+    if variant == "npz":
+        return _open_npz(path)
+    raise FormatError(f"unsupported numpy variant {variant!r}", str(path))
+
+
+ADAPTER = Adapter(
+    name=NAME,
+    description="NumPy .npy / .npz (headers only): MXNet 2.x .params, np.save/np.savez",
+    extensions=(".npy", ".npz", ".params"),
+    sniff=sniff,
+    open=open_checkpoint,
+)
