@@ -22,6 +22,7 @@ GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
 # Order matters only where two sniffs could both match; the most specific comes first.
 BUILTIN_MODULES = (
+    "adapters.sockeye",
     "adapters.safetensors",
     # "adapters.torch",
     "adapters.mxnet",

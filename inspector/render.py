@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 FORMATS = ("table", "markdown", "json", "csv")
+MAX_HYPER_LINES = 40
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
 
 
@@ -131,7 +132,7 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
         for k, v in value.items():
             out.extend(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
         return out
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     if len(text) > 120:
         text = text[:117] + "..."
     return [(prefix, text)]
@@ -144,7 +145,13 @@ def _text(report: dict[str, Any], markdown: bool) -> str:
     out = io.StringIO()
     title = f"{sanitize(report['path'])}  [{report['format']}]"
     out.write(f"## {title}\n" if markdown else f"{title}\n")
-    hp = _flatten(report.get("hyperparameters") or {})
+    hyper = report.get("hyperparameters") or {}
+    # An adapter may condense what it found into "summary"; the rest is in --format json.
+    hp = _flatten(hyper["summary"] if "summary" in hyper else hyper)
+    if len(hp) > MAX_HYPER_LINES:
+        hp = [*hp[:MAX_HYPER_LINES], ("...", f"{len(hp) - MAX_HYPER_LINES} more")]
+    if "summary" in hyper:
+        hp.append(("(all of it)", "--format json"))
     if hp:
         out.write("\n### Hyperparameters\n\n" if markdown else "\nhyperparameters:\n")
         if markdown:
