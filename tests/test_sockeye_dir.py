@@ -68,3 +68,17 @@ def test_broken_yaml_is_a_format_error(tmp_path):
     p.write_text("a: [1, 2\n")
     with pytest.raises(FormatError, match="not valid YAML"):
         load_yaml(p)
+
+
+def _logged(model):
+    truth = json.loads((model / "params.best.truth.json").read_text())
+    return truth.get("sockeye_logged_parameter_count"), truth.get("sockeye_log_line")
+
+
+@pytest.mark.skipif(not SOCKEYE, reason="no Sockeye fixtures")
+@pytest.mark.parametrize("model", SOCKEYE, ids=lambda p: p.name)
+def test_parameter_total_equals_sockeyes_own_log_line(model):
+    """Sockeye logs 'Total # of parameters: N' (1.x) / '# of parameters: N' (2.x, 3.x) when it trains."""
+    logged, line = _logged(model)
+    assert logged is not None and str(logged) in line
+    assert load(model).totals()["parameter"] == logged
