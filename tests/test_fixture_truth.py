@@ -13,6 +13,8 @@ from inspector.listing import listing
 
 from conftest import FIXTURES, load_truth, truth_files
 
+# Fixture folders whose adapter does not exist yet: their truths are skipped, visibly, not dropped.
+PENDING = {"keras": "Keras HDF5 / .keras adapter not built yet (issue 4)"}
 TRUTHS = truth_files()
 # Formats whose stored order is meaningful and reproduced by the producer's loader.
 ORDERED = ("torch", "mxnet", "sockeye")
@@ -26,6 +28,9 @@ def _fixture_path(truth_path):
 @pytest.mark.skipif(not TRUTHS, reason="no fixtures generated")
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_listing_matches_producer(truth_path):
+    folder = truth_path.relative_to(FIXTURES).parts[0]
+    if folder in PENDING:
+        pytest.skip(PENDING[folder])
     truth = load_truth(truth_path)
     target = truth.get("open") or _fixture_path(truth_path).name
     ckpt = load(truth_path.parent / target)
