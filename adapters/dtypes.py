@@ -38,9 +38,10 @@ BITS: dict[str, int] = {
     "qint8": 8,
     "quint8": 8,
     "qint32": 32,
-    # torch packs 2 4-bit / 4 2-bit values into one byte element.
-    "quint4x2": 8,
-    "quint2x4": 8,
+    # torch counts quint4x2 / quint2x4 elements as the packed 4-bit / 2-bit values (shape [4]
+    # occupies 2 bytes), unlike float4_e2m1fn_x2 whose elements are the packed bytes.
+    "quint4x2": 4,
+    "quint2x4": 2,
     "bits1x8": 8,
     "bits2x4": 8,
     "bits4x2": 8,

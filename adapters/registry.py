@@ -24,7 +24,7 @@ GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 BUILTIN_MODULES = (
     "adapters.sockeye",
     "adapters.safetensors",
-    # "adapters.torch",
+    "adapters.torch",
     "adapters.mxnet",
     "adapters.numpy_npy",
 )

@@ -1,0 +1,523 @@
+"""A pickle reader that never imports or runs anything named in the file.
+
+:class:`RestrictedUnpickler` is CPython's C unpickler with ``find_class`` replaced: a global is
+looked up in an allowlist the caller supplies (``"module.qualname" -> object``, objects the caller
+implemented itself), and every other global becomes an inert :class:`Placeholder` type that only
+records its dotted name. Calling such a placeholder (REDUCE), instantiating it (NEWOBJ,
+NEWOBJ_EX, INST, OBJ), BUILD/``__setstate__``, SETITEM(S) and APPEND(S) on its instances just
+record their arguments in a new placeholder instance. Nothing is imported, no attribute of a real
+object is read, nothing from the file is executed. This is how a whole pickled ``nn.Module`` is
+read: its class is a placeholder and its ``__dict__`` arrives as the recorded BUILD state.
+
+Every global the pickle names is recorded (:class:`GlobalRef`), with a severity from a small
+table of known-dangerous modules and callables (:func:`severity`).
+
+Other ways a pickle can reach code, and how they are closed:
+
+* EXT1/EXT2/EXT4 (the ``copyreg`` extension registry) would resolve a global without
+  ``find_class`` once CPython has cached it. While the process's registry is empty (it is unless
+  some code registered extensions) CPython itself refuses the opcodes; otherwise the pickle is
+  scanned with :mod:`pickletools` first and any EXT opcode is refused.
+* PERSID/BINPERSID go to the caller's ``persistent_load``.
+* Protocol 5 out-of-band buffers are refused (no ``buffers`` argument).
+
+Bounds: the caller caps the pickle's size; the C unpickler itself is iterative (no recursion on
+deep nesting); MemoryError and RecursionError become :class:`PickleError`. CPython < 3.14 sizes its
+memo by the largest PUT index, so a hostile LONG_BINPUT can ask for up to 2**32 slots; Linux
+refuses such an allocation outright (MemoryError) on ordinary overcommit settings.
+"""
+
+from __future__ import annotations
+
+import _compat_pickle
+import collections
+import contextlib
+import copyreg
+import functools
+import gc
+import io
+import pickle
+import pickletools
+import struct
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Modules whose every global is treated as dangerous (the root package is compared, so
+# "os.path" counts as "os"). Sources: fickling's UNSAFE_IMPORTS and the modules torch's
+# weights_only unpickler documents as the usual payloads.
+DANGEROUS_MODULES = frozenset(
+    {
+        "os",
+        "posix",
+        "nt",
+        "subprocess",
+        "sys",
+        "runpy",
+        "importlib",
+        "socket",
+        "shutil",
+        "pty",
+        "ctypes",
+        "multiprocessing",
+        "code",
+        "codeop",
+        "pickle",
+        "_pickle",
+        "marshal",
+        "types",
+        "operator",
+        "_operator",
+        "functools",
+        "webbrowser",
+        "urllib",
+        "http",
+        "pathlib",
+        "io",
+        "_io",
+        "tempfile",
+        "asyncio",
+        "signal",
+        "threading",
+        "_thread",
+        "pkgutil",
+        "zipimport",
+        "commands",
+        "platform",
+        "dill",
+        "cloudpickle",
+    }
+)
+# Single callables that run code or touch the outside world.
+DANGEROUS_GLOBALS = frozenset(
+    {
+        "builtins.eval",
+        "builtins.exec",
+        "builtins.compile",
+        "builtins.open",
+        "builtins.getattr",
+        "builtins.setattr",
+        "builtins.delattr",
+        "builtins.__import__",
+        "builtins.input",
+        "builtins.breakpoint",
+        "builtins.globals",
+        "builtins.locals",
+        "builtins.vars",
+        "builtins.execfile",
+        "builtins.apply",
+        "builtins.file",
+        "builtins.reload",
+        "numpy.testing._private.utils.runstring",
+        "torch.load",
+        "torch.serialization.load",
+        "torch.hub.load",
+        "torch.hub.load_state_dict_from_url",
+    }
+)
+# Text encodings `_codecs.encode` may use (protocol 2 spells bytes as encode(str, 'latin1')).
+_TEXT_ENCODINGS = frozenset(
+    {"latin1", "latin-1", "latin_1", "iso-8859-1", "utf-8", "utf8", "ascii"}
+)
+_EXT_OPCODES = frozenset({"EXT1", "EXT2", "EXT4"})
+# Rendering limits for hyperparameters (a vocabulary list must not become a 50,000-item value).
+_RENDER_DEPTH = 8
+_RENDER_ITEMS = 200
+_RENDER_STR = 2000
+
+
+class PickleError(Exception):
+    """The pickle is malformed or asks for something refused; ``str()`` is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalRef:
+    """One global a pickle named: its dotted name as written (``__builtin__.set`` in protocol
+    2), the Python 3 name it stands for (``builtins.set``, used for the allowlist and the
+    severity), whether the allowlist had it, and its severity."""
+
+    name: str
+    resolved: str
+    allowed: bool
+    severity: str | None  # None when allowed, else "danger" | "warning"
+
+
+def severity(name: str) -> str:
+    """'danger' for the known-dangerous table, 'warning' for any other foreign global."""
+    root = name.split(".", 1)[0]
+    if root in DANGEROUS_MODULES or name in DANGEROUS_GLOBALS:
+        return "danger"
+    return "warning"
+
+
+class Placeholder:
+    """An inert stand-in for a global (subclassed once per dotted name) or for its instances.
+
+    ``global_name`` is the dotted name; instances record what the pickle did to them.
+    """
+
+    __slots__ = ("args", "kwargs", "state", "items", "listitems")
+    global_name = "?"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Placeholder:
+        obj = object.__new__(cls)
+        obj.args = args
+        obj.kwargs = kwargs
+        obj.state = None
+        obj.items = None
+        obj.listitems = None
+        return obj
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # REDUCE calls cls(*args)
+        pass
+
+    def __setstate__(self, state: Any) -> None:  # BUILD
+        self.state = state
+
+    def __setitem__(self, key: Any, value: Any) -> None:  # SETITEM(S)
+        if self.items is None:
+            self.items = []
+        self.items.append((key, value))
+
+    def append(self, value: Any) -> None:  # APPEND
+        if self.listitems is None:
+            self.listitems = []
+        self.listitems.append(value)
+
+    def extend(self, values: Any) -> None:  # APPENDS
+        for v in values:
+            self.append(v)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Placeholder:  # REDUCE on an instance
+        return _call_result_type(type(self).global_name)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<placeholder {type(self).global_name}>"
+
+
+def is_placeholder_type(obj: Any) -> bool:
+    return isinstance(obj, type) and issubclass(obj, Placeholder)
+
+
+def _make_type(name: str) -> type[Placeholder]:
+    qual = name.rsplit(".", 1)[-1] or "placeholder"
+    return type(
+        qual, (Placeholder,), {"__slots__": (), "global_name": name, "__module__": __name__}
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _call_result_type(name: str) -> type[Placeholder]:
+    return _make_type(name + "()")
+
+
+def base_allowed() -> dict[str, Any]:
+    """Harmless constructors any pickle may use, as a fresh table for one load.
+
+    Only immutable C types are handed out as themselves (BUILD cannot change them); everything
+    written in Python is a fresh closure per load, so a BUILD/setattr aimed at it (e.g. at its
+    ``__defaults__``) dies with the load. Callers add their own entries (torch rebuilders).
+    """
+
+    def reconstructor(cls: Any, base: Any = None, state: Any = None) -> Any:
+        # copyreg._reconstructor: the protocol 0/1 spelling of NEWOBJ, for placeholder classes.
+        if is_placeholder_type(cls):
+            return cls.__new__(cls)
+        raise PickleError(
+            f"copyreg._reconstructor on {type(cls).__name__}, not a class of the file"
+        )
+
+    def encode(obj: Any, encoding: Any = "utf-8", errors: Any = "strict") -> bytes:
+        # _codecs.encode: protocol 2 spells bytes as encode(str, 'latin1').
+        if not isinstance(obj, str) or encoding not in _TEXT_ENCODINGS:
+            raise PickleError(
+                f"_codecs.encode of {type(obj).__name__} with {encoding!r} is not allowed"
+            )
+        return obj.encode(encoding)
+
+    def bytes_like(kind: type) -> Callable[..., Any]:
+        # From bytes or (str, encoding) only: bytearray(10**12) must not allocate.
+        def make(*args: Any) -> Any:
+            if not args:
+                return kind()
+            if len(args) == 1 and isinstance(args[0], (bytes, bytearray)):
+                return kind(args[0])
+            if len(args) in (2, 3) and isinstance(args[0], str):
+                return kind(encode(*args[:2]))
+            raise PickleError(f"{kind.__name__}() of {type(args[0]).__name__} is not allowed")
+
+        return make
+
+    def counter(*args: Any, **kwargs: Any) -> Any:
+        return collections.Counter(*args, **kwargs)
+
+    return {
+        "collections.OrderedDict": collections.OrderedDict,
+        "collections.Counter": counter,
+        "builtins.set": set,
+        "builtins.frozenset": frozenset,
+        "builtins.dict": dict,
+        "builtins.list": list,
+        "builtins.tuple": tuple,
+        "builtins.slice": slice,
+        "builtins.complex": complex,
+        "builtins.float": float,
+        "builtins.bool": bool,
+        "builtins.object": object,
+        "builtins.bytes": bytes_like(bytes),
+        "builtins.bytearray": bytes_like(bytearray),
+        "_codecs.encode": encode,
+        "copyreg._reconstructor": reconstructor,
+    }
+
+
+def scan_globals(data: bytes) -> list[tuple[str, int]]:
+    """(dotted name, byte position) of every GLOBAL/INST/STACK_GLOBAL, without loading anything.
+
+    STACK_GLOBAL names are taken from the two most recent string arguments, as pickletools'
+    own annotations do. Pure Python and slow (~0.3 us per opcode): for audits and tests, not for
+    the read path, where :class:`RestrictedUnpickler` records the globals as it resolves them.
+    """
+    out: list[tuple[str, int]] = []
+    strings: list[str] = []
+    for op, arg, pos in pickletools.genops(data):
+        if op.name in ("GLOBAL", "INST"):
+            out.append((str(arg).replace(" ", ".", 1), pos))
+        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+            out.append((f"{strings[-2]}.{strings[-1]}", pos))
+        if isinstance(arg, str):
+            strings.append(arg)
+            del strings[:-2]
+        if op.name == "STOP":
+            break
+    return out
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """``find_class`` resolves only ``allowed``; everything else is a placeholder type."""
+
+    def __init__(
+        self,
+        file: Any,
+        allowed: Mapping[str, Any],
+        persistent_load: Callable[[Any], Any] | None = None,
+    ) -> None:
+        if persistent_load is not None:
+            # Before __init__: the C unpickler looks persistent_load up once, there.
+            self.persistent_load = persistent_load  # type: ignore[method-assign]
+        super().__init__(file, fix_imports=False, encoding="latin1")
+        self._allowed = allowed
+        self._types: dict[str, type[Placeholder]] = {}
+        self.globals: dict[str, GlobalRef] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        written = f"{module}.{name}"
+        ref = self.globals.get(written)
+        if ref is None:
+            # Python 2 spellings (protocol < 3): __builtin__.set is builtins.set, copy_reg is
+            # copyreg; the allowlist and the danger table use the Python 3 names.
+            key = (module, name)
+            if key in _compat_pickle.NAME_MAPPING:
+                module, name = _compat_pickle.NAME_MAPPING[key]
+            elif module in _compat_pickle.IMPORT_MAPPING:
+                module = _compat_pickle.IMPORT_MAPPING[module]
+            dotted = f"{module}.{name}"
+            allowed = dotted in self._allowed
+            ref = GlobalRef(written, dotted, allowed, None if allowed else severity(dotted))
+            self.globals[written] = ref
+        dotted = ref.resolved
+        if ref.allowed:
+            return self._allowed[dotted]
+        t = self._types.get(dotted)
+        if t is None:
+            t = self._types[dotted] = _make_type(dotted)
+        return t
+
+    def persistent_load(self, pid: Any) -> Any:  # replaced per instance when the caller has one
+        raise PickleError("the pickle uses persistent ids, which this file kind does not have")
+
+
+def unpickle(
+    data: bytes | io.BufferedIOBase,
+    allowed: Mapping[str, Any],
+    persistent_load: Callable[[Any], Any] | None = None,
+) -> tuple[Any, dict[str, GlobalRef]]:
+    """Load one pickle (bytes, or a file positioned at it) through :class:`RestrictedUnpickler`.
+
+    Returns the object and the globals it named. Raises :class:`PickleError` for any malformed
+    or refused input (the usual exception types from the unpickler or from the allowed callables
+    are turned into it); any other exception a callback raises on purpose passes through.
+    """
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        if copyreg._extension_cache or copyreg._inverted_registry:  # type: ignore[attr-defined]
+            _refuse_ext(bytes(data))
+        file: Any = io.BytesIO(data)
+    else:
+        if copyreg._extension_cache or copyreg._inverted_registry:  # type: ignore[attr-defined]
+            raise PickleError(
+                "copyreg extensions are registered in this process; refusing a stream pickle"
+            )
+        file = data
+    unpickler = RestrictedUnpickler(file, allowed, persistent_load)
+    try:
+        with gc_paused():
+            obj = unpickler.load()
+    except PickleError:
+        raise
+    except RecursionError:
+        raise PickleError("the pickle nests too deeply") from None
+    except MemoryError:
+        raise PickleError(
+            "the pickle asks for more memory than is available (hostile sizes?)"
+        ) from None
+    except (pickle.UnpicklingError, EOFError) as e:
+        raise PickleError(f"malformed pickle: {e or 'truncated'}") from None
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        struct.error,
+        UnicodeDecodeError,
+        OverflowError,
+    ) as e:
+        if "extension code" in str(e):
+            raise PickleError("EXT opcode (copyreg extension registry) is not supported") from None
+        raise PickleError(f"malformed pickle ({type(e).__name__}: {e})") from None
+    return obj, unpickler.globals
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC, restoring its previous state on exit.
+
+    The collector walks every container a big unpickle creates, several times over (it doubles
+    the load time of a 50,000-tensor state dict); nothing made meanwhile needs collecting early.
+    On resume, freeze()+unfreeze() moves the survivors (our result, mostly) to the oldest
+    generation in O(1), as two collections would have, instead of the first allocation after
+    enable() traversing all of them as one huge young generation (~0.1 s for 50,000 tensors).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            if gc.get_freeze_count() == 0:  # never thaw what the application froze itself
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
+
+
+def _refuse_ext(data: bytes) -> None:
+    try:
+        for op, _arg, pos in pickletools.genops(data):
+            if op.name in _EXT_OPCODES:
+                raise PickleError(f"EXT opcode {op.name} at byte {pos} is not supported")
+            if op.name == "STOP":
+                return
+    except PickleError:
+        raise
+    except Exception as e:  # noqa: BLE001 - genops raises ValueError on garbage; the load will say more
+        raise PickleError(f"malformed pickle ({e})") from None
+
+
+def render(value: Any, depth: int = 0) -> Any:
+    """A JSON-friendly copy of a plain value for hyperparameters; placeholders by name.
+
+    An ``argparse.Namespace``-like placeholder (state dict, no args) becomes its ``__dict__``;
+    a pickled NumPy scalar becomes its Python value; any other placeholder becomes
+    ``"dotted.name(args...)"``. Deep or huge values are summarised, never walked in full.
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        if isinstance(value, str) and len(value) > _RENDER_STR:
+            return value[:_RENDER_STR] + f"... ({len(value)} chars)"
+        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+            return str(value)
+        return value
+    if depth >= _RENDER_DEPTH:
+        return f"<{type(value).__name__} nested deeper than {_RENDER_DEPTH}>"
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, complex):
+        return str(value)
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for i, (k, v) in enumerate(value.items()):
+            if i >= _RENDER_ITEMS:
+                out["..."] = f"{len(value) - i} more"
+                break
+            out[k if isinstance(k, str) else str(render(k, depth + 1))] = render(v, depth + 1)
+        return out
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)[:_RENDER_ITEMS] if not isinstance(value, (list, tuple)) else value
+        out_l = [render(v, depth + 1) for v in items[:_RENDER_ITEMS]]
+        if len(value) > _RENDER_ITEMS:
+            out_l.append(f"... {len(value) - _RENDER_ITEMS} more")
+        return out_l
+    if isinstance(value, slice):
+        return f"slice({value.start}, {value.stop}, {value.step})"
+    if is_placeholder_type(value):
+        return value.global_name
+    if isinstance(value, Placeholder):
+        return _render_placeholder(value, depth)
+    return f"<{type(value).__name__}>"
+
+
+def _render_placeholder(p: Placeholder, depth: int) -> Any:
+    name = type(p).global_name
+    scalar = numpy_scalar(p)
+    if scalar is not None:
+        return scalar
+    state = p.state
+    if isinstance(state, tuple) and len(state) == 2 and isinstance(state[0], dict):
+        state = state[0]  # (__dict__, slotstate)
+    if not p.args and not p.kwargs and isinstance(state, dict):
+        return render(state, depth)
+    parts = [repr(render(a, depth + 1)) for a in p.args[:_RENDER_ITEMS]]
+    parts += [f"{k}={render(v, depth + 1)!r}" for k, v in list(p.kwargs.items())[:_RENDER_ITEMS]]
+    text = f"{name}({', '.join(parts)})"
+    return text if len(text) <= _RENDER_STR else text[:_RENDER_STR] + "...)"
+
+
+# numpy dtype.str kind+size -> struct format character.
+_NUMPY_SCALARS = {
+    "f8": "d",
+    "f4": "f",
+    "f2": "e",
+    "i8": "q",
+    "i4": "i",
+    "i2": "h",
+    "i1": "b",
+    "u8": "Q",
+    "u4": "I",
+    "u2": "H",
+    "u1": "B",
+    "b1": "?",
+}
+
+
+def numpy_scalar(p: Placeholder) -> Any:
+    """Decode ``numpy.core.multiarray.scalar(numpy.dtype('f8', ...), b'...')``, else None."""
+    if (
+        type(p).global_name not in ("numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar")
+        or len(p.args) != 2
+    ):
+        return None
+    dtype, raw = p.args
+    if (
+        not isinstance(dtype, Placeholder)
+        or not dtype.args
+        or not isinstance(raw, (bytes, bytearray))
+    ):
+        return None
+    fmt = _NUMPY_SCALARS.get(str(dtype.args[0]).lstrip("<>|="))
+    order = (
+        ">"
+        if isinstance(dtype.state, tuple) and len(dtype.state) > 1 and dtype.state[1] == ">"
+        else "<"
+    )
+    if fmt is None or struct.calcsize(fmt) != len(raw):
+        return None
+    return struct.unpack(order + fmt, raw)[0]
