@@ -222,12 +222,16 @@ def _record(r: _Reader, i: int) -> dict:
     return rec
 
 
-def _entry(stored_name: str, rec: dict, default_role: Role) -> TensorEntry:
-    name, role = stored_name, default_role
+def split_prefix(stored_name: str, default_role: Role = Role.PARAMETER) -> tuple[str, Role]:
+    """``arg:w`` -> (``w``, parameter), ``aux:m`` -> (``m``, buffer), else the name unchanged."""
     for prefix, prefix_role in PREFIX_ROLES.items():
         if stored_name.startswith(prefix):
-            name, role = stored_name[len(prefix) :], prefix_role
-            break
+            return stored_name[len(prefix) :], prefix_role
+    return stored_name, default_role
+
+
+def _entry(stored_name: str, rec: dict, default_role: Role) -> TensorEntry:
+    name, role = split_prefix(stored_name, default_role)
     extra: dict = {"record": rec["version"], "record_offset": rec["start"]}
     stored_numel = None
     if rec.get("none"):

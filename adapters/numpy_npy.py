@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import FormatError
-from .model import Checkpoint, Finding, Role, TensorEntry
+from .model import Checkpoint, Finding, TensorEntry
+from .mxnet import split_prefix
 from .registry import Adapter
 
 NAME = "numpy"
@@ -33,7 +34,6 @@ MAGIC = b"\x93NUMPY"
 # NumPy refuses headers above this size unless told otherwise (format.py _MAX_HEADER_SIZE).
 MAX_HEADER = 10_000
 MAX_MEMBERS = 1_000_000
-PREFIX_ROLES = {"arg:": Role.PARAMETER, "aux:": Role.BUFFER}
 SPARSE_PARTS = ("data", "indices", "indptr", "shape", "format")
 
 # NumPy type character + size -> canonical dtype.
@@ -129,10 +129,7 @@ def _descr(descr: object, where: str) -> tuple[str, int]:
 
 
 def _entry(key: str, dtype: str, shape: tuple[int, ...], itemsize: int, **kw) -> TensorEntry:
-    name, role = key, Role.PARAMETER
-    for prefix, prefix_role in PREFIX_ROLES.items():
-        if key.startswith(prefix):
-            name, role = key[len(prefix) :], prefix_role
+    name, role = split_prefix(key)
     return TensorEntry(
         stored_name=key,
         name=name,
