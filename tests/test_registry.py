@@ -1,0 +1,66 @@
+"""The adapter registry: content sniffing order and third-party adapters via entry points."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import adapters.registry as registry
+from adapters.errors import InspectorError
+from adapters.model import Checkpoint, TensorEntry
+
+
+class _EntryPoint:
+    def __init__(self, name: str, obj: object) -> None:
+        self.name, self.value, self._obj = name, f"plugin:{name}", obj
+
+    def load(self) -> object:
+        return self._obj
+
+
+def _fake_open(path: Path, variant: str) -> Checkpoint:
+    entry = TensorEntry(stored_name="w", name="w", shape=(2, 2), dtype="float32")
+    return Checkpoint(paths=(str(path),), format="toy", tensors=[entry])
+
+
+TOY = registry.Adapter(
+    name="toy",
+    description="a toy format starting with TOY1",
+    extensions=(".toy",),
+    sniff=lambda head, path: "v1" if head.startswith(b"TOY1") else None,
+    open=_fake_open,
+)
+
+
+@pytest.fixture
+def plugins(monkeypatch):
+    def install(*eps: _EntryPoint) -> None:
+        import importlib.metadata
+
+        monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: list(eps) if group == registry.ENTRY_POINT_GROUP else [])
+        monkeypatch.setattr(registry, "_cache", None)
+
+    yield install
+    registry._cache = None
+
+
+def test_third_party_adapter_is_used_for_its_files(tmp_path, plugins):
+    plugins(_EntryPoint("toy", TOY))
+    p = tmp_path / "weights.dat"
+    p.write_bytes(b"TOY1 rest of the file")
+    ck = registry.load(p)
+    assert ck.format == "toy" and ck.totals()["parameter"] == 4
+    assert "toy" in [a.name for a in registry.adapters()]
+
+
+def test_broken_plugin_is_a_clear_error(plugins):
+    plugins(_EntryPoint("bad", object()))
+    with pytest.raises(InspectorError, match="'bad'.*is not an Adapter"):
+        registry.adapters()
+
+
+def test_builtin_names_cannot_be_shadowed(plugins):
+    fake = registry.Adapter("safetensors", "impostor", (), lambda h, p: "x", _fake_open)
+    plugins(_EntryPoint("safetensors", fake))
+    assert [a.description for a in registry.adapters() if a.name == "safetensors"] != ["impostor"]
