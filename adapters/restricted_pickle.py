@@ -36,6 +36,7 @@ import copyreg
 import functools
 import gc
 import io
+import os
 import pickle
 import pickletools
 import struct
@@ -359,8 +360,9 @@ def unpickle(
             )
         file = data
     unpickler = RestrictedUnpickler(file, allowed, persistent_load)
+    size = len(data) if isinstance(data, (bytes, bytearray, memoryview)) else _remaining(file)
     try:
-        with gc_paused():
+        with gc_paused(), address_space_capped(max(MEMORY_FLOOR, MEMORY_PER_BYTE * size)):
             obj = unpickler.load()
     except PickleError:
         raise
@@ -386,6 +388,61 @@ def unpickle(
             raise PickleError("EXT opcode (copyreg extension registry) is not supported") from None
         raise PickleError(f"malformed pickle ({type(e).__name__}: {e})") from None
     return obj, unpickler.globals
+
+
+# A legitimate pickle never needs more than a small multiple of its own size; the floor covers
+# the objects a small pickle builds.
+MEMORY_FLOOR = 1 << 30
+MEMORY_PER_BYTE = 64
+
+
+def _remaining(file: Any) -> int:
+    """Bytes left in a stream (the most a pickle read from it can be); 0 if unknown."""
+    try:
+        return max(0, os.fstat(file.fileno()).st_size - file.tell())
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return 0
+
+
+def _vm_size() -> int | None:
+    """This process's virtual memory size in bytes (Linux), None where unknown."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+@contextlib.contextmanager
+def address_space_capped(extra: int) -> Iterator[None]:
+    """Cap the address space at its current size + ``extra`` bytes while the block runs.
+
+    CPython's C unpickler (before 3.14) sizes its memo table from the largest index a
+    LONG_BINPUT/PUT names: a 60-byte pickle asking for index 2**28 makes it allocate and zero
+    4 GiB. Under the cap that allocation fails (MemoryError -> PickleError) instead. The limit is
+    process-wide while it holds, restored on exit, and never loosens an existing tighter one.
+    """
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: no cap
+        yield
+        return
+    vm = _vm_size()
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = None if vm is None else vm + extra
+    if cap is not None and hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    if cap is None or (soft != resource.RLIM_INFINITY and soft <= cap):
+        yield
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 @contextlib.contextmanager
