@@ -56,9 +56,8 @@ def select(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") -> 
     return entries
 
 
-def totals(ckpt: Checkpoint, entries: list[TensorEntry]) -> dict[str, int]:
-    """Counts by role over ``entries``, each tied tensor once."""
-    unique = ckpt.unique(entries)
+def totals(entries: list[TensorEntry], unique: list[TensorEntry]) -> dict[str, int]:
+    """Counts by role over ``entries``; ``unique`` is them with tied aliases removed."""
     out = {key: 0 for key in TOTAL_KEYS.values()}
     for t in unique:
         out[TOTAL_KEYS[t.role]] += t.numel
@@ -76,8 +75,9 @@ def listing(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") ->
     """The JSON-ready report of ``inspector show`` (schema in this module's docstring)."""
     entries = select(ckpt, match, sort)
     shared = ckpt.shared_with()
+    unique = ckpt.unique(entries)
     bytes_by_dtype: dict[str, int] = {}
-    for t in ckpt.unique(entries):
+    for t in unique:
         if t.nbytes is not None:
             bytes_by_dtype[t.dtype] = bytes_by_dtype.get(t.dtype, 0) + t.nbytes
     report: dict[str, Any] = {
@@ -88,7 +88,7 @@ def listing(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") ->
         "metadata": ckpt.metadata,
         "hyperparameters": ckpt.hyperparameters,
         "tensors": [_tensor(t, shared.get(t.stored_name)) for t in entries],
-        "totals": totals(ckpt, entries),
+        "totals": totals(entries, unique),
         "bytes_by_dtype": dict(sorted(bytes_by_dtype.items())),
         "findings": [
             {"severity": f.severity, "message": f.message, "where": f.where} for f in ckpt.findings

@@ -30,7 +30,7 @@ def shape_text(shape: list[int]) -> str:
 
 def render(report: dict[str, Any], fmt: str) -> str:
     if fmt == "json":
-        return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+        return _json(report)
     if fmt == "csv":
         return _csv(report)
     if fmt == "table":
@@ -182,6 +182,24 @@ def _text(report: dict[str, Any], markdown: bool) -> str:
             bullet = "- " if markdown else "  "
             out.write(f"{bullet}[{f['severity']}] {sanitize(f['message'])}{where}\n")
     return out.getvalue()
+
+
+def _json(report: dict[str, Any]) -> str:
+    """Indented JSON with one tensor per line.
+
+    ``json.dumps(indent=...)`` runs the pure-Python encoder, 10x slower than the C one on
+    50,000 tensors; each tensor is encoded compactly by the C encoder instead.
+    """
+    compact = json.JSONEncoder(ensure_ascii=False)
+    parts = []
+    for key, value in report.items():
+        if key == "tensors" and value:
+            rows = ",\n".join("    " + compact.encode(t) for t in value)
+            text = f"[\n{rows}\n  ]"
+        else:
+            text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        parts.append(f"  {compact.encode(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 def _csv(report: dict[str, Any]) -> str:
