@@ -75,6 +75,7 @@ class Finding:
     severity: str  # "info" | "warning" | "danger"
     message: str
     where: str | None = None
+    subject: str | None = None  # what it is about, e.g. the pickle global "os.system"
 
 
 @dataclass(slots=True)

@@ -1313,6 +1313,7 @@ def _checkpoint(
             + (f" ({g.resolved})" if g.resolved != g.name else "")
             + " is not on the allowlist; read as an inert placeholder",
             member,
+            g.name,
         )
         for g in globals_.values()
         if not g.allowed

@@ -14,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from adapters.errors import InspectorError
+from adapters.errors import InspectorError, UnsafeContentError
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
 
@@ -45,6 +45,12 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument(
         "--input-format", metavar="NAME", help="skip detection and read as this format"
     )
+    show.add_argument(
+        "--allow-unsafe",
+        action="store_true",
+        help="list a pickle that references code-execution globals (os.system, eval, ...) "
+        "instead of refusing it; nothing from the file is run either way",
+    )
 
     sub.add_parser("formats", help="list the supported checkpoint formats")
     return p
@@ -57,6 +63,13 @@ def _show(args: argparse.Namespace) -> int:
     from .render import render
 
     ckpt = load(args.path, args.input_format)
+    danger = sorted({f.subject or f.message for f in ckpt.findings if f.severity == "danger"})
+    if danger and not args.allow_unsafe:
+        raise UnsafeContentError(
+            f"refused: the pickle references {', '.join(danger)}, which can execute code "
+            "(nothing was run; --allow-unsafe lists it anyway)",
+            ckpt.path,
+        )
     sys.stdout.write(render(listing(ckpt, args.match, args.sort), args.format))
     return EXIT_OK
 

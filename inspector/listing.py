@@ -16,7 +16,8 @@ Schema (``"schema": "inspector.listing/1"``), fields never change meaning, later
   (entries listed), ``tied_aliases`` (entries not counted because they repeat another) and
   ``bytes``.
 - ``bytes_by_dtype``: stored bytes per dtype, tied tensors once.
-- ``findings``: ``{"severity", "message", "where"}`` records (e.g. foreign pickle globals).
+- ``findings``: ``{"severity", "message", "where", "subject"}`` records (e.g. foreign pickle
+  globals; ``subject`` is the global's dotted name).
 - ``filter``: the ``match`` regex and how many of how many tensors it kept, when one was given.
 """
 
@@ -91,7 +92,8 @@ def listing(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") ->
         "totals": totals(entries, unique),
         "bytes_by_dtype": dict(sorted(bytes_by_dtype.items())),
         "findings": [
-            {"severity": f.severity, "message": f.message, "where": f.where} for f in ckpt.findings
+            {"severity": f.severity, "message": f.message, "where": f.where, "subject": f.subject}
+            for f in ckpt.findings
         ],
     }
     if match:

@@ -26,6 +26,9 @@ from adapters.model import Role
 from adapters.registry import read_head
 from adapters.restricted_pickle import scan_globals
 
+from conftest import run_cli
+from hostile import assert_clean_error
+
 ROOT = Path(__file__).resolve().parent.parent
 TORCH_FIXTURES = ROOT / "fixtures" / "torch"
 
@@ -683,3 +686,26 @@ def test_payloads_are_live_under_plain_pickle(tmp_path, payload):
         capture_output=True,
     )
     assert marker.exists()
+
+
+@pytest.mark.parametrize("container", ["zip", "legacy"])
+@pytest.mark.parametrize(
+    "payload", ["global_reduce", "stack_global_eval", "inst_popen", "newobj_popen", "py2_builtin_exec"]
+)
+def test_cli_refuses_code_execution_pickles_in_one_line(tmp_path, container, payload):
+    marker = tmp_path / "pwned"
+    value, proto, global_name = _payloads(marker)[payload]
+    legacy = container == "legacy"
+    body = dict_of(("weight", tensor("0", 4, (2, 2), legacy=legacy)), ("evil", value))
+    if legacy:
+        path = write_legacy(tmp_path / "evil.pt", pkl(body, proto), ["0"], [(4, floats(4))])
+    else:
+        path = write_zip(tmp_path / "evil.pt", pkl(body, proto), {"0": floats(4)})
+    refused = run_cli("show", str(path))
+    assert_clean_error(refused, str(path), "refused", global_name)
+    listed = run_cli("show", "--allow-unsafe", "--format", "json", str(path))
+    assert listed.returncode == 0, listed.stderr
+    doc = json.loads(listed.stdout)
+    assert [t["name"] for t in doc["tensors"]] == ["weight"]
+    assert global_name in {f["subject"] for f in doc["findings"]}
+    assert not marker.exists(), "the payload ran"
