@@ -127,10 +127,11 @@ class Checkpoint:
         out["all"] = sum(out[r.value] for r in Role)
         return out
 
-    def bytes_by_dtype(self) -> dict[str, int]:
-        """Stored bytes per dtype, tied tensors once; unknown sizes are left out."""
+    def bytes_by_dtype(self, unique: Iterable[TensorEntry] | None = None) -> dict[str, int]:
+        """Stored bytes per dtype over ``unique`` (default: every tensor, tied ones once);
+        unknown sizes are left out."""
         out: dict[str, int] = {}
-        for t in self.unique():
+        for t in self.unique() if unique is None else unique:
             if t.nbytes is not None:
                 out[t.dtype] = out.get(t.dtype, 0) + t.nbytes
         return dict(sorted(out.items()))

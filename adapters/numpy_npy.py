@@ -21,6 +21,7 @@ import math
 import os
 import struct
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -257,18 +258,12 @@ def _sparse_entry(
         for part in ("indptr", "indices")
         if f"{base}/{part}" in headers
     }
-    entry = _entry(base, dtype, tuple(shape), itemsize, offset=offset)
     nbytes = math.prod(data_shape) * itemsize + sum(
         math.prod(h[1]) * h[2] for p in ("indptr", "indices") if (h := headers.get(f"{base}/{p}"))
     )
-    return TensorEntry(
-        stored_name=entry.stored_name,
-        name=entry.name,
-        shape=entry.shape,
-        dtype=dtype,
-        role=entry.role,
+    return replace(
+        _entry(base, dtype, tuple(shape), itemsize, offset=offset),
         nbytes=nbytes,
-        offset=offset,
         stored_numel=math.prod(data_shape),
         extra={"stype": stype, "storage_shape": data_shape, "aux": aux},
     )

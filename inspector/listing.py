@@ -77,10 +77,6 @@ def listing(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") ->
     entries = select(ckpt, match, sort)
     shared = ckpt.shared_with()
     unique = ckpt.unique(entries)
-    bytes_by_dtype: dict[str, int] = {}
-    for t in unique:
-        if t.nbytes is not None:
-            bytes_by_dtype[t.dtype] = bytes_by_dtype.get(t.dtype, 0) + t.nbytes
     report: dict[str, Any] = {
         "schema": SCHEMA,
         "format": ckpt.format,
@@ -90,7 +86,7 @@ def listing(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") ->
         "hyperparameters": ckpt.hyperparameters,
         "tensors": [_tensor(t, shared.get(t.stored_name)) for t in entries],
         "totals": totals(entries, unique),
-        "bytes_by_dtype": dict(sorted(bytes_by_dtype.items())),
+        "bytes_by_dtype": ckpt.bytes_by_dtype(unique),
         "findings": [
             {"severity": f.severity, "message": f.message, "where": f.where, "subject": f.subject}
             for f in ckpt.findings

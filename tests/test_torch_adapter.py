@@ -425,17 +425,21 @@ def _payloads(marker: Path) -> dict[str, tuple[bytes, bytes, str]]:
 PAYLOAD_NAMES = list(_payloads(Path("/x")))
 
 
+def _evil_file(tmp_path: Path, container: str, value: bytes, proto: bytes) -> Path:
+    """A state dict holding one real tensor 'weight' and the payload under 'evil'."""
+    legacy = container == "legacy"
+    body = dict_of(("weight", tensor("0", 4, (2, 2), legacy=legacy)), ("evil", value))
+    if legacy:
+        return write_legacy(tmp_path / "evil.pt", pkl(body, proto), ["0"], [(4, floats(4))])
+    return write_zip(tmp_path / "evil.pt", pkl(body, proto), {"0": floats(4)})
+
+
 @pytest.mark.parametrize("container", ["zip", "legacy"])
 @pytest.mark.parametrize("payload", PAYLOAD_NAMES)
 def test_hostile_globals_are_inert(tmp_path, container, payload):
     marker = tmp_path / "pwned"
     value, proto, global_name = _payloads(marker)[payload]
-    legacy = container == "legacy"
-    body = dict_of(("weight", tensor("0", 4, (2, 2), legacy=legacy)), ("evil", value))
-    if legacy:
-        path = write_legacy(tmp_path / "evil.pt", pkl(body, proto), ["0"], [(4, floats(4))])
-    else:
-        path = write_zip(tmp_path / "evil.pt", pkl(body, proto), {"0": floats(4)})
+    path = _evil_file(tmp_path, container, value, proto)
     ck = open_file(path)
     assert not marker.exists(), "the payload ran"
     assert [(t.stored_name, t.shape) for t in ck.tensors] == [("weight", (2, 2))]
@@ -445,8 +449,8 @@ def test_hostile_globals_are_inert(tmp_path, container, payload):
     assert listed[global_name] is False
     assert listed["torch._utils._rebuild_tensor_v2"] is True
     # the adapter's record of globals agrees with a static scan of the same bytes
-    data = path.read_bytes() if legacy else zipfile.ZipFile(path).read("archive/data.pkl")
-    if not legacy:
+    if container == "zip":
+        data = zipfile.ZipFile(path).read("archive/data.pkl")
         assert {n for n, _ in scan_globals(data)} == set(listed)
 
 
@@ -695,12 +699,7 @@ def test_payloads_are_live_under_plain_pickle(tmp_path, payload):
 def test_cli_refuses_code_execution_pickles_in_one_line(tmp_path, container, payload):
     marker = tmp_path / "pwned"
     value, proto, global_name = _payloads(marker)[payload]
-    legacy = container == "legacy"
-    body = dict_of(("weight", tensor("0", 4, (2, 2), legacy=legacy)), ("evil", value))
-    if legacy:
-        path = write_legacy(tmp_path / "evil.pt", pkl(body, proto), ["0"], [(4, floats(4))])
-    else:
-        path = write_zip(tmp_path / "evil.pt", pkl(body, proto), {"0": floats(4)})
+    path = _evil_file(tmp_path, container, value, proto)
     refused = run_cli("show", str(path))
     assert_clean_error(refused, str(path), "refused", global_name)
     listed = run_cli("show", "--allow-unsafe", "--format", "json", str(path))
