@@ -1,4 +1,4 @@
-"""Command line: ``inspector show PATH``, ``inspector formats``.
+"""Command line: ``inspector <verb> ...``; each verb lives in :mod:`inspector.commands`.
 
 Example::
 
@@ -14,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from adapters.errors import InspectorError, UnsafeContentError
+from adapters.errors import InspectorError
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
 
@@ -27,8 +27,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .listing import SORTS
-    from .render import FORMATS
+    from importlib import import_module
+
+    from .commands import MODULES
 
     p = _Parser(
         prog="inspector",
@@ -36,62 +37,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    show = sub.add_parser("show", help="list every tensor with its shape, dtype, count and role")
-    show.add_argument("path", help="checkpoint file, shard index or model directory")
-    show.add_argument("--format", choices=FORMATS, default="table", help="output format")
-    show.add_argument("--match", metavar="REGEX", help="only tensors whose name matches")
-    show.add_argument("--sort", choices=SORTS, default="stored", help="row order")
-    show.add_argument(
-        "--input-format", metavar="NAME", help="skip detection and read as this format"
-    )
-    show.add_argument(
-        "--allow-unsafe",
-        action="store_true",
-        help="list a pickle that references code-execution globals (os.system, eval, ...) "
-        "instead of refusing it; nothing from the file is run either way",
-    )
-
-    sub.add_parser("formats", help="list the supported checkpoint formats")
+    for module_name in MODULES:
+        module = import_module(f"{__package__}.commands.{module_name}")
+        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
+        module.add_arguments(cmd)
+        cmd.set_defaults(_run=module.run)
     return p
-
-
-def _show(args: argparse.Namespace) -> int:
-    from adapters.registry import load
-
-    from .listing import listing
-    from .render import render
-
-    ckpt = load(args.path, args.input_format)
-    danger = sorted({f.subject or f.message for f in ckpt.findings if f.severity == "danger"})
-    if danger and not args.allow_unsafe:
-        raise UnsafeContentError(
-            f"refused: the pickle references {', '.join(danger)}, which can execute code "
-            "(nothing was run; --allow-unsafe lists it anyway)",
-            ckpt.path,
-        )
-    sys.stdout.write(render(listing(ckpt, args.match, args.sort), args.format))
-    return EXIT_OK
-
-
-def _formats(args: argparse.Namespace) -> int:
-    from tabulate import tabulate
-
-    from adapters.registry import adapters
-
-    rows = [(a.name, ", ".join(a.extensions), a.description) for a in adapters()]
-    sys.stdout.write(tabulate(rows, ["format", "usual names", "what"], "simple") + "\n")
-    sys.stdout.write("\nDetection is by content (magic bytes), not by the file name.\n")
-    return EXIT_OK
-
-
-COMMANDS = {"show": _show, "formats": _formats}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        return args._run(args)
     except InspectorError as e:
         if args.debug:
             raise

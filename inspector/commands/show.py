@@ -1,0 +1,50 @@
+"""``inspector show PATH``: list every tensor with its shape, dtype, count and role."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from adapters.errors import UnsafeContentError
+
+NAME = "show"
+HELP = "list every tensor with its shape, dtype, count and role"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from inspector.listing import SORTS
+    from inspector.render import FORMATS
+
+    p.add_argument("path", help="checkpoint file, shard index or model directory")
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    p.add_argument("--match", metavar="REGEX", help="only tensors whose name matches")
+    p.add_argument("--sort", choices=SORTS, default="stored", help="row order")
+    p.add_argument("--input-format", metavar="NAME", help="skip detection and read as this format")
+    p.add_argument(
+        "--allow-unsafe",
+        action="store_true",
+        help="list a pickle that references code-execution globals (os.system, eval, ...) "
+        "instead of refusing it; nothing from the file is run either way",
+    )
+
+
+def refuse_if_unsafe(ckpt, allow_unsafe: bool) -> None:
+    """Raise :class:`UnsafeContentError` when a pickle referenced code-execution globals."""
+    danger = sorted({f.subject or f.message for f in ckpt.findings if f.severity == "danger"})
+    if danger and not allow_unsafe:
+        raise UnsafeContentError(
+            f"refused: the pickle references {', '.join(danger)}, which can execute code "
+            "(nothing was run; --allow-unsafe lists it anyway)",
+            ckpt.path,
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    from adapters.registry import load
+    from inspector.listing import listing
+    from inspector.render import render
+
+    ckpt = load(args.path, args.input_format)
+    refuse_if_unsafe(ckpt, args.allow_unsafe)
+    sys.stdout.write(render(listing(ckpt, args.match, args.sort), args.format))
+    return 0
