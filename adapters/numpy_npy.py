@@ -21,6 +21,7 @@ import math
 import os
 import struct
 import zipfile
+import zlib
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
@@ -56,6 +57,20 @@ KINDS: dict[tuple[str, int], str] = {
 }
 
 
+# What zipfile raises on a damaged archive besides BadZipFile: lying sizes (EOFError), undecodable
+# names (UnicodeDecodeError, a ValueError), unsupported methods or encryption, bad deflate data.
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    OSError,
+    EOFError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+    zlib.error,
+    struct.error,
+)
+
+
 def sniff(head: bytes, path: Path) -> str | None:
     if head.startswith(MAGIC):
         return "npy"
@@ -63,7 +78,7 @@ def sniff(head: bytes, path: Path) -> str | None:
         try:
             with zipfile.ZipFile(path) as z:
                 names = z.namelist()
-        except (zipfile.BadZipFile, OSError, ValueError):
+        except ZIP_ERRORS:
             return None
         if names and all(n.endswith(".npy") for n in names):
             return "npz"
@@ -174,7 +189,7 @@ def _open_npz(path: Path) -> Checkpoint:
     where = str(path)
     try:
         z = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as e:
+    except ZIP_ERRORS as e:
         raise FormatError(f"not a readable zip ({e})", where) from None
     with z, open(path, "rb") as raw:
         infos = z.infolist()
@@ -187,7 +202,7 @@ def _open_npz(path: Path) -> Checkpoint:
             try:
                 with z.open(info) as f:
                     dtype, shape, itemsize, hinfo = parse_header(f, member)
-            except (zipfile.BadZipFile, OSError, EOFError) as e:
+            except ZIP_ERRORS as e:
                 raise FormatError(f"zip member cannot be read ({e})", member) from None
             except FormatError:
                 # mxnet 2.0.0b1 writes a broken header for a sparse array's format.npy
