@@ -19,15 +19,33 @@ Schema (``"schema": "inspector.listing/1"``), fields never change meaning, later
 - ``findings``: ``{"severity", "message", "where", "subject"}`` records (e.g. foreign pickle
   globals; ``subject`` is the global's dotted name).
 - ``filter``: the ``match`` regex and how many of how many tensors it kept, when one was given.
+
+Added by the grouping schemes (:mod:`inspector.grouping`):
+
+- ``scheme``: ``name``, ``description``, ``source`` ("built-in" or the file), ``auto`` (chosen by
+  detection) and ``parameters`` (e.g. ``{"depth": 1}`` for ``prefix``).
+- each tensor: ``group``, and ``layer`` (plus ``direction``/``block``) where the scheme captures
+  them.
+- ``groups``: in scheme order, each ``name``, ``tensors``, ``parameters``, ``elements``,
+  ``bytes`` (tied tensors once: the groups sum to ``totals``), ``share`` (of all parameters),
+  ``tied_aliases``, ``embedding`` (bool), and where layers are captured ``layers`` (per
+  ``block``/``layer``/``direction`` subtotals) and ``repeats`` (identical layers collapsed:
+  ``label`` ``layers.#``, ``layers``, ``count``, numbers per layer).
+- ``totals.embedding_parameters`` and ``totals.non_embedding_parameters`` when the scheme flags
+  embedding groups.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from adapters.errors import UsageError
 from adapters.model import Checkpoint, Role, TensorEntry
+
+if TYPE_CHECKING:
+    from .grouping import Assignment
 
 SCHEMA = "inspector.listing/1"
 SORTS = ("stored", "name", "size")
@@ -72,11 +90,31 @@ def totals(entries: list[TensorEntry], unique: list[TensorEntry]) -> dict[str, i
     return out
 
 
-def listing(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") -> dict[str, Any]:
-    """The JSON-ready report of ``inspector show`` (schema in this module's docstring)."""
+def listing(
+    ckpt: Checkpoint,
+    match: str | None = None,
+    sort: str = "stored",
+    scheme: str | None = "auto",
+    scheme_params: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """The JSON-ready report of ``inspector show`` (schema in this module's docstring).
+
+    ``scheme`` is a built-in scheme name, a scheme file or ``auto`` (detected from all the
+    checkpoint's names, not only those ``match`` keeps); ``scheme_params`` set its parameters
+    (``{"depth": 2}`` for ``prefix``).
+    """
+    from . import grouping
+
     entries = select(ckpt, match, sort)
     shared = ckpt.shared_with()
     unique = ckpt.unique(entries)
+    chosen = grouping.resolve(scheme, [t.name for t in ckpt.tensors], ckpt.format, scheme_params)
+    groups = grouping.summarize(chosen, entries, unique)
+    sums = totals(entries, unique)
+    split = grouping.embedding_split(groups)
+    if split is not None:
+        sums["embedding_parameters"] = split["embedding"]
+        sums["non_embedding_parameters"] = split["non_embedding"]
     report: dict[str, Any] = {
         "schema": SCHEMA,
         "format": ckpt.format,
@@ -84,8 +122,16 @@ def listing(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") ->
         "paths": list(ckpt.paths),
         "metadata": ckpt.metadata,
         "hyperparameters": ckpt.hyperparameters,
-        "tensors": [_tensor(t, shared.get(t.stored_name)) for t in entries],
-        "totals": totals(entries, unique),
+        "scheme": {
+            "name": chosen.name,
+            "description": chosen.description,
+            "source": chosen.source,
+            "auto": scheme in (None, grouping.AUTO),
+            "parameters": dict(chosen.parameters),
+        },
+        "tensors": [_tensor(t, shared.get(t.stored_name), chosen.assign(t.name)) for t in entries],
+        "totals": sums,
+        "groups": groups,
         "bytes_by_dtype": ckpt.bytes_by_dtype(unique),
         "findings": [
             {"severity": f.severity, "message": f.message, "where": f.where, "subject": f.subject}
@@ -97,7 +143,7 @@ def listing(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") ->
     return report
 
 
-def _tensor(t: TensorEntry, shared: tuple[str, ...] | None) -> dict[str, Any]:
+def _tensor(t: TensorEntry, shared: tuple[str, ...] | None, where: Assignment) -> dict[str, Any]:
     row: dict[str, Any] = {
         "name": t.name,
         "stored_name": t.stored_name,
@@ -113,4 +159,8 @@ def _tensor(t: TensorEntry, shared: tuple[str, ...] | None) -> dict[str, Any]:
         row["stored_numel"] = t.stored_numel
     if shared:
         row["shared_with"] = list(shared)
+    row["group"] = where.group
+    for key in ("layer", "direction", "block"):
+        if getattr(where, key) is not None:
+            row[key] = getattr(where, key)
     return row

@@ -1,6 +1,9 @@
 """Renderers: a listing report (see :mod:`inspector.listing`) to table, markdown, JSON or CSV text.
 
-``render(report, fmt) -> str``. Names from files are sanitised for terminals and markdown: control
+``render(report, fmt, view="tensors") -> str``; ``view`` is ``tensors`` (one row per tensor),
+``groups`` (one row per group of the report's scheme) or ``layers`` (groups with per-layer
+subtotals, identical repeated layers collapsed as ``layers.#``); JSON always carries everything.
+Names from files are sanitised for terminals and markdown: control
 characters (escape sequences) are shown as ``\\xNN`` and never reach the screen raw.
 """
 
@@ -12,6 +15,7 @@ import json
 from typing import Any
 
 FORMATS = ("table", "markdown", "json", "csv")
+VIEWS = ("tensors", "groups", "layers")
 MAX_HYPER_LINES = 40
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
 
@@ -28,15 +32,17 @@ def shape_text(shape: list[int]) -> str:
     return "(" + ", ".join(f"{d:,}" for d in shape) + ")"
 
 
-def render(report: dict[str, Any], fmt: str) -> str:
+def render(report: dict[str, Any], fmt: str, view: str = "tensors") -> str:
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
     if fmt == "json":
         return _json(report)
     if fmt == "csv":
-        return _csv(report)
+        return _csv(report) if view == "tensors" else _csv_groups(report, view == "layers")
     if fmt == "table":
-        return _text(report, markdown=False)
+        return _text(report, markdown=False, view=view)
     if fmt == "markdown":
-        return _text(report, markdown=True)
+        return _text(report, markdown=True, view=view)
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
@@ -67,6 +73,9 @@ def _rows(report: dict[str, Any], markdown: bool) -> tuple[list[str], list[list[
     show_stored = any(r["name"] != r["stored_name"] for r in report["tensors"])
     show_file = any(r.get("file") for r in report["tensors"])
     headers = ["name", "shape", "dtype", "numel", "role"]
+    grouped = "groups" in report
+    if grouped:
+        headers.append("group")
     if show_stored:
         headers.insert(1, "stored as")
     if show_file:
@@ -79,6 +88,8 @@ def _rows(report: dict[str, Any], markdown: bool) -> tuple[list[str], list[list[
         if "stored_numel" in r:
             numel += f" ({r['stored_numel']:,} stored)"
         row = [sanitize(r["name"]), shape_text(r["shape"]), r["dtype"], numel, r["role"]]
+        if grouped:
+            row.append(sanitize(r["group"]))
         if show_stored:
             row.insert(1, sanitize(r["stored_name"]))
         if show_file:
@@ -116,6 +127,9 @@ def _summary(report: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if t["other"]:
         lines.append(("other", f"{t['other']:,}"))
+    if "embedding_parameters" in t:
+        lines.append(("  embedding", f"{t['embedding_parameters']:,}"))
+        lines.append(("  non-embedding", f"{t['non_embedding_parameters']:,}"))
     lines.append(("all elements", f"{t['all']:,}"))
     if "stored_elements" in t:
         lines.append(("stored elements", f"{t['stored_elements']:,} (sparse arrays)"))
@@ -123,6 +137,12 @@ def _summary(report: dict[str, Any]) -> list[tuple[str, str]]:
         f"{dtype} {_human_bytes(n)}" for dtype, n in report["bytes_by_dtype"].items()
     )
     lines.append(("bytes", f"{_human_bytes(t['bytes'])}" + (f" ({by_dtype})" if by_dtype else "")))
+    if "scheme" in report:
+        sc = report["scheme"]
+        params = "".join(f", {k}={v}" for k, v in sc["parameters"].items())
+        how = "auto" if sc["auto"] else sanitize(sc["source"])
+        lines.append(("groups", f"{len(report['groups'])} by scheme {sanitize(sc['name'])} "
+                      f"({how}{params})"))
     return lines
 
 
@@ -138,7 +158,43 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix, text)]
 
 
-def _text(report: dict[str, Any], markdown: bool) -> str:
+def _share(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _group_rows(report: dict[str, Any], per_layer: bool) -> tuple[list[str], list[list[str]]]:
+    """Rows of the groups view; with ``per_layer`` each group is followed by its layers."""
+    headers = ["group", "tensors", "parameters", "share", "bytes"]
+    if any(g["elements"] != g["parameters"] for g in report["groups"]):
+        headers.insert(3, "elements")
+    rows = []
+    for g in report["groups"]:
+        rows.append(_group_row(headers, sanitize(g["name"]), g, _share(g["share"])))
+        if per_layer:
+            for r in g.get("repeats", ()):
+                # tabulate strips leading blanks; a marker keeps layer rows visibly nested
+                label = "- " + _layer_label(r)
+                rows.append(_group_row(headers, label, r, ""))
+    return headers, rows
+
+
+def _layer_label(r: dict[str, Any]) -> str:
+    label = " ".join(sanitize(x) for x in (r["block"], r["label"]) if x)
+    if r["direction"]:
+        label += f" ({sanitize(r['direction'])})"
+    if r["count"] > 1:
+        label += f" x{r['count']} ({', '.join(sanitize(x) for x in r['layers'])})"
+    return label
+
+
+def _group_row(headers: list[str], label: str, rec: dict[str, Any], share: str) -> list[str]:
+    cells = {"group": label, "tensors": f"{rec['tensors']:,}",
+             "parameters": f"{rec['parameters']:,}", "elements": f"{rec['elements']:,}",
+             "share": share, "bytes": _human_bytes(rec["bytes"])}
+    return [cells[h] for h in headers]
+
+
+def _text(report: dict[str, Any], markdown: bool, view: str = "tensors") -> str:
     from tabulate import tabulate
 
     fmt = "github" if markdown else "simple"
@@ -160,10 +216,16 @@ def _text(report: dict[str, Any], markdown: bool) -> str:
         else:
             for k, v in hp:
                 out.write(f"  {sanitize(k)}: {sanitize(v)}\n")
-    headers, rows = _rows(report, markdown)
+    if view == "tensors":
+        headers, rows = _rows(report, markdown)
+        align = ["left"] * len(headers)
+        align[headers.index("numel")] = "right"
+    else:
+        headers, rows = _group_rows(report, per_layer=view == "layers")
+        align = ["left"] + ["right"] * (len(headers) - 1)
+        if markdown:
+            rows = [[c.replace("|", "\\|") for c in row] for row in rows]
     out.write("\n")
-    align = ["left"] * len(headers)
-    align[headers.index("numel")] = "right"
     out.write(tabulate(rows, headers, fmt, disable_numparse=True, colalign=align))
     out.write("\n\n")
     summary = _summary(report)
@@ -206,7 +268,8 @@ def _csv(report: dict[str, Any]) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(
-        ["name", "stored_name", "shape", "dtype", "role", "numel", "nbytes", "file", "shared_with"]
+        ["name", "stored_name", "shape", "dtype", "role", "numel", "nbytes", "file", "shared_with",
+         "group", "layer"]
     )
     for r in report["tensors"]:
         w.writerow(
@@ -220,6 +283,23 @@ def _csv(report: dict[str, Any]) -> str:
                 "" if r["nbytes"] is None else r["nbytes"],
                 r.get("file") or "",
                 ";".join(r.get("shared_with", ())),
+                r.get("group", ""),
+                r.get("layer", ""),
             ]
         )
+    return out.getvalue()
+
+
+def _csv_groups(report: dict[str, Any], per_layer: bool) -> str:
+    """One CSV row per group (and with ``per_layer`` per block/layer/direction, uncollapsed)."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    keys = ["tensors", "parameters", "elements", "bytes"]
+    w.writerow(["group", "block", "layer", "direction", *keys, "share"])
+    for g in report["groups"]:
+        w.writerow([g["name"], "", "", "", *(g[k] for k in keys), g["share"]])
+        if per_layer:
+            for r in g.get("layers", ()):
+                w.writerow([g["name"], r["block"] or "", r["layer"], r["direction"] or "",
+                            *(r[k] for k in keys), ""])
     return out.getvalue()

@@ -21,6 +21,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sort", choices=SORTS, default="stored", help="row order")
     p.add_argument("--input-format", metavar="NAME", help="skip detection and read as this format")
     p.add_argument(
+        "--scheme",
+        metavar="NAME|FILE",
+        default="auto",
+        help="grouping scheme: a built-in (inspector schemes), a scheme YAML file, or auto "
+        "(default: detected from the names)",
+    )
+    p.add_argument(
+        "--depth",
+        type=int,
+        metavar="N",
+        help="name components per group for schemes that take a depth (prefix; default 1)",
+    )
+    view = p.add_mutually_exclusive_group()
+    view.add_argument(
+        "--groups", action="store_true", help="one row per group instead of one per tensor"
+    )
+    view.add_argument(
+        "--per-layer",
+        action="store_true",
+        help="groups with subtotals per captured layer (identical layers collapsed as layers.#)",
+    )
+    p.add_argument(
         "--allow-unsafe",
         action="store_true",
         help="list a pickle that references code-execution globals (os.system, eval, ...) "
@@ -46,5 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
     ckpt = load(args.path, args.input_format)
     refuse_if_unsafe(ckpt, args.allow_unsafe)
-    sys.stdout.write(render(listing(ckpt, args.match, args.sort), args.format))
+    params = {"depth": args.depth} if args.depth is not None else None
+    report = listing(ckpt, args.match, args.sort, args.scheme, params)
+    view = "layers" if args.per_layer else "groups" if args.groups else "tensors"
+    sys.stdout.write(render(report, args.format, view))
     return 0

@@ -1,0 +1,479 @@
+"""Grouping schemes: regex rule sets, shipped as YAML data, that bucket tensor names into groups.
+
+A scheme (``inspector/schemes/*.yaml`` or a user file) has a ``name``, a ``description``, an
+optional ``parameters`` table (integers such as ``depth``, substituted as ``${depth}`` in patterns),
+a ``detect`` list (``{match: REGEX, score: N}`` over tensor names, ``{format: REGEX, score: N}``
+over the adapter's format name; each rule that fires adds its score) with ``min_score``, and
+ordered ``groups``, each ``{name, match: REGEX | [REGEX, ...], embedding: bool}``. The first
+group whose pattern matches (``re.search``) a canonical name wins; a group name may be a template
+(``"{top}"``) filled from the pattern's named captures; the captures ``layer``, ``direction`` and
+``block`` give per-layer subtotals. Anything unmatched lands in the group ``other``.
+
+Contract used by the other modules: :func:`get_scheme`, :func:`choose_scheme`, :attr:`Scheme.name`,
+:meth:`Scheme.assign` -> :class:`Assignment`, :func:`group_counts`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Formatter
+from typing import Any
+
+from adapters.errors import UsageError
+from adapters.model import Role, TensorEntry
+
+OTHER = "other"
+AUTO = "auto"
+FALLBACK = "prefix"
+CAPTURES = ("layer", "direction", "block")
+MAX_SCHEME_BYTES = 1_000_000
+_PARAM = re.compile(r"\$\{([A-Za-z_]\w*)\}")
+_LINE = "__line__"
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Where one tensor name goes. ``key`` is the name with its ``layer`` capture replaced by
+    ``#`` (so identical repeated layers can be recognised); ``rule`` the index of the group rule
+    that matched (``-1`` for ``other``)."""
+
+    group: str
+    layer: str | None = None
+    direction: str | None = None
+    block: str | None = None
+    key: str | None = None
+    rule: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRule:
+    name: str  # a literal group name or a template over the patterns' named captures
+    patterns: tuple[re.Pattern[str], ...]
+    fields: tuple[str, ...]  # template fields; empty for a literal name
+    embedding: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DetectRule:
+    pattern: re.Pattern[str]
+    score: int
+    on_format: bool  # True: matched against the format name, else against tensor names
+
+
+@dataclass
+class Scheme:
+    """A loaded, validated scheme; :meth:`assign` is memoised per name."""
+
+    name: str
+    description: str
+    source: str  # "built-in" or the file it came from
+    groups: tuple[GroupRule, ...]
+    detect: tuple[DetectRule, ...] = ()
+    min_score: int = 1
+    parameters: dict[str, int] = field(default_factory=dict)
+    _memo: dict[str, Assignment] = field(default_factory=dict, repr=False, compare=False)
+
+    def assign(self, name: str) -> Assignment:
+        """The group (and captured layer/direction/block) of one canonical tensor name."""
+        hit = self._memo.get(name)
+        if hit is None:
+            hit = self._memo[name] = self._assign(name)
+        return hit
+
+    def _assign(self, name: str) -> Assignment:
+        for index, rule in enumerate(self.groups):
+            for rx in rule.patterns:
+                m = rx.search(name)
+                if m is None:
+                    continue
+                caps = m.groupdict()
+                group = rule.name
+                if rule.fields:
+                    group = rule.name.format_map({f: caps.get(f) or "" for f in rule.fields})
+                key = None
+                if caps.get("layer") is not None:
+                    start, end = m.span("layer")
+                    key = name[:start] + "#" + name[end:]
+                return Assignment(
+                    group or OTHER, caps.get("layer"), caps.get("direction"),
+                    caps.get("block"), key, index,
+                )
+        return Assignment(OTHER)
+
+    def score(self, names: Sequence[str], format: str | None = None) -> int:
+        """Sum of the scores of the detect rules that fire on ``names`` / ``format``."""
+        total = 0
+        for d in self.detect:
+            if d.on_format:
+                hit = format is not None and d.pattern.search(format) is not None
+            else:
+                hit = any(d.pattern.search(n) for n in names)
+            if hit:
+                total += d.score
+        return total
+
+    def coverage(self, names: Sequence[str]) -> int:
+        """How many of ``names`` land in a group other than ``other``."""
+        return sum(1 for n in names if self.assign(n).rule >= 0)
+
+    def is_embedding(self, a: Assignment) -> bool:
+        """Whether the rule that placed ``a`` is flagged ``embedding: true``."""
+        return a.rule >= 0 and self.groups[a.rule].embedding
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and validation
+
+
+def _yaml_with_lines(text: str, path: str) -> Any:
+    """``yaml.safe_load`` that records each mapping's first line under ``__line__``."""
+    import yaml
+
+    class LineLoader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
+        data = loader.construct_mapping(node, deep=True)
+        data[_LINE] = node.start_mark.line + 1
+        return data
+
+    LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        return yaml.load(text, Loader=LineLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else None
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise UsageError(f"not valid YAML ({problem})", path, where) from None
+
+
+class _Checker:
+    """Validation helpers that raise :class:`UsageError` naming file, scheme, group and line."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.scheme = "?"
+
+    def fail(self, message: str, node: Any = None, group: str | None = None) -> None:
+        where = [f"scheme {self.scheme!r}"]
+        if group is not None:
+            where.append(f"group {group!r}")
+        if isinstance(node, dict) and _LINE in node:
+            where.append(f"line {node[_LINE]}")
+        raise UsageError(message, self.path, ", ".join(where))
+
+    def regex(self, text: Any, params: Mapping[str, int], node: Any, group: str | None = None):
+        if not isinstance(text, str) or not text:
+            self.fail(f"pattern must be a non-empty string, got {text!r}", node, group)
+        unknown = sorted(set(_PARAM.findall(text)) - set(params))
+        if unknown:
+            self.fail(f"pattern {text!r} uses undeclared parameter(s) {unknown}", node, group)
+        expanded = _PARAM.sub(lambda m: str(params[m.group(1)]), text)
+        try:
+            return re.compile(expanded)
+        except re.error as e:
+            self.fail(f"bad regex /{text}/ ({e})", node, group)
+
+    def keys(self, node: Any, required: set[str], allowed: set[str], what: str,
+             group: str | None = None) -> None:
+        if not isinstance(node, dict):
+            self.fail(f"{what} must be a mapping, got {type(node).__name__}", None, group)
+        missing = sorted(required - node.keys())
+        if missing:
+            self.fail(f"{what} is missing field(s) {', '.join(missing)}", node, group)
+        extra = sorted(set(node) - allowed - required - {_LINE})
+        if extra:
+            self.fail(f"{what} has unknown field(s) {', '.join(map(str, extra))}", node, group)
+
+
+def parse_scheme(data: Any, source: str, params: Mapping[str, int] | None = None) -> Scheme:
+    """Validate parsed YAML ``data`` and build a :class:`Scheme` (``source`` names the file)."""
+    c = _Checker(source)
+    c.keys(data, {"name", "groups"}, {"description", "parameters", "detect", "min_score"},
+           "a scheme")
+    if not isinstance(data["name"], str) or not re.fullmatch(r"[A-Za-z0-9][\w.-]*", data["name"]):
+        c.fail(f"name must be a word such as 'my-scheme', got {data['name']!r}", data)
+    c.scheme = data["name"]
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        c.fail("description must be a string", data)
+    values = _parameters(c, data.get("parameters") or {}, params or {})
+    detect = []
+    raw_detect = data.get("detect") or []
+    if not isinstance(raw_detect, list):
+        c.fail("detect must be a list of {match|format, score}", data)
+    for d in raw_detect:
+        c.keys(d, {"score"}, {"match", "format"}, "a detect rule")
+        if ("match" in d) == ("format" in d):
+            c.fail("a detect rule needs exactly one of match, format", d)
+        if not isinstance(d["score"], int) or isinstance(d["score"], bool):
+            c.fail(f"score must be an integer, got {d['score']!r}", d)
+        on_format = "format" in d
+        detect.append(DetectRule(c.regex(d["format" if on_format else "match"], values, d),
+                                 d["score"], on_format))
+    min_score = data.get("min_score", 1)
+    if not isinstance(min_score, int) or isinstance(min_score, bool):
+        c.fail(f"min_score must be an integer, got {min_score!r}", data)
+    groups = data["groups"]
+    if not isinstance(groups, list) or not groups:
+        c.fail("groups must be a non-empty list", data)
+    return Scheme(c.scheme, description.strip(), source,
+                  tuple(_group(c, g, values) for g in groups), tuple(detect), min_score, values)
+
+
+def _parameters(c: _Checker, declared: Any, given: Mapping[str, int]) -> dict[str, int]:
+    if not isinstance(declared, dict):
+        c.fail("parameters must be a mapping of name -> {default, min, max}", None)
+    values: dict[str, int] = {}
+    for pname, spec in declared.items():
+        if pname == _LINE:
+            continue
+        c.keys(spec, {"default"}, {"min", "max", "help"}, f"parameter {pname!r}")
+        bounds = [spec.get("min"), spec.get("max"), spec["default"]]
+        if not all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in bounds):
+            c.fail(f"parameter {pname!r}: default, min and max must be integers", spec)
+        value = given.get(pname, spec["default"])
+        lo, hi = spec.get("min"), spec.get("max")
+        if not isinstance(value, int) or (lo is not None and value < lo) or (
+            hi is not None and value > hi
+        ):
+            raise UsageError(f"scheme {c.scheme!r}: {pname} must be an integer in "
+                             f"[{lo}, {hi}], got {value!r}")
+        values[pname] = value
+    unknown = sorted(set(given) - set(values))
+    if unknown:
+        raise UsageError(f"scheme {c.scheme!r} takes no parameter(s) {', '.join(unknown)}")
+    return values
+
+
+def _group(c: _Checker, g: Any, values: Mapping[str, int]) -> GroupRule:
+    c.keys(g, {"name", "match"}, {"embedding", "description"}, "a group")
+    name = g["name"]
+    if not isinstance(name, str) or not name.strip():
+        c.fail(f"group name must be a non-empty string, got {name!r}", g)
+    try:
+        fields = tuple(f for _, f, _, _ in Formatter().parse(name) if f is not None)
+    except ValueError as e:
+        c.fail(f"bad group name template ({e})", g, name)
+    if any(not re.fullmatch(r"[A-Za-z_]\w*", f) for f in fields):
+        c.fail("group name template fields must be plain capture names like {top}", g, name)
+    raw = g["match"] if isinstance(g["match"], list) else [g["match"]]
+    if not raw:
+        c.fail("match must name at least one pattern", g, name)
+    patterns = tuple(c.regex(p, values, g, name) for p in raw)
+    for rx in patterns:
+        missing = sorted(set(fields) - set(rx.groupindex))
+        if missing:
+            c.fail(f"pattern {rx.pattern!r} lacks the capture(s) {missing} its name uses", g, name)
+    if not isinstance(g.get("embedding", False), bool):
+        c.fail("embedding must be true or false", g, name)
+    return GroupRule(name, patterns, fields, g.get("embedding", False))
+
+
+def _builtin_dir():
+    from importlib.resources import files
+
+    return files("inspector") / "schemes"
+
+
+_builtin_cache: dict[tuple[str, tuple], Scheme] = {}
+
+
+def builtin_names() -> list[str]:
+    """Names of the schemes shipped in the package, sorted."""
+    return sorted(p.name[: -len(".yaml")] for p in _builtin_dir().iterdir()
+                  if p.name.endswith(".yaml"))
+
+
+def _load_text(text: str, source: str, params: Mapping[str, int] | None) -> Scheme:
+    return parse_scheme(_yaml_with_lines(text, source), source, params)
+
+
+def get_scheme(name_or_path: str, params: Mapping[str, int] | None = None) -> Scheme:
+    """A built-in scheme by name, or a scheme YAML file; ``params`` set its declared parameters
+    (e.g. ``{"depth": 2}`` for ``prefix``). :class:`UsageError` when unknown or invalid."""
+    key = (name_or_path, tuple(sorted((params or {}).items())))
+    if name_or_path in builtin_names():
+        if key not in _builtin_cache:
+            res = _builtin_dir() / f"{name_or_path}.yaml"
+            scheme = _load_text(res.read_text(encoding="utf-8"), f"built-in:{res.name}", params)
+            scheme.source = "built-in"
+            _builtin_cache[key] = scheme
+        return _builtin_cache[key]
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise UsageError(
+            f"unknown scheme {name_or_path!r}: neither a built-in "
+            f"({', '.join(builtin_names())}) nor a file"
+        )
+    try:
+        if path.stat().st_size > MAX_SCHEME_BYTES:
+            raise UsageError(f"scheme file larger than {MAX_SCHEME_BYTES} bytes", str(path))
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"cannot read scheme file ({e})", str(path)) from None
+    return _load_text(text, str(path), params)
+
+
+def scores(names: Sequence[str], format: str | None = None) -> dict[str, int]:
+    """Every built-in scheme's detector score on ``names`` (and the format name)."""
+    return {n: get_scheme(n).score(names, format) for n in builtin_names()}
+
+
+def choose_scheme(
+    names: Sequence[str], format: str | None = None, params: Mapping[str, int] | None = None
+) -> Scheme:
+    """The best-scoring built-in for these names (ties: more names grouped, then name order);
+    ``prefix`` when no scheme reaches its ``min_score``. ``params`` go to the chosen scheme when
+    it declares them (``depth`` only concerns ``prefix``)."""
+    names = list(names)
+    eligible = []
+    for n in builtin_names():
+        s = get_scheme(n)
+        score = s.score(names, format)
+        if n != FALLBACK and score >= s.min_score:
+            eligible.append((score, n))
+    chosen = FALLBACK
+    if eligible:
+        best = max(score for score, _ in eligible)
+        tied = sorted(n for score, n in eligible if score == best)
+        if len(tied) > 1:
+            cover = {n: get_scheme(n).coverage(names) for n in tied}
+            tied.sort(key=lambda n: -cover[n])  # stable: name order among equal coverage
+        chosen = tied[0]
+    scheme = get_scheme(chosen)
+    own = {k: v for k, v in (params or {}).items() if k in scheme.parameters}
+    return get_scheme(chosen, own) if own else scheme
+
+
+def resolve(spec: str | None, names: Sequence[str], format: str | None = None,
+            params: Mapping[str, int] | None = None) -> Scheme:
+    """``--scheme`` as the CLI takes it: ``auto``/None chooses, anything else is a name or file."""
+    if spec in (None, AUTO):
+        return choose_scheme(names, format, params)
+    scheme = get_scheme(spec)
+    own = {k: v for k, v in (params or {}).items() if k in scheme.parameters}
+    return get_scheme(spec, own) if own else scheme
+
+
+# ---------------------------------------------------------------------------------------------
+# Counting
+
+
+def ordered_groups(scheme: Scheme, names: Iterable[str]) -> list[str]:
+    """Distinct groups of ``names`` in scheme order: rule order, templated groups in order of
+    first appearance, ``other`` last."""
+    first: dict[str, tuple[int, int]] = {}
+    for i, n in enumerate(names):
+        a = scheme.assign(n)
+        if a.group not in first:
+            rule = a.rule if a.rule >= 0 else len(scheme.groups)
+            first[a.group] = (rule, i)
+    return sorted(first, key=lambda g: (g == OTHER, first[g]))
+
+
+def group_counts(scheme: Scheme, items: Iterable[tuple[str, int]]) -> dict[str, int]:
+    """Sum of counts per group for ``(name, count)`` items, in the scheme's group order."""
+    items = list(items)
+    sums: dict[str, int] = {}
+    for name, count in items:
+        g = scheme.assign(name).group
+        sums[g] = sums.get(g, 0) + count
+    return {g: sums[g] for g in ordered_groups(scheme, (n for n, _ in items))}
+
+
+# ---------------------------------------------------------------------------------------------
+# Report sections (used by inspector.listing)
+
+
+def _stats() -> dict[str, int]:
+    return {"tensors": 0, "parameters": 0, "elements": 0, "bytes": 0}
+
+
+def _add(stats: dict[str, int], t: TensorEntry, counted: bool) -> None:
+    stats["tensors"] += 1
+    if counted:
+        stats["elements"] += t.numel
+        stats["bytes"] += t.nbytes or 0
+        if t.role is Role.PARAMETER:
+            stats["parameters"] += t.numel
+
+
+def _layer_sort_key(layer: str) -> tuple:
+    return (0, int(layer), "") if layer.isdigit() else (1, 0, layer)
+
+
+def summarize(
+    scheme: Scheme, entries: Sequence[TensorEntry], unique: Sequence[TensorEntry]
+) -> list[dict[str, Any]]:
+    """One record per group (scheme order): ``tensors`` (listed entries, tied aliases
+    included), ``parameters`` / ``elements`` / ``bytes`` (tied tensors once, so the groups sum
+    to the listing's totals), ``share`` of all parameters, ``embedding``, and where the scheme
+    captures layers ``layers`` (one record per block/layer/direction) and ``repeats`` (layers
+    with identical tensors collapsed: names equal up to the layer number, same shapes/dtypes)."""
+    counted = {id(t) for t in unique}
+    groups: dict[str, dict[str, Any]] = {}
+    first: dict[str, tuple[bool, int, int]] = {}  # the order of ordered_groups, in the same pass
+    layers: dict[str, dict[tuple, dict[str, Any]]] = {}
+    for i, t in enumerate(entries):
+        a = scheme.assign(t.name)
+        g = groups.get(a.group)
+        if g is None:
+            g = groups[a.group] = {"name": a.group, **_stats(), "tied_aliases": 0,
+                                   "embedding": scheme.is_embedding(a)}
+            rule = a.rule if a.rule >= 0 else len(scheme.groups)
+            first[a.group] = (a.group == OTHER, rule, i)
+        _add(g, t, id(t) in counted)
+        g["tied_aliases"] += id(t) not in counted
+        if a.layer is not None:
+            slot = (a.block, a.layer, a.direction)
+            rec = layers.setdefault(a.group, {}).get(slot)
+            if rec is None:
+                rec = layers[a.group][slot] = {"block": a.block, "layer": a.layer,
+                                               "direction": a.direction, **_stats(), "_sig": []}
+            _add(rec, t, id(t) in counted)
+            rec["_sig"].append((a.key, t.shape, t.dtype, t.role.value))
+    total = sum(g["parameters"] for g in groups.values())
+    out = []
+    for name in sorted(first, key=first.__getitem__):
+        g = groups[name]
+        g["share"] = round(g["parameters"] / total, 6) if total else 0.0
+        if name in layers:
+            blocks = {s[0]: i for i, s in reversed(list(enumerate(layers[name])))}
+            recs = sorted(layers[name].values(), key=lambda r: (
+                blocks[r["block"]], _layer_sort_key(r["layer"]), r["direction"] or ""))
+            g["repeats"] = _collapse(recs)
+            for r in recs:
+                del r["_sig"]
+            g["layers"] = recs
+        out.append(g)
+    return out
+
+
+def _collapse(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Layers with the same block, direction and tensors (names up to the layer number, shapes,
+    dtypes) as one row ``layers.#`` with its ``count``; numbers are per layer."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    for r in recs:
+        key = (r["block"], r["direction"], tuple(sorted(r["_sig"])))
+        row = rows.get(key)
+        if row is None:
+            rows[key] = {"block": r["block"], "direction": r["direction"], "layers": [r["layer"]],
+                         **{k: r[k] for k in _stats()}}
+        else:
+            row["layers"].append(r["layer"])
+    for row in rows.values():
+        row["count"] = len(row["layers"])
+        row["label"] = "layers.#" if row["count"] > 1 else f"layers.{row['layers'][0]}"
+    return list(rows.values())
+
+
+def embedding_split(groups: Sequence[Mapping[str, Any]]) -> dict[str, int] | None:
+    """Embedding and non-embedding parameters, when the scheme flags embedding groups."""
+    if not any(g["embedding"] for g in groups):
+        return None
+    emb = sum(g["parameters"] for g in groups if g["embedding"])
+    return {"embedding": emb, "non_embedding": sum(g["parameters"] for g in groups) - emb}
