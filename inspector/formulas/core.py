@@ -65,11 +65,30 @@ class Prediction:
 
 
 @dataclass(frozen=True)
+class Symbol:
+    """A variable of an architecture's closed form (see :mod:`inspector.formulas.closed_form`).
+
+    ``targets`` are the hyperparameters it sets: a name, or ``"name:i"`` for part ``i`` of an
+    ``a:b`` pair (``"num_layers:0"`` is the encoder's). The total must be a polynomial of degree
+    at most ``degree`` in it for values ``start, start + step, ...``.
+    """
+
+    name: str
+    targets: tuple[str, ...]
+    degree: int = 2
+    start: int = 1
+    step: int = 1
+    help: str = ""
+
+
+@dataclass(frozen=True)
 class Arch:
     """A named architecture: its hyperparameters and the function that predicts its tensors.
 
     ``from_checkpoint`` returns the hyperparameters a checkpoint carries (embedded config or
-    sidecar), ``infer`` those its shapes determine; both may return a partial dict.
+    sidecar), ``infer`` those its shapes determine; both may return a partial dict. ``applies``
+    says whether a checkpoint looks like this architecture (used by ``check`` without
+    ``--arch``); ``symbols`` are the integer hyperparameters the closed form is written in.
     """
 
     name: str
@@ -79,6 +98,8 @@ class Arch:
     scheme: str | None = None
     from_checkpoint: Callable[[Any], dict[str, Any]] | None = None
     infer: Callable[[Any], dict[str, Any]] | None = None
+    applies: Callable[[Any], bool] | None = None
+    symbols: tuple[Symbol, ...] = ()
 
     def defaults(self) -> dict[str, Any]:
         return {h.name: h.default for h in self.hparams}
@@ -142,7 +163,9 @@ def get(name: str) -> Arch:
 
 
 # Modules under inspector.formulas that register architectures when imported.
-BUILTIN_MODULES: tuple[str, ...] = ()
+BUILTIN_MODULES: tuple[str, ...] = (
+    "keras", "sockeye_rnn", "sockeye_transformer", "seed001", "torch_nn", "hf", "rau"
+)
 
 
 def _load_builtins() -> None:

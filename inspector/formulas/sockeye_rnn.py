@@ -1,0 +1,370 @@
+"""``sockeye-rnn``: Sockeye 1 (MXNet) RNN encoder-decoder with attention (seed 000, finished).
+
+Shapes follow Sockeye 1.18's own code (encoder.py ``get_recurrent_encoder``, decoder.py
+``RecurrentDecoder``, rnn_attention.py, coverage.py, model.py weight tying), checked against the
+real models in ``fixtures/sockeye``. Hyperparameters carry Sockeye's argument names; ``a:b`` pairs
+are encoder:decoder. With ``h = rnn_num_hidden``, the encoder is one bi-directional layer of two
+``h/2`` cells on the source embedding plus ``sn - 1`` uni-directional layers of width ``h``; the
+decoder's first layer reads the previous word's embedding concatenated with the previous
+attentional hidden state (``te + h``), the others read ``h`` (``+ h`` context with
+``rnn_attention_in_upper_layers``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from inspector.formulas.blocks import (
+    MX_GATES,
+    MX_LN_CELLS,
+    embedding,
+    layer_norm,
+    linear,
+    mx_rnn_cell,
+    param,
+)
+from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
+
+CELL_TYPES = ("lstm", "lnlstm", "lnglstm", "gru", "lngru", "lnggru")
+ATTENTION_TYPES = ("bilinear", "dot", "mhdot", "fixed", "location", "mlp", "coverage")
+COVERAGE_TYPES = ("tanh", "sigmoid", "relu", "softrelu", "gru", "count", "fertility")
+TYING_TYPES = ("none", "src_trg_softmax", "src_trg", "trg_softmax")
+STATE_INIT = ("zero", "last", "avg")
+LHUC = ("encoder", "decoder", "state_init", "all")
+DEC = "decoder_rnn_"
+ATT = DEC + "att_"
+
+
+def pair(value: Any, name: str = "value") -> tuple[int, int]:
+    """Sockeye's ``a:b`` (encoder:decoder) argument as two ints; ``a`` alone means ``a:a``."""
+    if isinstance(value, (list, tuple)):
+        parts = list(value)
+    else:
+        parts = str(value).split(":")
+    if len(parts) == 1:
+        parts = parts * 2
+    try:
+        a, b = (int(p) for p in parts)
+    except (TypeError, ValueError):
+        from adapters.errors import UsageError
+
+        raise UsageError(f"{name}={value!r} is not an int or an a:b pair of ints") from None
+    return a, b
+
+
+def pair_text(value: Any) -> Any:
+    """A YAML list ``[2, 2]`` as Sockeye's command-line form ``2:2``; other values unchanged."""
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (int, str)) for v in value):
+        return ":".join(str(v) for v in value)
+    return value
+
+
+def sockeye_args(ckpt: Any) -> dict[str, Any]:
+    """The ``args.yaml`` of a Sockeye model directory (``{}`` for anything else)."""
+    hyper = getattr(ckpt, "hyperparameters", None) or {}
+    args = hyper.get("args")
+    return args if isinstance(args, dict) else {}
+
+
+def sockeye_major(ckpt: Any) -> str | None:
+    version = (getattr(ckpt, "hyperparameters", None) or {}).get("sockeye_version")
+    return str(version).split(".")[0] if version else None
+
+
+def vocab_sizes(ckpt: Any) -> dict[str, int]:
+    """``source_vocab_size``/``target_vocab_size`` from the vocabulary files (first factor),
+    else from the model ``config``."""
+    hyper = getattr(ckpt, "hyperparameters", None) or {}
+    out: dict[str, int] = {}
+    for side, sizes in (hyper.get("vocab_sizes") or {}).items():
+        if sizes:
+            out[f"{side}_vocab_size"] = int(sizes[0])
+    config = hyper.get("config") if isinstance(hyper.get("config"), dict) else {}
+    for side, key in (("source", "vocab_source_size"), ("target", "vocab_target_size")):
+        if f"{side}_vocab_size" not in out and isinstance(config.get(key), int):
+            out[f"{side}_vocab_size"] = config[key]
+    return out
+
+
+def hparams_from_args(arch: Arch, ckpt: Any) -> dict[str, Any]:
+    """The arch's hyperparameters that ``args.yaml`` and the vocabularies state."""
+    args = sockeye_args(ckpt)
+    out: dict[str, Any] = {}
+    for h in arch.hparams:
+        if h.name in args:
+            v = args[h.name]
+            if h.name == "lhuc":
+                v = ",".join(v) if isinstance(v, (list, tuple)) else v
+            out[h.name] = pair_text(v)
+    out.update(vocab_sizes(ckpt))
+    return out
+
+
+def tying(hp: Mapping[str, Any]) -> str:
+    """The effective tying type (``none`` when ``weight_tying`` is off)."""
+    return str(hp["weight_tying_type"]) if hp["weight_tying"] else "none"
+
+
+def _lhuc(hp: Mapping[str, Any], part: str) -> bool:
+    chosen = {p.strip() for p in str(hp.get("lhuc") or "").split(",") if p.strip()}
+    unknown = chosen - set(LHUC)
+    if unknown:
+        from adapters.errors import UsageError
+
+        raise UsageError(f"lhuc: unknown part(s) {', '.join(sorted(unknown))}; "
+                         f"choose from {', '.join(LHUC)}")
+    return part in chosen or "all" in chosen
+
+
+def _cell(prefix: str, hp: Mapping[str, Any], h: int, inp: int, lhuc: bool) -> list[Expected]:
+    out = mx_rnn_cell(prefix, hp["rnn_cell_type"], h, inp)
+    if lhuc:  # LHUCCell shares its base cell's parameter prefix
+        out.append(param(prefix + "lhuc", (h,), "lhuc"))
+    return out
+
+
+def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int) -> list[Expected]:
+    """Source/target embeddings and the output layer under Sockeye 1's tying rules (model.py)."""
+    vs, vt, t = hp["source_vocab_size"], hp["target_vocab_size"], tying(hp)
+    out: list[Expected] = []
+    if "src" in t and "trg" in t:
+        _require(vs == vt and se == te, "src_trg tying needs equal vocabularies and embeddings")
+        out += embedding("source_target_embed", vs, se)
+    else:
+        out += embedding("source_embed", vs, se)
+        out += embedding("target_embed", vt, te)
+    if "softmax" in t:
+        _require(te == out_dim, "softmax tying needs the target embedding size = output input size")
+    else:
+        out += linear("target_output", vt, out_dim, bias=False, block="output")
+    out.append(param("target_output_bias", (vt,), "output"))
+    return out
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        from adapters.errors import UsageError
+
+        raise UsageError(f"inconsistent hyperparameters: {message}")
+
+
+def attention(hp: Mapping[str, Any], h: int, ctx: int, query: int) -> list[Expected]:
+    """Attention parameters (rnn_attention.py) and coverage (coverage.py); ``query`` is the
+    attention query's width, ``ctx`` the encoder's output width."""
+    kind = hp["rnn_attention_type"]
+    a = hp["rnn_attention_num_hidden"] or h
+    ln = hp["layer_normalization"]
+    out: list[Expected] = []
+    if kind == "bilinear":  # projects the source to the query width; ignores the previous word
+        out += linear(ATT + "s2t", h, ctx, bias=False, block="attention")
+    elif kind == "dot":  # projections only where sizes differ (query_num_hidden is h)
+        if ctx != a:
+            out += linear(ATT + "s2h", a, ctx, bias=False, block="attention")
+        if h != a:
+            out += linear(ATT + "t2h", a, query, bias=False, block="attention")
+    elif kind == "mhdot":  # keys+values from the source, width = encoder width
+        heads = hp["rnn_attention_mhdot_heads"]
+        _require(heads is None or ctx % heads == 0, "mhdot heads must divide the encoder width")
+        out += linear(ATT + "s2h", 2 * ctx, ctx, block="attention")
+        out += linear(ATT + "t2h", ctx, query, block="attention")
+    elif kind == "location":
+        length = pair(hp["max_seq_len"], "max_seq_len")[0] + 1  # + C.SPACE_FOR_XOS
+        out += linear(ATT + "loc", length, query, block="attention")
+    elif kind in ("mlp", "coverage"):
+        cov = _coverage_hidden(hp)
+        if kind == "coverage":
+            out += linear(ATT + "c2h", a, cov, bias=False, block="attention")
+        out += linear(ATT + "e2h", a, ctx, bias=False, block="attention")
+        out += linear(ATT + "q2h", a, query, bias=False, block="attention")
+        out += linear(ATT + "h2s", 1, a, bias=False, block="attention")
+        if ln:
+            out += layer_norm(ATT + "norm", a)
+        if kind == "coverage":
+            out += coverage(hp, ctx, query, cov)
+    return out
+
+
+def _coverage_hidden(hp: Mapping[str, Any]) -> int:
+    if hp["rnn_attention_coverage_type"] in ("count", "fertility"):
+        return 1  # Sockeye requires coverage_num_hidden == 1 for these
+    return int(hp["rnn_attention_coverage_num_hidden"])
+
+
+def coverage(hp: Mapping[str, Any], ctx: int, query: int, c: int) -> list[Expected]:
+    kind, ln = hp["rnn_attention_coverage_type"], hp["layer_normalization"]
+    if kind == "count":
+        return []
+    if kind == "fertility":
+        return linear("cov_e2f", 1, ctx, bias=False, block="coverage")
+    if kind == "gru":  # input: source states, attention query, attention probability
+        return mx_rnn_cell("cov_gru", "lnggru" if ln else "gru", c, ctx + query + 1, sep="")
+    out = linear("cov_e2h", c, ctx, bias=False, block="coverage")
+    out += linear("cov_i2h", c, query, bias=False, block="coverage")
+    out += linear("cov_prev2h", c, c, bias=False, block="coverage")
+    out += linear("cov_a2h", c, 1, bias=False, block="coverage")
+    if ln and c == 1:  # coverage.py: `layer_normalization and not self.num_hidden != 1`
+        out += layer_norm("cov_norm", c)
+    return out
+
+
+def predict(values: Mapping[str, Any]) -> Prediction:
+    hp = ARCH.resolve(values)
+    sn, tn = pair(hp["num_layers"], "num_layers")
+    se, te = pair(hp["num_embed"], "num_embed")
+    h = hp["rnn_num_hidden"]
+    _require(h % 2 == 0, "rnn_num_hidden must be even (the bi-RNN halves it)")
+    _require(sn >= 1 and tn >= 1, "num_layers must be at least 1:1")
+    ctx = h  # encoder output width: bi-RNN 2 * h/2, then h
+    upper = hp["rnn_attention_in_upper_layers"] and tn > 1
+    _require(not (upper and hp["rnn_context_gating"]),
+             "context gating is not supported with attention in upper layers")
+
+    t: list[Expected] = embeddings(hp, se, te, h)
+    lhuc_enc = _lhuc(hp, "encoder")
+    for direction in ("forward", "reverse"):
+        t += _cell(f"encoder_birnn_{direction}_l0_", hp, h // 2, se, lhuc_enc)
+    for i in range(sn - 1):
+        t += _cell(f"encoder_rnn_l{i}_", hp, h, h, lhuc_enc)
+
+    word = te + (ctx if hp["rnn_enc_last_hidden_concat_to_embedding"] else 0)
+    lhuc_dec = _lhuc(hp, "decoder")
+    for i in range(tn):
+        inp = word + h if i == 0 else h + (ctx if upper else 0)
+        t += _cell(f"{DEC}l{i}_", hp, h, inp, lhuc_dec)
+
+    if hp["rnn_decoder_state_init"] != "zero":
+        base = MX_LN_CELLS.get(hp["rnn_cell_type"], (hp["rnn_cell_type"], ()))[0]
+        states = tn * (2 if base == "lstm" else 1)  # LSTM: hidden and memory cell per layer
+        for k in range(states):
+            t += linear(f"{DEC}enc2decinit_{k}", h, ctx, block="state_init")
+            if hp["layer_normalization"]:
+                t += layer_norm(f"{DEC}enc2decinit_{k}_norm", h)
+            if _lhuc(hp, "state_init"):
+                t.append(param(f"{DEC}enc2decinit_{k}_lhuc", (h,), "lhuc"))
+
+    query = h + (word if hp["rnn_attention_use_prev_word"] else 0)
+    t += attention(hp, h, ctx, query)
+
+    if hp["rnn_context_gating"]:
+        t += linear(DEC + "gate", h, h + ctx, block="context_gate")
+        t += linear(DEC + "mapped_rnn_output", h, h, block="context_gate")
+        t += linear(DEC + "mapped_context", h, ctx, block="context_gate")
+    else:
+        t += linear(DEC + "hidden", h, h + ctx, block="hidden")
+    if hp["layer_normalization"]:
+        t += layer_norm(DEC + "hidden_norm", h)
+    notes = []
+    if hp["rnn_cell_type"] not in MX_GATES:
+        notes.append(f"{hp['rnn_cell_type']} shapes are from Sockeye's source, not a fixture")
+    return Prediction("sockeye-rnn", hp, t, notes)
+
+
+def applies(ckpt: Any) -> bool:
+    args = sockeye_args(ckpt)
+    if args:
+        return sockeye_major(ckpt) == "1" and args.get("encoder") == "rnn"
+    return any(t.name.startswith("encoder_birnn_forward_l0_") for t in ckpt.tensors)
+
+
+# The tensor that gives each attention / coverage type away (first match wins); activation
+# coverages (tanh, sigmoid, relu, softrelu) share their shapes, so they read as tanh.
+ATTENTION_SIGNATURES = (("c2h_weight", "coverage"), ("h2s_weight", "mlp"),
+                        ("s2t_weight", "bilinear"), ("loc_weight", "location"),
+                        ("s2h_bias", "mhdot"))
+COVERAGE_SIGNATURES = (("cov_grui2h_weight", "gru"), ("cov_e2f_weight", "fertility"),
+                       ("cov_e2h_weight", "tanh"))
+
+
+def infer(ckpt: Any) -> dict[str, Any]:
+    """What the stored shapes determine: vocabularies, embeddings, hidden size, cell type,
+    layer counts, attention type, state init, context gating, tying."""
+    shapes = {t.name: t.shape for t in ckpt.tensors}
+    out: dict[str, Any] = {}
+    emb = shapes.get("source_target_embed_weight")
+    src, trg = shapes.get("source_embed_weight", emb), shapes.get("target_embed_weight", emb)
+    if src and trg:
+        out["source_vocab_size"], out["target_vocab_size"] = src[0], trg[0]
+        out["num_embed"] = f"{src[1]}:{trg[1]}"
+    h2h = shapes.get(DEC + "l0_h2h_weight")
+    if h2h and len(h2h) == 2 and h2h[1]:
+        out["rnn_num_hidden"] = h2h[1]
+        gates = h2h[0] // h2h[1]
+        out["rnn_cell_type"] = {4: "lstm", 3: "gru"}.get(gates, "lstm")
+    sn = 1 + sum(1 for n in shapes if n.startswith("encoder_rnn_l") and n.endswith("_h2h_weight"))
+    tn = sum(1 for n in shapes if n.startswith(DEC + "l") and n.endswith("_h2h_weight"))
+    if tn:
+        out["num_layers"] = f"{sn}:{tn}"
+    att = {n[len(ATT):]: shape for n, shape in shapes.items() if n.startswith(ATT)}
+    kind = next((k for leaf, k in ATTENTION_SIGNATURES if leaf in att), "dot")
+    out["rnn_attention_type"] = kind  # no attention tensors: dot (or fixed: the same shapes)
+    if kind in ("mlp", "coverage"):
+        out["rnn_attention_num_hidden"] = att["e2h_weight"][0]
+    if kind == "coverage":
+        out["rnn_attention_coverage_num_hidden"] = att["c2h_weight"][1]
+        cov = next((k for leaf, k in COVERAGE_SIGNATURES if leaf in shapes), "count")
+        out["rnn_attention_coverage_type"] = cov
+    if kind == "location":
+        n = att["loc_weight"][0] - 1
+        out["max_seq_len"] = f"{n}:{n}"
+    if not any("enc2decinit" in n for n in shapes):
+        out["rnn_decoder_state_init"] = "zero"
+    out["rnn_context_gating"] = DEC + "gate_weight" in shapes
+    if "target_output_weight" not in shapes:
+        out["weight_tying"] = True
+        out["weight_tying_type"] = "src_trg_softmax" if emb else "trg_softmax"
+    elif emb:
+        out["weight_tying"], out["weight_tying_type"] = True, "src_trg"
+    return out
+
+
+HPARAMS = (
+    HParam("source_vocab_size", 49410, "source vocabulary size (vocab.src.0.json; seed 000)"),
+    HParam("target_vocab_size", 42767, "target vocabulary size (vocab.trg.0.json; seed 000)"),
+    HParam("rnn_cell_type", "lstm", "RNN cell type", str, CELL_TYPES),
+    HParam("num_layers", "6:6", "layers encoder:decoder (the first encoder layer is the bi-RNN)",
+           str),
+    HParam("num_embed", "512:512", "embedding sizes source:target", str),
+    HParam("rnn_num_hidden", 1024, "RNN hidden units h (each bi-RNN direction has h/2)"),
+    HParam("rnn_attention_type", "mlp", "attention type", str, ATTENTION_TYPES),
+    HParam("rnn_attention_num_hidden", None, "attention hidden size (default h)"),
+    HParam("rnn_attention_mhdot_heads", None, "mhdot heads (must divide h; no shape change)"),
+    HParam("rnn_attention_coverage_type", "count", "coverage type", str, COVERAGE_TYPES),
+    HParam("rnn_attention_coverage_num_hidden", 1, "coverage hidden size"),
+    HParam("rnn_attention_use_prev_word", False, "previous word feeds the attention query", bool),
+    HParam("rnn_attention_in_upper_layers", False, "context feeds decoder layers 2..n", bool),
+    HParam("rnn_decoder_state_init", "last", "decoder state init", str, STATE_INIT),
+    HParam("rnn_context_gating", False, "context gate instead of the hidden layer", bool),
+    HParam("rnn_residual_connections", False, "residual connections (no shape change)", bool),
+    HParam("rnn_enc_last_hidden_concat_to_embedding", False,
+           "last encoder state concatenated to the target embedding", bool),
+    HParam("layer_normalization", False, "layer norm on hidden, state init, attention", bool),
+    HParam("lhuc", None, "LHUC parts, comma-separated: encoder,decoder,state_init,all", str),
+    HParam("weight_tying", False, "tie weights (--weight-tying)", bool),
+    HParam("weight_tying_type", "trg_softmax", "what is tied", str, TYING_TYPES),
+    HParam("max_seq_len", "99:99", "max lengths source:target (location attention)", str),
+)
+
+SYMBOLS = (
+    Symbol("vs", ("source_vocab_size",), degree=1, help="source vocabulary"),
+    Symbol("vt", ("target_vocab_size",), degree=1, help="target vocabulary"),
+    Symbol("se", ("num_embed:0",), degree=1, help="source embedding size"),
+    Symbol("te", ("num_embed:1",), degree=1, help="target embedding size"),
+    Symbol("h", ("rnn_num_hidden",), degree=2, start=2, step=2, help="rnn_num_hidden"),
+    Symbol("sn", ("num_layers:0",), degree=1, help="encoder layers"),
+    Symbol("tn", ("num_layers:1",), degree=1, help="decoder layers"),
+)
+
+ARCH = register(
+    Arch(
+        name="sockeye-rnn",
+        description="Sockeye 1 (MXNet) RNN encoder-decoder with attention (seed 000)",
+        hparams=HPARAMS,
+        predict=predict,
+        scheme="sockeye-rnn",
+        from_checkpoint=lambda ckpt: hparams_from_args(ARCH, ckpt),
+        infer=infer,
+        applies=applies,
+        symbols=SYMBOLS,
+    )
+)
