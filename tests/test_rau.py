@@ -16,7 +16,7 @@ from adapters.registry import load
 from inspector.formulas import core
 from inspector.formulas.rau import parse_layers
 
-from conftest import FIXTURES, load_truth
+from conftest import FIXTURES, load_truth, run_cli
 
 RAU = FIXTURES / "rau"
 RECORDED = [m for f in sorted(RAU.glob("seed003_*.json")) for m in load_truth(f)["models"]]
@@ -141,3 +141,24 @@ def test_bad_kwargs_json_is_a_format_error(tmp_path):
 def test_recorded_truth_is_from_rau():
     for f in RAU.glob("seed003_*.json"):
         assert json.loads(f.read_text())["producer"]["framework"] == "rau"
+
+
+@pytest.mark.parametrize("truth_path", CHECKPOINTS, ids=lambda p: p.parent.name)
+def test_check_passes_with_nothing_given_and_groups_by_rau(truth_path):
+    """`inspector check` finds the arch and its hyperparameters on its own (kwargs.json beside
+    the file or its parent, shapes otherwise); the rau scheme is chosen and leaves nothing in
+    `other`; the group totals add up to rau's own count."""
+    from inspector.grouping import choose_scheme, group_counts
+
+    truth = load_truth(truth_path)
+    path = truth_path.with_name(truth["file"])
+    proc = run_cli("check", str(path), "--format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["arch"] == truth["arch"]
+    ckpt = load(path)
+    scheme = choose_scheme([t.name for t in ckpt.tensors], ckpt.format)
+    assert scheme.name == "rau"
+    counts = group_counts(scheme, [(t.name, t.numel) for t in ckpt.unique()])
+    assert "other" not in counts, counts
+    assert sum(counts.values()) == truth["parameter_count"]

@@ -298,6 +298,8 @@ KWARG_NAMES = {  # rau kwargs.json key -> hyperparameter
     "feedforward_size": "feedforward_size",
     "stack_rnn_controller": "controller",
     "stack_rnn_connect_reading_to_output": "include_reading_in_output",
+    "use_padding": "use_padding",
+    "tie_embeddings": "tie_embeddings",
 }
 
 
@@ -322,7 +324,8 @@ def from_kwargs(arch: str, hparams: Sequence[HParam]) -> Callable[[Any], dict[st
 
     def read(ckpt: Any) -> dict[str, Any]:
         kw = rau_kwargs(ckpt)
-        if "rau-" + str(kw.get("architecture")) != arch:
+        # rau 0.2.0 does not always record the architecture; the arch's detector chose it then
+        if kw.get("architecture") is not None and "rau-" + str(kw["architecture"]) != arch:
             return {}
         out = {h: kw[k] for k, h in KWARG_NAMES.items() if kw.get(k) is not None and h in names}
         if kw.get("output_vocabulary_size") not in (None, kw.get("input_vocabulary_size")):
@@ -370,6 +373,9 @@ def infer_recurrent(ckpt: Any) -> dict[str, Any]:
     return out
 
 
+_LAYER_INDEX = re.compile(r"\.layers\.(\d+)\.self_attn\.")
+
+
 def infer_transformer(ckpt: Any) -> dict[str, Any]:
     shapes = _shapes(ckpt)
     emb = _find(shapes, "embedding_layer.embeddings")
@@ -379,6 +385,10 @@ def infer_transformer(ckpt: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"vocab_size": emb[0], "d_model": emb[1]}
     if ff is not None:
         out["feedforward_size"] = ff[0]
+    if not any("input_to_pushed_vector_layer" in n for n in shapes):
+        layers = {m.group(1) for n in shapes if (m := _LAYER_INDEX.search(n))}
+        if layers:
+            out["num_layers"] = len(layers)
     linear = _find(shapes, "second.func.linear.weight")
     out["tie_embeddings"] = linear is None
     if linear is not None:
@@ -415,6 +425,7 @@ for _name, _mode, _gates in (("rau-lstm", "LSTM", 4), ("rau-rnn", "RNN", 1)):
         from_checkpoint=from_kwargs(_name, RNN_COMMON),
         infer=infer_recurrent,
         applies=_rnn_applies(_gates),
+        scheme="rau",
     ))
 
 register(Arch(
@@ -427,6 +438,7 @@ register(Arch(
     infer=infer_transformer,
     applies=lambda c: _has("embedding_layer.embeddings", ".self_attn.")(c)
     and not _has("input_to_pushed_vector_layer")(c),
+    scheme="rau",
 ))
 
 register(Arch(
@@ -438,6 +450,7 @@ register(Arch(
     from_checkpoint=from_kwargs("rau-stack-rnn", STACK_RNN_HPARAMS),
     infer=infer_recurrent,
     applies=_has("controller.rnn.weight_ih_l0", "push_value_layer.linear.weight"),
+    scheme="rau",
 ))
 
 register(Arch(
@@ -449,4 +462,5 @@ register(Arch(
     from_checkpoint=from_kwargs("rau-stack-transformer", STACK_TRANSFORMER_HPARAMS),
     infer=infer_transformer,
     applies=_has("embedding_layer.embeddings", "input_to_pushed_vector_layer"),
+    scheme="rau",
 ))
