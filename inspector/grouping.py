@@ -323,13 +323,26 @@ def scores(names: Sequence[str], format: str | None = None) -> dict[str, int]:
     return {n: get_scheme(n).score(names, format) for n in builtin_names()}
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def representatives(names: Iterable[str]) -> list[str]:
+    """One name per pattern of names that differ only in their numbers (``layers.0.x`` and
+    ``layers.11.x``): detection looks at naming conventions, and a 50,000-tensor model has a few
+    hundred of them."""
+    seen: dict[str, str] = {}
+    for n in names:
+        seen.setdefault(_DIGITS.sub("#", n), n)
+    return list(seen.values())
+
+
 def choose_scheme(
     names: Sequence[str], format: str | None = None, params: Mapping[str, int] | None = None
 ) -> Scheme:
     """The best-scoring built-in for these names (ties: more names grouped, then name order);
     ``prefix`` when no scheme reaches its ``min_score``. ``params`` go to the chosen scheme when
     it declares them (``depth`` only concerns ``prefix``)."""
-    names = list(names)
+    names = representatives(names)
     eligible = []
     for n in builtin_names():
         s = get_scheme(n)
