@@ -21,12 +21,11 @@ import math
 import os
 import struct
 import zipfile
-import zlib
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import FormatError
+from .errors import ZIP_ERRORS, FormatError
 from .model import Checkpoint, Finding, TensorEntry
 from .mxnet import split_prefix
 from .registry import Adapter
@@ -55,20 +54,6 @@ KINDS: dict[tuple[str, int], str] = {
     ("u", 8): "uint64",
     ("b", 1): "bool",
 }
-
-
-# What zipfile raises on a damaged archive besides BadZipFile: lying sizes (EOFError), undecodable
-# names (UnicodeDecodeError, a ValueError), unsupported methods or encryption, bad deflate data.
-ZIP_ERRORS = (
-    zipfile.BadZipFile,
-    OSError,
-    EOFError,
-    ValueError,
-    NotImplementedError,
-    RuntimeError,
-    zlib.error,
-    struct.error,
-)
 
 
 def sniff(head: bytes, path: Path) -> str | None:

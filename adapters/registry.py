@@ -9,7 +9,7 @@ add adapters through the ``inspector.adapters`` entry-point group (value: ``modu
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ BUILTIN_MODULES = (
     "adapters.torch",
     "adapters.mxnet",
     "adapters.numpy_npy",
+    "adapters.keras",
 )
 
 
@@ -44,13 +45,24 @@ class Adapter:
 
 
 _cache: list[Adapter] | None = None
+_builtin: dict[str, Adapter] = {}  # module name -> its ADAPTER, as imported
+
+
+def _builtins() -> Iterator[Adapter]:
+    """The built-in adapters in order, each module imported only when reached: detection stops
+    at the first match, so a safetensors file never imports the Keras or NumPy readers."""
+    for module in BUILTIN_MODULES:
+        adapter = _builtin.get(module)
+        if adapter is None:
+            adapter = _builtin[module] = importlib.import_module(module).ADAPTER
+        yield adapter
 
 
 def adapters() -> list[Adapter]:
     """Built-in adapters followed by those registered through the entry-point group."""
     global _cache
     if _cache is None:
-        found = [importlib.import_module(m).ADAPTER for m in BUILTIN_MODULES]
+        found = list(_builtins())
         found.extend(_plugins({a.name for a in found}))
         _cache = found
     return _cache
@@ -98,15 +110,23 @@ def read_head(path: Path) -> bytes:
 def detect(path: Path, format: str | None = None) -> tuple[Adapter, str]:
     """The adapter and variant for ``path``; ``format`` forces an adapter by name."""
     head = read_head(path)
-    candidates = adapters()
-    if format is not None:
-        named = [a for a in candidates if a.name == format]
-        if not named:
+    if format is None:
+        # Built-ins first, as in adapters(); plugins (entry points: importlib.metadata costs
+        # tens of ms) are looked up only when no built-in format matches.
+        for adapter in _builtins():
+            variant = adapter.sniff(head, path)
+            if variant is not None:
+                return adapter, variant
+        candidates = adapters()
+        rest = candidates[len(BUILTIN_MODULES) :]
+    else:
+        every = adapters()
+        candidates = rest = [a for a in every if a.name == format]
+        if not candidates:
             raise UnknownFormatError(
-                f"unknown format {format!r}; supported: {', '.join(a.name for a in candidates)}"
+                f"unknown format {format!r}; supported: {', '.join(a.name for a in every)}"
             )
-        candidates = named
-    for adapter in candidates:
+    for adapter in rest:
         variant = adapter.sniff(head, path)
         if variant is not None:
             return adapter, variant

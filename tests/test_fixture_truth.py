@@ -6,6 +6,8 @@ mxnet, Sockeye) in the generator scripts beside the fixtures; nothing here is co
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from adapters.registry import load
@@ -14,7 +16,7 @@ from inspector.listing import listing
 from conftest import FIXTURES, load_truth, truth_files
 
 # Fixture folders whose adapter does not exist yet: their truths are skipped, visibly, not dropped.
-PENDING = {"keras": "Keras HDF5 / .keras adapter not built yet (issue 4)"}
+PENDING: dict[str, str] = {}
 TRUTHS = truth_files()
 # Formats whose stored order is meaningful and reproduced by the producer's loader.
 ORDERED = ("torch", "mxnet", "sockeye")
@@ -35,6 +37,9 @@ def test_listing_matches_producer(truth_path):
     target = truth.get("open") or _fixture_path(truth_path).name
     ckpt = load(truth_path.parent / target)
     report = listing(ckpt)
+    if folder == "keras":
+        _check_keras(truth, report)
+        return
     got = {t["stored_name"]: t for t in report["tensors"]}
     want = {t["stored_name"]: t for t in truth["tensors"]}
     assert sorted(got) == sorted(want), "tensor names differ from the producer's"
@@ -65,3 +70,28 @@ def test_listing_matches_producer(truth_path):
     if groups is not None:
         tied = {frozenset([r["stored_name"], *r["shared_with"]]) for r in report["tensors"] if r.get("shared_with")}
         assert tied == {frozenset(g) for g in groups}
+
+
+def _keras_name(var: dict) -> str:
+    """Keras 3's variable path, or a Keras 2 TF variable name without its ``:0``."""
+    return var["path"] or re.sub(r":\d+$", "", var["name"])
+
+
+def _check_keras(truth: dict, report: dict) -> None:
+    """Names, shapes, dtypes and the trainable split exactly as Keras reported them at save time;
+    stored names exactly the HDF5 datasets h5py found in the file."""
+    want = {}
+    for layer in truth["layers"]:
+        for w in layer["weights"]:
+            want[_keras_name(w)] = (w["shape"], w["dtype"], "parameter" if w["trainable"] else "buffer")
+    for v in truth.get("optimizer_variables") or []:
+        want[_keras_name(v)] = (v["shape"], v["dtype"], "optimizer")
+    got = {t["name"]: (t["shape"], t["dtype"], t["role"]) for t in report["tensors"]}
+    assert got == want
+    assert len(report["tensors"]) == len(want), "a variable listed twice"
+    stored = {t["stored_name"]: (t["shape"], t["dtype"]) for t in report["tensors"]}
+    assert stored == {d["path"]: (d["shape"], d["dtype"]) for d in truth["h5_datasets"]}
+    totals = report["totals"]
+    assert totals["parameters"] == truth["trainable_params"]
+    assert totals["buffers"] == truth["non_trainable_params"]
+    assert totals["parameters"] + totals["buffers"] == truth["count_params"]

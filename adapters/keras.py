@@ -1,0 +1,614 @@
+"""Keras HDF5 files and ``.keras`` archives (Keras 2 and 3): metadata only, through h5py.
+
+Layouts (see ``fixtures/keras/README.md`` for the observed files):
+
+* **legacy full model** (``model.save("m.h5")``, Keras 2 and 3): root attributes
+  ``keras_version``, ``backend``, ``model_config``, ``training_config``; ``/model_weights`` with
+  ``layer_names``; each layer group's ``weight_names`` (Keras 2: TF names with ``:0``) naming
+  datasets below it; ``/optimizer_weights`` with its own ``weight_names``.
+* **legacy weights** (Keras 2 ``save_weights("w.h5")``): the ``/model_weights`` content at the root.
+* **Keras 3 weights** (``.weights.h5``): ``/layers/<key>/vars/<i>``, ``/optimizer/vars/<i>``;
+  names by :mod:`adapters.keras_v3`.
+* **``.keras``** (a zip of ``config.json``, ``metadata.json``, ``model.weights.h5``): the HDF5
+  member is opened in place (a window over the stored bytes, no extraction).
+
+Canonical names are Keras' own variable paths (Keras 2 names without ``:0``); ``stored_name`` is
+the HDF5 dataset path. Only HDF5 metadata is touched: shapes, dtypes, attributes, the data
+offset of contiguous datasets (``offset``) and the chunking/filters (``extra``); never a value.
+Links to other files and virtual datasets are reported as findings and never followed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import struct
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, NamedTuple
+
+from .errors import ZIP_ERRORS, FormatError
+from .keras_names import NON_TRAINABLE_NAMES
+from .keras_v3 import name_variables
+from .model import Checkpoint, Finding, Role, TensorEntry
+from .registry import Adapter
+from .restricted_pickle import address_space_capped
+
+NAME = "keras"
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"  # H5F_SIGNATURE (H5Fsuper.c)
+# The superblock sits at 0 or after a user block of 512, 1024, 2048, ... bytes (H5Fsuper.c).
+FIRST_USER_BLOCK = 512
+ZIP_LOCAL_MAGIC = b"PK\x03\x04"
+ZIP_LOCAL_HEADER = struct.Struct("<4s5H3I2H")  # 30 bytes, APPNOTE 4.3.7
+KERAS_WEIGHTS_MEMBER = "model.weights.h5"  # keras/src/saving/saving_lib.py _VARS_FNAME + ".h5"
+KERAS_CONFIG_MEMBER = "config.json"
+KERAS_METADATA_MEMBER = "metadata.json"
+MAX_JSON_MEMBER = 64 << 20
+# A compressed model.weights.h5 is read through zipfile's decompressor, whose backward seeks
+# restart the stream; above this size the user is asked to extract it instead.
+MAX_COMPRESSED_H5 = 256 << 20
+# Keras refuses a dataset declaring more than this many bytes and over 1000x what it stores
+# (keras/src/saving/saving_lib.py _H5_DATASET_BOMB_FLOOR_BYTES, _H5_DATASET_MAX_EXPANSION).
+BOMB_FLOOR_BYTES = 1 << 32
+BOMB_MAX_EXPANSION = 1000
+TF_SUFFIX = re.compile(r":\d+$")
+# h5py's own errors on a bad file; anything else is a bug and surfaces through the registry.
+H5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
+# Address space the HDF5 walk may add beyond 4x the file size (metadata of 50,000 datasets).
+H5_MEMORY_FLOOR = 1 << 30
+
+
+class DsInfo(NamedTuple):
+    """One HDF5 dataset, described by its metadata."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    offset: int | None
+    nbytes: int | None
+    extra: dict[str, Any]
+
+
+@dataclass
+class H5Facts:
+    """Everything a listing needs from an HDF5 file, gathered in one metadata walk."""
+
+    datasets: dict[str, DsInfo] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    soft_links: dict[str, str] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- detection
+
+
+def sniff(head: bytes, path: Path) -> str | None:
+    """'hdf5' (any Keras HDF5 layout, decided on open) or 'keras' (a .keras zip)."""
+    if path.is_dir():
+        return None
+    if head.startswith(ZIP_LOCAL_MAGIC):
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = set(z.namelist())
+        except ZIP_ERRORS:
+            return None
+        if KERAS_WEIGHTS_MEMBER in names or {KERAS_CONFIG_MEMBER, KERAS_METADATA_MEMBER} <= names:
+            return "keras"
+        return None
+    return "hdf5" if _superblock_offset(head, path) is not None else None
+
+
+def _superblock_offset(head: bytes, path: Path) -> int | None:
+    if head.startswith(HDF5_MAGIC):
+        return 0
+    offset, size = FIRST_USER_BLOCK, path.stat().st_size
+    with open(path, "rb") as f:
+        while offset + len(HDF5_MAGIC) <= size:
+            if offset + 8 <= len(head):
+                found = head[offset : offset + 8] == HDF5_MAGIC
+            else:
+                f.seek(offset)
+                found = f.read(8) == HDF5_MAGIC
+            if found:
+                return offset
+            offset *= 2
+    return None
+
+
+# ---------------------------------------------------------------- opening
+
+
+def open_checkpoint(path: Path, variant: str) -> Checkpoint:
+    """Open a Keras HDF5 file or ``.keras`` archive, reading metadata only."""
+    if variant == "keras":
+        return _open_archive(path)
+    if variant != "hdf5":
+        raise FormatError(f"unsupported Keras variant {variant!r}", str(path))
+    with open(path, "rb") as raw:
+        facts = _read_h5(raw, str(path), os.fstat(raw.fileno()).st_size, base=0)
+    return _build(path, facts, config=None, metadata={})
+
+
+def _open_archive(path: Path) -> Checkpoint:
+    where = str(path)
+    try:
+        with open(path, "rb") as raw, zipfile.ZipFile(raw) as z:
+            infos = {i.filename: i for i in z.infolist()}
+            config = _json_member(z, infos, KERAS_CONFIG_MEMBER, where)
+            meta = _json_member(z, infos, KERAS_METADATA_MEMBER, where) or {}
+            info = infos.get(KERAS_WEIGHTS_MEMBER)
+            if info is None:
+                raise FormatError(
+                    f".keras archive without {KERAS_WEIGHTS_MEMBER} (members: "
+                    f"{', '.join(sorted(infos)) or 'none'})",
+                    where,
+                )
+            member_where = f"{where}: {KERAS_WEIGHTS_MEMBER}"
+            if info.compress_type == zipfile.ZIP_STORED:
+                start = _member_data_offset(raw, info, where)
+                window = _Window(raw, start, info.file_size)
+                facts = _read_h5(window, member_where, info.file_size, base=start)
+            elif info.file_size > MAX_COMPRESSED_H5:
+                raise FormatError(
+                    f"{KERAS_WEIGHTS_MEMBER} is compressed ({info.file_size} bytes unpacked); "
+                    "listing it in place would decompress it repeatedly: extract it "
+                    "(unzip) and list the .weights.h5",
+                    where,
+                )
+            else:
+                with z.open(info) as member:
+                    facts = _read_h5(member, member_where, info.file_size, base=None)
+                facts.findings.append(
+                    Finding("info", f"{KERAS_WEIGHTS_MEMBER} is compressed: no byte offsets")
+                )
+    except ZIP_ERRORS as e:
+        raise FormatError(f"not a readable .keras zip ({_one_line(e)})", where) from None
+    metadata = {f"archive_{k}": v for k, v in meta.items()} if isinstance(meta, dict) else {}
+    if isinstance(meta, dict) and "keras_version" in meta:
+        metadata["keras_version"] = meta["keras_version"]
+    metadata["members"] = sorted(infos)
+    return _build(path, facts, config=config, metadata=metadata)
+
+
+def _json_member(z: zipfile.ZipFile, infos: dict, name: str, where: str) -> Any:
+    info = infos.get(name)
+    if info is None:
+        return None
+    if info.file_size > MAX_JSON_MEMBER:
+        raise FormatError(f"{name} is {info.file_size} bytes (cap {MAX_JSON_MEMBER})", where)
+    try:
+        with z.open(info) as f:
+            return json.loads(f.read(MAX_JSON_MEMBER + 1))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise FormatError(f"{name} is not valid JSON ({e})", where) from None
+
+
+def _member_data_offset(raw: BinaryIO, info: zipfile.ZipInfo, where: str) -> int:
+    raw.seek(info.header_offset)
+    header = raw.read(ZIP_LOCAL_HEADER.size)
+    if len(header) < ZIP_LOCAL_HEADER.size or not header.startswith(ZIP_LOCAL_MAGIC):
+        raise FormatError(
+            f"bad local header for {info.filename}", where, f"offset {info.header_offset}"
+        )
+    *_, name_len, extra_len = ZIP_LOCAL_HEADER.unpack(header)
+    return info.header_offset + ZIP_LOCAL_HEADER.size + name_len + extra_len
+
+
+class _Window(io.RawIOBase):
+    """A read-only view of ``size`` bytes of ``raw`` from ``start``: the HDF5 member in place."""
+
+    def __init__(self, raw: BinaryIO, start: int, size: int) -> None:
+        self._raw, self._start, self._size, self._pos = raw, start, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        n = max(0, min(len(buffer), self._size - self._pos))
+        self._raw.seek(self._start + self._pos)
+        got = self._raw.readinto(memoryview(buffer)[:n]) or 0
+        self._pos += got
+        return got
+
+
+# ---------------------------------------------------------------- the HDF5 walk
+
+
+def _read_h5(fileobj: BinaryIO, where: str, size: int, base: int | None) -> H5Facts:
+    """Walk every link of the HDF5 file in ``fileobj``; ``base`` turns offsets absolute."""
+    import h5py  # heavy: only when a Keras file is opened
+
+    try:
+        # HDF5 trusts sizes inside the file: a corrupted global-heap length made it allocate
+        # 3.7 GB for one attribute. Under the cap that allocation fails and ends as a FormatError.
+        with address_space_capped(H5_MEMORY_FLOOR + 4 * size), h5py.File(fileobj, "r") as f:
+            facts = H5Facts()
+            facts.groups["/"] = _attrs(f.attrs)
+
+            failed: list[BaseException] = []
+
+            def visit(raw_name: bytes, info: Any) -> int | None:
+                # An exception raised inside h5py's visit callback comes out mangled: keep it
+                # and stop the visit (a non-None return) instead.
+                try:
+                    _visit(f, raw_name, info.type, facts, where, size, base)
+                except (FormatError, *H5_ERRORS) as e:
+                    failed.append(e)
+                    return 1
+                return None
+
+            # H5Lvisit through the low-level API: every link once, hard-link cycles visited
+            # once, no name lookups per link (h5py's visititems_links costs 3x more).
+            f.id.links.visit(visit, info=True)
+            if failed:
+                raise failed[0]
+            return facts
+    except FormatError:
+        raise
+    except MemoryError:
+        raise FormatError("HDF5 metadata asks for more memory than is available (corrupt sizes?)",
+                          where) from None
+    except H5_ERRORS as e:
+        raise FormatError(f"not a readable HDF5 file ({_one_line(e)})", where) from None
+
+
+def _visit(
+    f: Any, raw_name: bytes, kind: int, facts: H5Facts, where: str, size: int, base: int | None
+) -> None:
+    import h5py
+
+    path = "/" + raw_name.decode("utf-8", "surrogateescape")
+    if kind == h5py.h5l.TYPE_EXTERNAL:
+        filename, target = (v.decode("utf-8", "replace") for v in f.id.links.get_val(raw_name))
+        message = f"external link to {filename}:{target} not followed"
+        facts.findings.append(Finding("warning", message, path))
+    elif kind == h5py.h5l.TYPE_SOFT:
+        facts.soft_links[path] = f.id.links.get_val(raw_name).decode("utf-8", "replace")
+    elif kind == h5py.h5l.TYPE_HARD:
+        oid = h5py.h5o.open(f.id, raw_name)
+        if isinstance(oid, h5py.h5g.GroupID):
+            facts.groups[path] = _attrs(h5py.Group(oid).attrs)
+        elif isinstance(oid, h5py.h5d.DatasetID):
+            facts.datasets[path] = _dataset(h5py.Dataset(oid), path, where, size, base, facts)
+    else:
+        facts.findings.append(Finding("warning", f"user-defined link type {kind} ignored", path))
+
+
+def _dataset(ds: Any, path: str, where: str, size: int, base: int | None, facts: H5Facts) -> DsInfo:
+    import h5py
+
+    shape = tuple(int(d) for d in (ds.shape or ()))
+    dtype = _dtype(ds)
+    itemsize = ds.dtype.itemsize
+    declared = itemsize
+    for d in shape:
+        declared *= d
+    stored = ds.id.get_storage_size()
+    layout = ds.id.get_create_plist().get_layout()
+    extra: dict[str, Any] = {"layout": _layout_name(layout), "stored_bytes": stored}
+    offset = None
+    if layout == h5py.h5d.CONTIGUOUS and not ds.external:
+        offset = ds.id.get_offset()
+        if offset is not None and offset + declared > size:
+            raise FormatError(
+                f"dataset declares {declared} bytes at offset {offset}, past the end of the "
+                f"file ({size} bytes)",
+                where,
+                path,
+            )
+    elif layout == h5py.h5d.CHUNKED:
+        extra["chunks"] = list(ds.chunks)
+        if ds.compression:
+            extra["compression"] = ds.compression
+        filters = ds.id.get_create_plist().get_nfilters()
+        if filters:
+            extra["filters"] = filters
+    if declared > BOMB_FLOOR_BYTES and declared > BOMB_MAX_EXPANSION * stored:
+        raise FormatError(
+            f"dataset declares {declared} bytes but stores {stored}: refused, as Keras does",
+            where,
+            path,
+        )
+    if ds.external:
+        facts.findings.append(Finding("warning", "raw data in external files, not followed", path))
+        extra["external"] = [str(e[0]) for e in ds.external]
+    if ds.is_virtual:
+        facts.findings.append(Finding("warning", "virtual dataset: sources not followed", path))
+    if offset is not None:
+        extra["h5_offset"] = offset
+        offset = None if base is None else base + offset
+    return DsInfo(shape, dtype, offset, declared, extra)
+
+
+def _layout_name(layout: int) -> str:
+    import h5py
+
+    names = {
+        h5py.h5d.COMPACT: "compact",
+        h5py.h5d.CONTIGUOUS: "contiguous",
+        h5py.h5d.CHUNKED: "chunked",
+        h5py.h5d.VIRTUAL: "virtual",
+    }
+    return names.get(layout, str(layout))
+
+
+# numpy kind + itemsize -> canonical dtype.
+_DTYPES = {
+    ("f", 2): "float16",
+    ("f", 4): "float32",
+    ("f", 8): "float64",
+    ("i", 1): "int8",
+    ("i", 2): "int16",
+    ("i", 4): "int32",
+    ("i", 8): "int64",
+    ("u", 1): "uint8",
+    ("u", 2): "uint16",
+    ("u", 4): "uint32",
+    ("u", 8): "uint64",
+    ("b", 1): "bool",
+    ("c", 8): "complex64",
+    ("c", 16): "complex128",
+}
+
+
+def _dtype(ds: Any) -> str:
+    dt = ds.dtype
+    known = _DTYPES.get((dt.kind, dt.itemsize))
+    if known is not None:
+        return known
+    # Keras 3 writes bfloat16 as 2-byte data tagged with a "dtype" attribute (H5IOStore).
+    tag = ds.attrs.get("dtype") if "dtype" in ds.attrs else None
+    if isinstance(tag, bytes):
+        tag = tag.decode("utf-8", "replace")
+    return str(tag) if tag else str(dt)
+
+
+def _attrs(attrs: Any) -> dict[str, Any]:
+    return {k: _plain(attrs[k]) for k in attrs}
+
+
+def _plain(value: Any) -> Any:
+    """An HDF5 attribute as plain Python: str for bytes, lists for arrays."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+# ---------------------------------------------------------------- layouts
+
+
+def _build(path: Path, facts: H5Facts, config: Any, metadata: dict[str, Any]) -> Checkpoint:
+    where = str(path)
+    root = facts.groups.get("/", {})
+    metadata = dict(metadata)
+    for key in ("keras_version", "backend"):
+        if key in root:
+            metadata[key] = root[key]
+    hyper: dict[str, Any] = {}
+    findings = list(facts.findings)
+    if "model_weights" in _child_groups(facts, "/") or "layer_names" in root:
+        model_config = _json_attr(root, "model_config", where)
+        training_config = _json_attr(root, "training_config", where)
+        full = "model_weights" in _child_groups(facts, "/")
+        major = _major(metadata.get("keras_version"))
+        kind = (
+            ("keras2-h5" if major < 3 else "keras-legacy-h5")
+            if full
+            else ("keras2-weights-h5" if major < 3 else "keras-legacy-weights-h5")
+        )
+        entries = _legacy(facts, "/model_weights" if full else "", model_config, where, findings)
+        entries += _legacy_optimizer(facts, where)
+        if model_config is not None:
+            hyper.update(
+                model_config if isinstance(model_config, dict) else {"model_config": model_config}
+            )
+        if training_config is not None:
+            hyper["training_config"] = training_config
+    elif "layers" in _child_groups(facts, "/") or "/vars" in facts.groups:
+        kind = "keras-v3" if config is not None or metadata.get("members") else "keras-weights-h5"
+        shapes = {p: d.shape for p, d in facts.datasets.items()}
+        cfg = config if isinstance(config, dict) else None
+        named, more = name_variables(facts.groups, shapes, cfg)
+        findings.extend(more)
+        entries = [_entry(n.stored, n.name, n.role, facts.datasets[n.stored]) for n in named]
+        if cfg is not None:
+            hyper.update(cfg)
+    else:
+        kind = "hdf5"
+        findings.append(
+            Finding(
+                "warning",
+                "no Keras layout (model_weights, layer_names or layers/vars): "
+                "every dataset listed by its path, role other",
+            )
+        )
+        entries = [_entry(p, p.lstrip("/"), Role.OTHER, d) for p, d in facts.datasets.items()]
+    metadata["file_kind"] = kind
+    return Checkpoint(
+        paths=(where,),
+        format=kind,
+        tensors=entries,
+        metadata=metadata,
+        hyperparameters=hyper,
+        findings=findings,
+    )
+
+
+def _legacy(
+    facts: H5Facts, top: str, model_config: Any, where: str, findings: list[Finding]
+) -> list[TensorEntry]:
+    """Layers of ``layer_names`` under ``top``, each with the datasets its ``weight_names`` list."""
+    attrs = facts.groups.get(top or "/", {})
+    layer_names = _attr_list(attrs, "layer_names")
+    if layer_names is None:
+        raise FormatError("no layer_names attribute", where, top or "/")
+    frozen = _frozen_layers(model_config)
+    entries: list[TensorEntry] = []
+    used: set[str] = set()
+    for layer in layer_names:
+        gpath = f"{top}/{layer}"
+        if gpath not in facts.groups:
+            raise FormatError(f"layer {layer!r} of layer_names has no group", where, gpath)
+        weight_names = _attr_list(facts.groups[gpath], "weight_names")
+        if weight_names is None:
+            raise FormatError("layer group without weight_names", where, gpath)
+        for wn in weight_names:
+            dpath = _resolve(facts, f"{gpath}/{wn}")
+            if dpath is None:
+                raise FormatError(f"weight {wn!r} listed in weight_names is missing", where, gpath)
+            used.add(dpath)
+            name = TF_SUFFIX.sub("", wn)
+            parts = name.split("/")
+            trainable = parts[-1] not in NON_TRAINABLE_NAMES and not (frozen & {layer, *parts[:-1]})
+            role = Role.PARAMETER if trainable else Role.BUFFER
+            entries.append(_entry(dpath, name, role, facts.datasets[dpath]))
+    stray = [
+        p
+        for p in facts.datasets
+        if p not in used and p.startswith(f"{top}/") and not p.startswith("/optimizer_weights/")
+    ]
+    if stray:
+        findings.append(
+            Finding(
+                "warning",
+                f"{len(stray)} dataset(s) not listed in any weight_names (Keras "
+                f"ignores them): {', '.join(stray[:5])}",
+            )
+        )
+    return entries
+
+
+def _legacy_optimizer(facts: H5Facts, where: str) -> list[TensorEntry]:
+    attrs = facts.groups.get("/optimizer_weights")
+    if attrs is None:
+        return []
+    out = []
+    for wn in _attr_list(attrs, "weight_names") or []:
+        dpath = _resolve(facts, f"/optimizer_weights/{wn}")
+        if dpath is None:
+            raise FormatError(f"optimizer weight {wn!r} is missing", where, "/optimizer_weights")
+        out.append(_entry(dpath, TF_SUFFIX.sub("", wn), Role.OPTIMIZER, facts.datasets[dpath]))
+    return out
+
+
+def _resolve(facts: H5Facts, path: str) -> str | None:
+    """``path`` if it is a dataset, following soft links inside the file (a few hops)."""
+    for _ in range(8):
+        if path in facts.datasets:
+            return path
+        target = facts.soft_links.get(path)
+        if target is None:
+            return None
+        path = target if target.startswith("/") else f"{path.rpartition('/')[0]}/{target}"
+    return None
+
+
+def _frozen_layers(model_config: Any) -> set[str]:
+    """Names of layers whose config says ``trainable: false`` (their weights are non-trainable)."""
+    out: set[str] = set()
+
+    def walk(node: Any, depth: int) -> None:
+        if depth > 64:
+            return
+        if isinstance(node, dict):
+            cfg = node.get("config")
+            if (
+                isinstance(cfg, dict)
+                and cfg.get("trainable") is False
+                and isinstance(cfg.get("name"), str)
+            ):
+                out.add(cfg["name"])
+            for v in node.values():
+                walk(v, depth + 1)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, depth + 1)
+
+    walk(model_config, 0)
+    return out
+
+
+def _entry(stored: str, name: str, role: Role, info: DsInfo) -> TensorEntry:
+    return TensorEntry(
+        stored_name=stored,
+        name=name,
+        shape=info.shape,
+        dtype=info.dtype,
+        role=role,
+        nbytes=info.nbytes,
+        # Two links to one contiguous dataset share its data offset: counted once.
+        storage="hdf5" if info.offset is not None else None,
+        offset=info.offset,
+        extra=info.extra,
+    )
+
+
+def _child_groups(facts: H5Facts, path: str) -> set[str]:
+    prefix = path.rstrip("/") + "/"
+    return {
+        p[len(prefix) :]
+        for p in facts.groups
+        if p.startswith(prefix) and "/" not in p[len(prefix) :]
+    }
+
+
+def _attr_list(attrs: dict[str, Any], name: str) -> list[str] | None:
+    """A list attribute, also when Keras split it into ``name0``, ``name1``, ... (>64 KiB)."""
+    if name in attrs:
+        value = attrs[name]
+        return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    if f"{name}0" not in attrs:
+        return None
+    out, i = [], 0
+    while f"{name}{i}" in attrs:
+        value = attrs[f"{name}{i}"]
+        out.extend(str(v) for v in (value if isinstance(value, list) else [value]))
+        i += 1
+    return out
+
+
+def _json_attr(attrs: dict[str, Any], name: str, where: str) -> Any:
+    value = attrs.get(name)
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError) as e:
+        raise FormatError(f"{name} attribute is not JSON ({e})", where, "/") from None
+
+
+def _major(version: Any) -> int:
+    match = re.match(r"\s*(\d+)", str(version or ""))
+    return int(match.group(1)) if match else 0
+
+
+ADAPTER = Adapter(
+    name=NAME,
+    description="Keras HDF5 (.h5, .weights.h5, Keras 2 and 3) or .keras archive",
+    extensions=(".h5", ".hdf5", ".keras", ".weights.h5"),
+    sniff=sniff,
+    open=open_checkpoint,
+)
