@@ -14,8 +14,10 @@ FIXTURES = ROOT / "fixtures"
 
 
 def truth_files() -> list[Path]:
-    """Every ground-truth JSON written by a real producer next to its fixture."""
-    return sorted(FIXTURES.rglob("*.truth.json"))
+    """Every ground-truth JSON written by a real producer next to its fixture (``X.truth.json``
+    describes file ``X``; a diff pair's ``pair.truth.json`` describes two files and is read by
+    the diff tests)."""
+    return sorted(p for p in FIXTURES.rglob("*.truth.json") if p.name != "pair.truth.json")
 
 
 def load_truth(path: Path) -> dict:

@@ -1,0 +1,67 @@
+"""``inspector diff A B``: what differs between two checkpoints of any formats.
+
+Example::
+
+    $ cd fixtures/diff/torch_finetune && inspector diff before.pt after.pt --values
+
+Exit codes (h5diff-style, to gate CI): 0 no structural difference (with ``--values``: and no
+changed values), 1 differences, 2 error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "diff"
+HELP = "compare two checkpoints: added, removed, reshaped, retyped and (--values) changed tensors"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("a", help="first checkpoint (file, shard index or model directory)")
+    p.add_argument("b", help="second checkpoint")
+    p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    p.add_argument("--all", action="store_true", help="also list unchanged tensors")
+    p.add_argument("--values", action="store_true",
+                   help="compare the contents of aligned tensors (streamed, bounded memory)")
+    p.add_argument("--atol", type=float, default=0.0,
+                   help="absolute tolerance for --values (default 0: any difference counts)")
+    p.add_argument("--rtol", type=float, default=0.0, help="relative tolerance for --values")
+    p.add_argument("--strip-prefix", action="append", default=[], metavar="PREFIX",
+                   help="also strip this name prefix (repeatable; arg:, aux:, module., "
+                   "_orig_mod., model. always are)")
+    p.add_argument("--map", metavar="FILE",
+                   help="regex renames, one 'REGEX -> REPLACEMENT' per line, applied to both sides")
+    p.add_argument("--align", choices=("names", "shapes"), default="names",
+                   help="shapes: pair leftover tensors whose shape is unique on both sides")
+    p.add_argument("--scheme", metavar="NAME|FILE", default=None,
+                   help="grouping scheme for the per-group deltas (default: auto)")
+    p.add_argument("--input-format", metavar="NAME", help="read both files as this format")
+    p.add_argument("--allow-unsafe", action="store_true",
+                   help="diff pickles that reference code-execution globals (nothing is run)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from adapters.registry import load
+    from inspector.commands.show import refuse_if_unsafe
+    from inspector.diff import diff, report
+    from inspector.render_diff import render
+
+    ckpts = []
+    for path in (args.a, args.b):
+        ckpt = load(path, args.input_format)
+        refuse_if_unsafe(ckpt, args.allow_unsafe)
+        ckpts.append(ckpt)
+    result = diff(
+        ckpts[0],
+        ckpts[1],
+        strip_prefixes=args.strip_prefix,
+        renames=args.map or (),
+        align_mode=args.align,
+        values=args.values,
+        atol=args.atol,
+        rtol=args.rtol,
+        scheme=args.scheme,
+    )
+    sys.stdout.write(render(report(result, all_records=args.all), args.format))
+    return 1 if result.different else 0

@@ -1,0 +1,394 @@
+"""Compare two checkpoints of any formats: a pure function returning typed records.
+
+>>> from inspector.diff import diff
+>>> result = diff("before.pt", "after.safetensors", values=True)  # doctest: +SKIP
+>>> [(r.name, r.op) for r in result.records if r.op != "unchanged"]  # doctest: +SKIP
+
+Tensors are aligned by canonical name after normalisation (:func:`normalise`: MXNet ``arg:`` /
+``aux:``, wrapper prefixes ``module.``, ``_orig_mod.``, ``model.``, user prefixes, then regex
+renames applied to both sides), never by position; ``align="shapes"`` then pairs the leftovers
+whose shape is unique on both sides. Each aligned pair or lone tensor is one :class:`TensorDiff`
+whose ``op`` is one of :data:`OPS`. With ``values=True`` aligned tensors of equal element count are
+compared chunk by chunk (:mod:`inspector.values`): ``changed`` when some element differs by more
+than ``atol + rtol * |b|``. :func:`collapse` folds records that repeat across layers into patterns
+(``encoder.layers.#.ff.weight`` x12); group deltas use the shared grouping scheme.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from adapters.errors import UsageError
+from adapters.model import Checkpoint, TensorEntry
+
+SCHEMA = "inspector.diff/1"
+ADDED, REMOVED, RESHAPED, RETYPED, UNCHANGED, CHANGED = (
+    "added", "removed", "reshaped", "retyped", "unchanged", "changed"
+)
+OPS = (REMOVED, ADDED, RESHAPED, RETYPED, CHANGED, UNCHANGED)
+STRUCTURAL = (ADDED, REMOVED, RESHAPED, RETYPED)
+# Stripped from the start of every name, repeatedly, in this order.
+BUILTIN_PREFIXES = ("arg:", "aux:", "module.", "_orig_mod.", "model.")
+ALIGN_MODES = ("names", "shapes")
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class Rename:
+    """One ``--map`` rule: ``re.sub(pattern, replacement, name)``."""
+
+    pattern: re.Pattern[str]
+    replacement: str
+
+
+@dataclass(frozen=True, slots=True)
+class TensorDiff:
+    """One aligned pair (or a tensor on one side only) and what happened to it."""
+
+    name: str  # the aligned (normalised) name
+    op: str  # one of OPS
+    a: TensorEntry | None
+    b: TensorEntry | None
+    aligned_by: str | None = None  # "name" | "shape" (None for a lone tensor)
+    values: Any = None  # inspector.values.ValueStats when values were compared
+    note: str | None = None  # why values were not compared
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDelta:
+    """Elements of one group on each side (tied tensors once) and the tensors that changed."""
+
+    group: str
+    a: int
+    b: int
+    tensors: dict[str, int] = field(default_factory=dict)  # op -> tensor count
+
+    @property
+    def delta(self) -> int:
+        return self.b - self.a
+
+
+@dataclass(frozen=True, slots=True)
+class Collapsed:
+    """Records with one op that differ only in one or more layer numbers: ``pattern`` has
+    ``#`` where the numbers were; ``members`` in input order."""
+
+    pattern: str
+    op: str
+    members: tuple[TensorDiff, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.members)
+
+
+@dataclass
+class DiffResult:
+    """Everything :func:`diff` found; ``records`` in A's order, then B's additions."""
+
+    a: Checkpoint
+    b: Checkpoint
+    records: list[TensorDiff]
+    groups: list[GroupDelta]
+    scheme: str | None
+    values: bool
+    atol: float = 0.0
+    rtol: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        c = Counter(r.op for r in self.records)
+        return {op: c.get(op, 0) for op in OPS}
+
+    @property
+    def structural(self) -> bool:
+        """True when tensors were added, removed, reshaped or retyped."""
+        return any(r.op in STRUCTURAL for r in self.records)
+
+    @property
+    def values_changed(self) -> int:
+        """Aligned tensors whose contents differ beyond the tolerance (any op)."""
+        return sum(1 for r in self.records if r.values is not None and r.values.changed)
+
+    @property
+    def different(self) -> bool:
+        """What the exit code reports: structure, and with values also changed contents."""
+        return self.structural or self.values_changed > 0
+
+
+def load_map(path: str | Path) -> list[Rename]:
+    """``--map FILE``: one rule per line, ``REGEX -> REPLACEMENT`` (``#`` starts a comment line,
+    ``\\1`` / ``\\g<name>`` refer to groups)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"cannot read rename map ({e})", str(p)) from None
+    rules = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if " -> " not in line:
+            raise UsageError("expected 'REGEX -> REPLACEMENT'", str(p), f"line {n}")
+        pattern, replacement = (s.strip() for s in line.split(" -> ", 1))
+        rules.append(_rename(pattern, replacement, f"{p}:{n}"))
+    return rules
+
+
+def _rename(pattern: str, replacement: str, where: str) -> Rename:
+    try:
+        rx = re.compile(pattern)
+        rx.sub(replacement, "")  # validates group references in the replacement
+    except (re.error, IndexError) as e:
+        raise UsageError(f"bad rename {pattern!r} -> {replacement!r} ({e})", where) from None
+    return Rename(rx, replacement)
+
+
+def normalise(name: str, prefixes: Sequence[str] = BUILTIN_PREFIXES,
+              renames: Sequence[Rename] = ()) -> str:
+    """The name both sides are aligned by: prefixes stripped (repeatedly), renames applied."""
+    changed = True
+    while changed:
+        changed = False
+        for p in prefixes:
+            if p and name.startswith(p) and len(name) > len(p):
+                name, changed = name[len(p):], True
+    for r in renames:
+        name = r.pattern.sub(r.replacement, name)
+    return name
+
+
+def _keyed(entries: Iterable[TensorEntry], prefixes: Sequence[str],
+           renames: Sequence[Rename]) -> dict[str, TensorEntry]:
+    """Normalised name -> entry. Two entries normalising to one name keep their canonical names
+    (so nothing is silently merged)."""
+    entries = list(entries)
+    keys = [normalise(t.name, prefixes, renames) for t in entries]
+    clash = {k for k, n in Counter(keys).items() if n > 1}
+    out: dict[str, TensorEntry] = {}
+    for t, k in zip(entries, keys, strict=True):
+        out[t.name if k in clash else k] = t
+    return out
+
+
+def _classify(name: str, a: TensorEntry, b: TensorEntry, how: str) -> TensorDiff:
+    if a.shape != b.shape:
+        return TensorDiff(name, RESHAPED, a, b, how)
+    if a.dtype != b.dtype:
+        return TensorDiff(name, RETYPED, a, b, how)
+    return TensorDiff(name, UNCHANGED, a, b, how)
+
+
+def align(a: Sequence[TensorEntry], b: Sequence[TensorEntry], *,
+          strip_prefixes: Sequence[str] = (), renames: Sequence[Rename] = (),
+          align_mode: str = "names") -> list[TensorDiff]:
+    """Structural records, values not looked at: A's order, then B's additions."""
+    if align_mode not in ALIGN_MODES:
+        raise UsageError(f"unknown alignment {align_mode!r}; choose from {', '.join(ALIGN_MODES)}")
+    prefixes = (*BUILTIN_PREFIXES, *strip_prefixes)
+    ka, kb = _keyed(a, prefixes, renames), _keyed(b, prefixes, renames)
+    paired: dict[str, tuple[str, str]] = {k: (k, "name") for k in ka if k in kb}
+    if align_mode == "shapes":
+        left_a = [k for k in ka if k not in kb]
+        left_b = [k for k in kb if k not in ka]
+        shapes_a = Counter(ka[k].shape for k in left_a)
+        shapes_b = Counter(kb[k].shape for k in left_b)
+        by_shape_b = {kb[k].shape: k for k in left_b}
+        for k in left_a:
+            s = ka[k].shape
+            if shapes_a[s] == 1 and shapes_b.get(s) == 1:
+                paired[k] = (by_shape_b[s], "shape")
+    used_b = {kb_key for kb_key, _ in paired.values()}
+    out = []
+    for k, ta in ka.items():
+        if k in paired:
+            kb_key, how = paired[k]
+            name = k if how == "name" else f"{k} ~ {kb_key}"
+            out.append(_classify(name, ta, kb[kb_key], how))
+        else:
+            out.append(TensorDiff(k, REMOVED, ta, None))
+    out.extend(TensorDiff(k, ADDED, None, tb) for k, tb in kb.items() if k not in used_b)
+    return out
+
+
+def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[TensorDiff],
+                   atol: float = 0.0, rtol: float = 0.0,
+                   chunk: int | None = None) -> list[TensorDiff]:
+    """Records with values compared where both sides hold the same number of elements;
+    ``unchanged`` becomes ``changed`` when the contents differ beyond the tolerance."""
+    from dataclasses import replace
+
+    from adapters.errors import FormatError
+    from inspector import values
+
+    kw = {} if chunk is None else {"chunk": chunk}
+    out = []
+    for r in records:
+        if r.a is None or r.b is None or r.a.numel != r.b.numel:
+            out.append(r)
+            continue
+        try:
+            stats = values.compare(ckpt_a, r.a, ckpt_b, r.b, atol, rtol, **kw)
+        except FormatError as e:
+            if "values cannot be compared" not in e.message:
+                raise
+            out.append(replace(r, note=e.message.split(": values cannot be compared: ")[-1]))
+            continue
+        op = CHANGED if r.op == UNCHANGED and stats.changed else r.op
+        out.append(replace(r, op=op, values=stats))
+    return out
+
+
+def group_deltas(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[TensorDiff],
+                 scheme: str | None = None) -> tuple[str, list[GroupDelta]]:
+    """Per-group element counts of A and B (tied tensors once) and tensor ops per group, with
+    one scheme chosen over both sides' names (``scheme``: a built-in name or YAML file)."""
+    from inspector import grouping
+
+    names = [r.name for r in records]
+    fmt = ckpt_a.format if ckpt_a.format == ckpt_b.format else None
+    sch = grouping.resolve(scheme, names, fmt)
+    ua = {id(t) for t in ckpt_a.unique()}
+    ub = {id(t) for t in ckpt_b.unique()}
+    counts_a = grouping.group_counts(
+        sch, [(r.name, r.a.numel if id(r.a) in ua else 0) for r in records if r.a is not None])
+    counts_b = grouping.group_counts(
+        sch, [(r.name, r.b.numel if id(r.b) in ub else 0) for r in records if r.b is not None])
+    ops: dict[str, Counter] = {}
+    for r in records:
+        ops.setdefault(sch.assign(r.name).group, Counter())[r.op] += 1
+    order = grouping.ordered_groups(sch, names)
+    rows = [
+        GroupDelta(g, counts_a.get(g, 0), counts_b.get(g, 0),
+                   {op: ops[g][op] for op in OPS if ops[g][op]})
+        for g in order
+    ]
+    return sch.name, rows
+
+
+def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
+         strip_prefixes: Sequence[str] = (), renames: Sequence[Rename] | str | Path = (),
+         align_mode: str = "names", values: bool = False, atol: float = 0.0,
+         rtol: float = 0.0, scheme: str | None = None, groups: bool = True,
+         chunk: int | None = None) -> DiffResult:
+    """Diff two checkpoints (paths or loaded :class:`Checkpoint`); see the module docstring."""
+    from adapters.registry import load
+
+    ckpt_a = a if isinstance(a, Checkpoint) else load(a)
+    ckpt_b = b if isinstance(b, Checkpoint) else load(b)
+    if isinstance(renames, (str, Path)):
+        renames = load_map(renames)
+    records = align(ckpt_a.tensors, ckpt_b.tensors, strip_prefixes=strip_prefixes,
+                    renames=renames, align_mode=align_mode)
+    if values:
+        records = compare_values(ckpt_a, ckpt_b, records, atol, rtol, chunk)
+    scheme_name, rows = (group_deltas(ckpt_a, ckpt_b, records, scheme) if groups
+                         else (None, []))
+    return DiffResult(ckpt_a, ckpt_b, records, rows, scheme_name, values, atol, rtol)
+
+
+# ---------------------------------------------------------------------------------------------
+# Collapsing repeats
+
+
+def _signature(r: TensorDiff) -> tuple:
+    """What must agree for two records to share a row: the op, shapes and dtypes."""
+    a = None if r.a is None else (r.a.shape, r.a.dtype)
+    b = None if r.b is None else (r.b.shape, r.b.dtype)
+    return (r.op, a, b)
+
+
+def _variants(pattern: str) -> list[str]:
+    """The pattern with each one of its numbers replaced by ``#``."""
+    return [pattern[: m.start()] + "#" + pattern[m.end():] for m in _DIGITS.finditer(pattern)]
+
+
+def collapse(records: Sequence[TensorDiff]) -> list[Collapsed]:
+    """Fold records that differ only in numbers (layer indices) into one row per pattern.
+
+    Greedy: in each round the largest set of rows sharing a pattern with one more number
+    replaced by ``#`` (and the same op, shapes and dtypes) merges; rounds repeat until nothing
+    merges, so ``layers.#.heads.#`` forms from two levels. Row order follows first appearance.
+    """
+    rows: list[Collapsed] = [Collapsed(r.name, r.op, (r,)) for r in records]
+    while True:
+        buckets: dict[tuple, list[int]] = {}
+        for i, row in enumerate(rows):
+            sig = _signature(row.members[0])
+            for v in _variants(row.pattern):
+                buckets.setdefault((sig, v), []).append(i)
+        merges = sorted(
+            ((k, idx) for k, idx in buckets.items() if len(idx) > 1),
+            key=lambda kv: (-sum(rows[i].count for i in kv[1]), kv[1][0]),
+        )
+        if not merges:
+            return rows
+        taken: set[int] = set()
+        merged: dict[int, Collapsed] = {}
+        for (_, pattern), idx in merges:
+            free = [i for i in idx if i not in taken]
+            if len(free) < 2:
+                continue
+            taken.update(free)
+            members = tuple(m for i in free for m in rows[i].members)
+            merged[free[0]] = Collapsed(pattern, rows[free[0]].op, members)
+        rows = [merged.get(i, row) for i, row in enumerate(rows) if i not in taken or i in merged]
+
+
+# ---------------------------------------------------------------------------------------------
+# The JSON-ready report
+
+
+def _side(t: TensorEntry | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {"name": t.name, "stored_name": t.stored_name, "shape": list(t.shape),
+            "dtype": t.dtype, "numel": t.numel, "role": t.role.value}
+
+
+def _values(v: Any) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    return {"identical": v.identical, "max_abs": v.max_abs, "rel_l2": v.rel_l2,
+            "cosine": v.cosine, "changed": v.changed}
+
+
+def report(result: DiffResult, all_records: bool = False) -> dict[str, Any]:
+    """The JSON-ready report (schema ``inspector.diff/1``): every record (``unchanged`` ones
+    only with ``all_records``), the collapsed rows, group deltas and the summary counts."""
+    shown = [r for r in result.records if all_records or r.op != UNCHANGED]
+    out: dict[str, Any] = {
+        "schema": SCHEMA,
+        "a": {"path": result.a.path, "format": result.a.format,
+              "tensors": len(result.a.tensors), "elements": result.a.totals()["all"]},
+        "b": {"path": result.b.path, "format": result.b.format,
+              "tensors": len(result.b.tensors), "elements": result.b.totals()["all"]},
+        "values": result.values,
+        "tolerance": {"atol": result.atol, "rtol": result.rtol} if result.values else None,
+        "summary": result.counts(),
+        "values_changed": result.values_changed if result.values else None,
+        "structural_difference": result.structural,
+        "different": result.different,
+        "tensors": [
+            {"name": r.name, "op": r.op, "aligned_by": r.aligned_by, "a": _side(r.a),
+             "b": _side(r.b), "values": _values(r.values),
+             **({"note": r.note} if r.note else {})}
+            for r in shown
+        ],
+        "collapsed": [
+            {"pattern": c.pattern, "op": c.op, "count": c.count,
+             "members": [m.name for m in c.members]}
+            for c in collapse(shown) if c.count > 1
+        ],
+        "scheme": result.scheme,
+        "groups": [
+            {"group": g.group, "a": g.a, "b": g.b, "delta": g.delta, "tensors": g.tensors}
+            for g in result.groups
+        ],
+    }
+    return out
