@@ -30,7 +30,7 @@ from adapters.registry import detect
 
 from conftest import FIXTURES
 
-FUZZ_EXAMPLES = int(os.environ.get("INSPECTOR_FUZZ_EXAMPLES", "120"))
+FUZZ_EXAMPLES = int(os.environ.get("INSPECTOR_FUZZ_EXAMPLES", "400"))
 HANG_SECONDS = 20
 MAX_GROWTH_MB = 200
 
@@ -52,7 +52,7 @@ KERAS_SEEDS = {
 
 EXTREMES_U64 = [0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**60, 2**63 - 1, 2**63, 2**64 - 1]
 
-STATS = {"cases": 0, "slowest": 0.0, "slowest_case": ""}
+STATS = {"cases": 0, "slowest": 0.0, "slowest_case": "", "rss_jump_mb": 0.0, "rss_jump_case": ""}
 
 
 def _seeds() -> dict[str, Path]:
@@ -93,6 +93,7 @@ def _open_like_cli(path: Path) -> None:
 
 def _check_case(path: Path, data: bytes, label: str) -> None:
     path.write_bytes(data)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     try:
         with _alarm(HANG_SECONDS):
@@ -106,6 +107,9 @@ def _check_case(path: Path, data: bytes, label: str) -> None:
         STATS["cases"] += 1
         if elapsed > STATS["slowest"]:
             STATS["slowest"], STATS["slowest_case"] = elapsed, label
+        jump = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+        if jump > STATS["rss_jump_mb"]:
+            STATS["rss_jump_mb"], STATS["rss_jump_case"] = jump, label
 
 
 def _mutate(seed: Path, tmp_path: Path) -> tuple[Path, bytes]:
@@ -129,7 +133,8 @@ def _memory_bound():
     growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     print(
         f"\nfuzz: {STATS['cases']} cases, slowest {STATS['slowest']:.3f} s "
-        f"({STATS['slowest_case']}), peak RSS growth {growth_mb:.1f} MB"
+        f"({STATS['slowest_case']}), peak RSS growth {growth_mb:.1f} MB, largest jump in one "
+        f"case {STATS['rss_jump_mb']:.1f} MB ({STATS['rss_jump_case']})"
     )
     assert growth_mb < MAX_GROWTH_MB, growth_mb
 

@@ -224,3 +224,28 @@ def test_persistent_load_abuse_is_a_clean_error(tmp_path, pid, needle):
     proc = run_cli("show", str(path))
     err = assert_clean_error(proc, str(path))
     assert needle in err or "storage" in err, err
+
+
+@pytest.mark.parametrize("container", ["zip", "legacy"])
+def test_globals_view_lists_what_the_pickle_references(tmp_path, container):
+    """`show --globals` is never refused: it is how a user looks before trusting a file."""
+    marker = tmp_path / "pwned"
+    path = _evil_checkpoint(tmp_path, container, 4, "getattr-chain")
+    proc = run_cli("show", "--globals", "--format", "json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    verdict = {g["name"]: g["severity"] for g in doc["globals"]}
+    assert verdict["torch._utils._rebuild_tensor_v2"] == "allowed"
+    assert verdict["torch.FloatStorage"] == "allowed"
+    assert verdict["builtins.getattr"] == "danger"
+    assert verdict["builtins.__import__"] == "danger"
+    table = run_cli("show", "--globals", str(path))
+    assert table.returncode == 0 and "can execute code" in table.stdout
+    assert not marker.exists(), "the payload ran"
+
+
+def test_globals_view_on_a_format_without_pickle(cli):
+    from conftest import FIXTURES
+
+    proc = cli("show", "--globals", str(FIXTURES / "safetensors" / "dtype_zoo.safetensors"))
+    assert proc.returncode == 0 and "no pickle in this format" in proc.stdout

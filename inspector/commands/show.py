@@ -42,6 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="groups with subtotals per captured layer (identical layers collapsed as layers.#)",
     )
+    view.add_argument(
+        "--globals",
+        action="store_true",
+        help="list the Python globals the checkpoint's pickle references (allowed, foreign, "
+        "or able to execute code) instead of the tensors; never refused, nothing is run",
+    )
     p.add_argument(
         "--allow-unsafe",
         action="store_true",
@@ -67,6 +73,11 @@ def run(args: argparse.Namespace) -> int:
     from inspector.render import render
 
     ckpt = load(args.path, args.input_format)
+    if args.globals:
+        from inspector.pickle_globals import globals_report, render_globals
+
+        sys.stdout.write(render_globals(globals_report(ckpt), args.format))
+        return 0
     refuse_if_unsafe(ckpt, args.allow_unsafe)
     params = {"depth": args.depth} if args.depth is not None else None
     report = listing(ckpt, args.match, args.sort, args.scheme, params)

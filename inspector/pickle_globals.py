@@ -1,0 +1,75 @@
+"""The globals a checkpoint's pickle references, as a report (``inspector show --globals``).
+
+Like the model hubs' "pickle imports" list: every ``module.name`` the pickle's GLOBAL /
+STACK_GLOBAL / INST opcodes name, whether the restricted unpickler knows it (torch's rebuild
+functions, storages, OrderedDict ...) and, if not, how dangerous it is. Nothing is imported or
+called to find out: the adapter read each global as an inert placeholder.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from adapters.model import Checkpoint
+
+SCHEMA = "inspector.globals/1"
+VERDICTS = {
+    "allowed": "known (torch rebuild, storage or container)",
+    "warning": "foreign: read as an inert placeholder",
+    "danger": "can execute code: read as an inert placeholder, never called",
+}
+
+
+def globals_report(ckpt: Checkpoint) -> dict[str, Any]:
+    """``{"schema", "path", "format", "pickle", "globals": [{"name", "allowed", "severity",
+    "where"}]}``; ``pickle`` is False for formats that hold no pickle."""
+    listed = ckpt.metadata.get("pickle_globals")
+    found = {f.subject: f for f in ckpt.findings if f.subject}
+    rows = []
+    for g in listed or ():
+        finding = found.get(g["name"])
+        severity = "allowed" if g["allowed"] else finding.severity if finding else "warning"
+        rows.append(
+            {
+                "name": g["name"],
+                "allowed": g["allowed"],
+                "severity": severity,
+                "where": finding.where if finding else None,
+            }
+        )
+    return {
+        "schema": SCHEMA,
+        "path": ckpt.path,
+        "format": ckpt.format,
+        "pickle": listed is not None,
+        "globals": rows,
+    }
+
+
+def render_globals(report: dict[str, Any], fmt: str) -> str:
+    from .render import sanitize
+
+    rows = report["globals"]
+    if fmt == "json":
+        return json.dumps(report, indent=1) + "\n"
+    if fmt == "csv":
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(["name", "allowed", "severity", "where"])
+        for r in rows:
+            w.writerow([r["name"], r["allowed"], r["severity"], r["where"] or ""])
+        return out.getvalue()
+    from tabulate import tabulate
+
+    head = f"{sanitize(report['path'])}  [{report['format']}]\n\n"
+    if not report["pickle"]:
+        return head + "no pickle in this format: it cannot reference Python globals\n"
+    table = [[sanitize(r["name"]), VERDICTS.get(r["severity"], r["severity"])] for r in rows]
+    style = "github" if fmt == "markdown" else "simple"
+    body = tabulate(table, ["global", "verdict"], style) if table else "(no globals)"
+    danger = sum(r["severity"] == "danger" for r in rows)
+    foot = f"\n\n{len(rows)} globals, {danger} that can execute code (none was run)\n"
+    return head + body + foot
