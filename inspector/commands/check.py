@@ -93,7 +93,7 @@ def render(report: dict[str, Any], fmt: str) -> str:
     if report["inferred"]:
         out += [f"inferred from shapes: {', '.join(report['inferred'])}", ""]
     rows = [[esc(g["name"]), f"{g['found']:,}", f"{g['predicted']:,}", _signed(g["delta"]),
-             g["status"] if not g["issues"] else f"{g['status']} ({g['issues']} tensors)"]
+             g["status"] if not g["issues"] else f"{g['status']} ({g['issues']} tensor{'s' * (g['issues'] != 1)})"]
             for g in report["groups"]]
     out.append(tabulate(rows, ["group", "found", "predicted", "delta", "status"], tf,
                         disable_numparse=True, colalign=("left", "right", "right", "right",
