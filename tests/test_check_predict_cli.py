@@ -44,7 +44,7 @@ def test_check_errors_exit_2():
     assert run_cli("check", str(MLP), "--set", "rnn_num_hidden").returncode == 2
     r = run_cli("check", str(MLP), "--arch", "no-such-arch")
     assert r.returncode == 2 and "unknown architecture" in r.stderr
-    r = run_cli("check", str(FIXTURES / "sockeye" / "sockeye1_cnn_l2-2_e16_h16_k3"))
+    r = run_cli("check", str(FIXTURES / "mxnet" / "mxnet-1.9.1" / "gluon_save_parameters.params"))
     assert r.returncode == 2 and "--arch" in r.stderr
 
 
