@@ -65,6 +65,11 @@ def _shape(shape: list[int] | None) -> str:
     return "-" if shape is None else shape_text(shape)
 
 
+def _status(g: dict) -> str:
+    n = g["issues"]
+    return g["status"] if not n else f"{g['status']} ({n} tensor{'s' if n != 1 else ''})"
+
+
 def _signed(n: int) -> str:
     return f"{n:+,}" if n else "0"
 
@@ -93,7 +98,7 @@ def render(report: dict[str, Any], fmt: str) -> str:
     if report["inferred"]:
         out += [f"inferred from shapes: {', '.join(report['inferred'])}", ""]
     rows = [[esc(g["name"]), f"{g['found']:,}", f"{g['predicted']:,}", _signed(g["delta"]),
-             g["status"] if not g["issues"] else f"{g['status']} ({g['issues']} tensor{'s' * (g['issues'] != 1)})"]
+             _status(g)]
             for g in report["groups"]]
     out.append(tabulate(rows, ["group", "found", "predicted", "delta", "status"], tf,
                         disable_numparse=True, colalign=("left", "right", "right", "right",
