@@ -1339,8 +1339,13 @@ def _classify(obj: Any, budget: int, where: str) -> tuple[list[TensorEntry], dic
     other object is walked whole with names as stored.
     """
     hyper: dict[str, Any] = {}
-    if _is_state_dict(obj) and set(map(type, obj)) == {str}:
-        # The common case, a flat state dict {name: tensor}: no walk needed.
+    if (
+        _is_state_dict(obj)
+        and set(map(type, obj)) == {str}
+        and set(map(type, obj.values())) <= _RECORD_TYPES
+    ):
+        # The common case, a flat state dict {name: tensor}: no walk needed. (A value that is
+        # not a tensor record, e.g. a placeholder for an unknown rebuild global, takes the walk.)
         stored_names = list(obj)
         by_last, parameter = _BUFFERS_BY_LAST, Role.PARAMETER
         entries = []
