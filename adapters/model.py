@@ -26,7 +26,7 @@ class Role(str, Enum):
         return self.value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)  # __init__ below: a listing makes one per tensor
 class TensorEntry:
     """One stored tensor, described by metadata only.
 
@@ -68,6 +68,43 @@ class TensorEntry:
         return (self.file, self.storage, self.offset, self.shape, self.extra.get("stride"))
 
 
+_NO_EXTRA: Any = object()
+
+
+def _entry_init(
+    self: TensorEntry,
+    stored_name: str,
+    name: str,
+    shape: tuple[int, ...],
+    dtype: str,
+    role: Role = Role.PARAMETER,
+    nbytes: int | None = None,
+    storage: str | None = None,
+    offset: int | None = None,
+    file: str | None = None,
+    stored_numel: int | None = None,
+    extra: Mapping[str, Any] = _NO_EXTRA,
+    _set: tuple = tuple(TensorEntry.__dict__[f].__set__ for f in TensorEntry.__dataclass_fields__),
+) -> None:
+    # What dataclass would generate, but through the slot descriptors: the generated frozen
+    # __init__ goes through object.__setattr__ per field, ~60% slower for 50,000 tensors.
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10 = _set
+    s0(self, stored_name)
+    s1(self, name)
+    s2(self, shape)
+    s3(self, dtype)
+    s4(self, role)
+    s5(self, nbytes)
+    s6(self, storage)
+    s7(self, offset)
+    s8(self, file)
+    s9(self, stored_numel)
+    s10(self, {} if extra is _NO_EXTRA else extra)
+
+
+TensorEntry.__init__ = _entry_init  # type: ignore[method-assign]
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """Something noteworthy the adapter saw (a foreign pickle global, an odd header field)."""
@@ -95,6 +132,8 @@ class Checkpoint:
 
     def shared_with(self) -> dict[str, tuple[str, ...]]:
         """stored_name -> the other stored names that are the same tensor (only tied ones)."""
+        if not _may_share(self.tensors):
+            return {}
         groups: dict[tuple, list[str]] = {}
         for t in self.tensors:
             if t.identity is not None:
@@ -108,9 +147,12 @@ class Checkpoint:
 
     def unique(self, tensors: Iterable[TensorEntry] | None = None) -> list[TensorEntry]:
         """The entries with aliases removed (first name of each tied group kept)."""
+        entries = self.tensors if tensors is None else list(tensors)
+        if not _may_share(entries):
+            return list(entries)
         seen: set[tuple] = set()
         out = []
-        for t in self.tensors if tensors is None else tensors:
+        for t in entries:
             key = t.identity
             if key is not None:
                 if key in seen:
@@ -135,3 +177,11 @@ class Checkpoint:
             if t.nbytes is not None:
                 out[t.dtype] = out.get(t.dtype, 0) + t.nbytes
         return dict(sorted(out.items()))
+
+
+def _may_share(tensors: list[TensorEntry]) -> bool:
+    """Whether two entries could be the same tensor: only if two share a (file, storage), the
+    first fields of :attr:`TensorEntry.identity`. One cheap pass instead of an identity tuple per
+    tensor, which costs ~0.1 s on 50,000 tensors."""
+    keys = [(t.file, t.storage) for t in tensors if t.storage is not None]
+    return len(set(keys)) != len(keys)

@@ -139,11 +139,13 @@ class _DuplicateKey(Exception):
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _DuplicateKey(k)
-        out[k] = v
+    out = dict(pairs)  # called for every JSON object: the Python loop only when one repeats
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
     return out
 
 
@@ -157,6 +159,7 @@ def _entries(
     ):
         raise FormatError("__metadata__ must map strings to strings", where)
     buffer_len = size - data_start
+    parameter = Role.PARAMETER
     tensors: list[TensorEntry] = []
     spans: list[tuple[int, int, str]] = []
     for name, info in header.items():
@@ -182,17 +185,20 @@ def _entries(
                 where,
             )
         spans.append((begin, end, name))
+        # stored_name, name, shape, dtype, role, nbytes, storage, offset, file, stored_numel, extra
         tensors.append(
             TensorEntry(
-                stored_name=name,
-                name=name,
-                shape=shape,
-                dtype=dtype,
-                role=Role.PARAMETER,
-                nbytes=end - begin,
-                offset=data_start + begin,
-                file=shard,
-                extra={"data_offsets": (begin, end)},
+                name,
+                name,
+                shape,
+                dtype,
+                parameter,
+                end - begin,
+                None,
+                data_start + begin,
+                shard,
+                None,
+                {"data_offsets": (begin, end)},
             )
         )
     _check_coverage(spans, buffer_len, where)
@@ -200,6 +206,23 @@ def _entries(
 
 
 def _check_info(name: str, info: Any, where: str) -> tuple[int, int, str, tuple[int, ...]]:
+    # Fast path for a well-formed entry (one per tensor); anything else takes the checks below,
+    # which name the fault. type() is int excludes bool.
+    if type(info) is dict:
+        tag, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if type(tag) is str and tag in DTYPES and type(shape) is list and type(offsets) is list:
+            if len(offsets) == 2:
+                begin, end = offsets
+                if type(begin) is int and type(end) is int and 0 <= begin <= end:
+                    for d in shape:
+                        if type(d) is not int or d < 0:
+                            break
+                    else:
+                        return begin, end, DTYPES[tag], tuple(shape)
+    return _check_info_slow(name, info, where)
+
+
+def _check_info_slow(name: str, info: Any, where: str) -> tuple[int, int, str, tuple[int, ...]]:
     if not isinstance(info, dict):
         raise FormatError(f"tensor {name!r}: entry is not an object", where)
     tag = info.get("dtype")
