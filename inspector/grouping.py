@@ -132,7 +132,9 @@ def _yaml_with_lines(text: str, path: str) -> Any:
     """``yaml.safe_load`` that records each mapping's first line under ``__line__``."""
     import yaml
 
-    class LineLoader(yaml.SafeLoader):
+    # libyaml's parser when PyYAML was built with it: the built-in schemes are parsed on every
+    # `show`, and the pure-Python one costs ~50 ms of a listing's budget.
+    class LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
         pass
 
     def mapping(loader: LineLoader, node: yaml.MappingNode) -> dict[str, Any]:

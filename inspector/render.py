@@ -246,6 +246,18 @@ def _text(report: dict[str, Any], markdown: bool, view: str = "tensors") -> str:
     return out.getvalue()
 
 
+def _row_encoder(compact: json.JSONEncoder) -> Any:
+    """One C encoder for every row (``JSONEncoder.encode`` builds a new one per call); the
+    same bytes as ``compact.encode``."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return compact.encode
+    enc = make(
+        None, compact.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+    return lambda row: "".join(enc(row, 0))
+
+
 def _json(report: dict[str, Any]) -> str:
     """Indented JSON with one tensor per line.
 
@@ -253,10 +265,11 @@ def _json(report: dict[str, Any]) -> str:
     50,000 tensors; each tensor is encoded compactly by the C encoder instead.
     """
     compact = json.JSONEncoder(ensure_ascii=False)
+    encode_row = _row_encoder(compact)
     parts = []
     for key, value in report.items():
         if key == "tensors" and value:
-            rows = ",\n".join("    " + compact.encode(t) for t in value)
+            rows = ",\n".join("    " + encode_row(t) for t in value)
             text = f"[\n{rows}\n  ]"
         else:
             text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
