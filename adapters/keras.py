@@ -28,6 +28,7 @@ import struct
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, BinaryIO, NamedTuple
 
 from .errors import ZIP_ERRORS, FormatError
@@ -126,8 +127,8 @@ def open_checkpoint(path: Path, variant: str) -> Checkpoint:
         return _open_archive(path)
     if variant != "hdf5":
         raise FormatError(f"unsupported Keras variant {variant!r}", str(path))
-    with open(path, "rb") as raw:
-        facts = _read_h5(raw, str(path), os.fstat(raw.fileno()).st_size, base=0)
+    # By name: HDF5's own POSIX driver; a Python file object costs a callback per metadata read.
+    facts = _read_h5(os.fspath(path), str(path), path.stat().st_size, base=0)
     return _build(path, facts, config=None, metadata={})
 
 
@@ -227,8 +228,9 @@ class _Window(io.RawIOBase):
 # ---------------------------------------------------------------- the HDF5 walk
 
 
-def _read_h5(fileobj: BinaryIO, where: str, size: int, base: int | None) -> H5Facts:
-    """Walk every link of the HDF5 file in ``fileobj``; ``base`` turns offsets absolute."""
+def _read_h5(fileobj: BinaryIO | str, where: str, size: int, base: int | None) -> H5Facts:
+    """Walk every link of the HDF5 file ``fileobj`` (a path or a file object); ``base`` turns
+    offsets absolute."""
     import h5py  # heavy: only when a Keras file is opened
 
     try:
@@ -236,7 +238,7 @@ def _read_h5(fileobj: BinaryIO, where: str, size: int, base: int | None) -> H5Fa
         # 3.7 GB for one attribute. Under the cap that allocation fails and ends as a FormatError.
         with address_space_capped(H5_MEMORY_FLOOR + 4 * size), h5py.File(fileobj, "r") as f:
             facts = H5Facts()
-            facts.groups["/"] = _attrs(f.attrs)
+            facts.groups["/"] = _group_attrs(f.id)
 
             failed: list[BaseException] = []
 
@@ -271,38 +273,46 @@ def _visit(
     import h5py
 
     path = "/" + raw_name.decode("utf-8", "surrogateescape")
-    if kind == h5py.h5l.TYPE_EXTERNAL:
+    if kind == h5py.h5l.TYPE_HARD:
+        # Low-level IDs only: an h5py Dataset/Group per link and its cached properties cost
+        # more than HDF5's own work on files of 50,000 small datasets.
+        oid = h5py.h5o.open(f.id, raw_name)
+        if isinstance(oid, h5py.h5d.DatasetID):
+            facts.datasets[path] = _dataset(oid, path, where, size, base, facts)
+        elif isinstance(oid, h5py.h5g.GroupID):
+            facts.groups[path] = _group_attrs(oid)
+    elif kind == h5py.h5l.TYPE_EXTERNAL:
         filename, target = (v.decode("utf-8", "replace") for v in f.id.links.get_val(raw_name))
         message = f"external link to {filename}:{target} not followed"
         facts.findings.append(Finding("warning", message, path))
     elif kind == h5py.h5l.TYPE_SOFT:
         facts.soft_links[path] = f.id.links.get_val(raw_name).decode("utf-8", "replace")
-    elif kind == h5py.h5l.TYPE_HARD:
-        oid = h5py.h5o.open(f.id, raw_name)
-        if isinstance(oid, h5py.h5g.GroupID):
-            facts.groups[path] = _attrs(h5py.Group(oid).attrs)
-        elif isinstance(oid, h5py.h5d.DatasetID):
-            facts.datasets[path] = _dataset(h5py.Dataset(oid), path, where, size, base, facts)
     else:
         facts.findings.append(Finding("warning", f"user-defined link type {kind} ignored", path))
 
 
-def _dataset(ds: Any, path: str, where: str, size: int, base: int | None, facts: H5Facts) -> DsInfo:
+def _dataset(
+    dsid: Any, path: str, where: str, size: int, base: int | None, facts: H5Facts
+) -> DsInfo:
     import h5py
 
-    shape = tuple(int(d) for d in (ds.shape or ()))
-    dtype = _dtype(ds)
-    itemsize = ds.dtype.itemsize
-    declared = itemsize
+    shape = tuple(int(d) for d in (dsid.shape or ()))
+    dt = dsid.dtype
+    declared = dt.itemsize
     for d in shape:
         declared *= d
-    stored = ds.id.get_storage_size()
-    layout = ds.id.get_create_plist().get_layout()
+    stored = dsid.get_storage_size()
+    # An offset exists only for contiguous storage inside the file (H5Dget_offset): the common
+    # case needs no creation property list, whose copy costs as much as the rest together.
+    offset = dsid.get_offset()
+    if offset is None:
+        dcpl = dsid.get_create_plist()
+        layout, external = dcpl.get_layout(), dcpl.get_external_count() > 0
+    else:
+        layout, external = h5py.h5d.CONTIGUOUS, False
     extra: dict[str, Any] = {"layout": _layout_name(layout), "stored_bytes": stored}
-    offset = None
-    if layout == h5py.h5d.CONTIGUOUS and not ds.external:
-        offset = ds.id.get_offset()
-        if offset is not None and offset + declared > size:
+    if offset is not None:
+        if offset + declared > size:
             raise FormatError(
                 f"dataset declares {declared} bytes at offset {offset}, past the end of the "
                 f"file ({size} bytes)",
@@ -310,10 +320,11 @@ def _dataset(ds: Any, path: str, where: str, size: int, base: int | None, facts:
                 path,
             )
     elif layout == h5py.h5d.CHUNKED:
+        ds = h5py.Dataset(dsid)  # rare in Keras files: h5py's own chunk/filter reading
         extra["chunks"] = list(ds.chunks)
         if ds.compression:
             extra["compression"] = ds.compression
-        filters = ds.id.get_create_plist().get_nfilters()
+        filters = dcpl.get_nfilters()
         if filters:
             extra["filters"] = filters
     if declared > BOMB_FLOOR_BYTES and declared > BOMB_MAX_EXPANSION * stored:
@@ -322,15 +333,15 @@ def _dataset(ds: Any, path: str, where: str, size: int, base: int | None, facts:
             where,
             path,
         )
-    if ds.external:
+    if external:
         facts.findings.append(Finding("warning", "raw data in external files, not followed", path))
-        extra["external"] = [str(e[0]) for e in ds.external]
-    if ds.is_virtual:
+        extra["external"] = [str(e[0]) for e in h5py.Dataset(dsid).external]
+    if layout == h5py.h5d.VIRTUAL:
         facts.findings.append(Finding("warning", "virtual dataset: sources not followed", path))
     if offset is not None:
         extra["h5_offset"] = offset
         offset = None if base is None else base + offset
-    return DsInfo(shape, dtype, offset, declared, extra)
+    return DsInfo(shape, _dtype(dsid, dt), offset, declared, extra)
 
 
 def _layout_name(layout: int) -> str:
@@ -364,20 +375,67 @@ _DTYPES = {
 }
 
 
-def _dtype(ds: Any) -> str:
-    dt = ds.dtype
+def _dtype(dsid: Any, dt: Any) -> str:
     known = _DTYPES.get((dt.kind, dt.itemsize))
     if known is not None:
         return known
     # Keras 3 writes bfloat16 as 2-byte data tagged with a "dtype" attribute (H5IOStore).
-    tag = ds.attrs.get("dtype") if "dtype" in ds.attrs else None
-    if isinstance(tag, bytes):
-        tag = tag.decode("utf-8", "replace")
+    tag = _group_attrs(dsid, ("dtype",)).get("dtype")
     return str(tag) if tag else str(dt)
 
 
-def _attrs(attrs: Any) -> dict[str, Any]:
-    return {k: _plain(attrs[k]) for k in attrs}
+# The only group attributes the layouts read (Keras splits long lists into name0, name1, ...);
+# reading every attribute of every group costs seconds on 50,000-dataset files.
+GROUP_ATTRS = re.compile(
+    r"(name|keras_version|backend|model_config|training_config|(layer|weight)_names\d*)\Z"
+)
+
+
+def _group_attrs(oid: Any, wanted: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The attributes of object ``oid`` named in ``wanted`` (default: :data:`GROUP_ATTRS`)."""
+    import h5py
+
+    if not h5py.h5a.get_num_attrs(oid):
+        return {}
+    names: list[bytes] = []
+    h5py.h5a.iterate(oid, names.append)
+    keep = [
+        k
+        for k in (n.decode("utf-8", "surrogateescape") for n in names)
+        if (k in wanted if wanted is not None else GROUP_ATTRS.match(k))
+    ]
+    if not keep:
+        return {}
+    attrs = h5py.AttributeManager(SimpleNamespace(id=oid))  # h5py's reading, on a bare ID
+    out = {}
+    for k in keep:
+        value = _vlen_str_attr(oid, k.encode("utf-8", "surrogateescape"))
+        out[k] = _plain(attrs[k]) if value is None else value
+    return out
+
+
+def _vlen_str_attr(oid: Any, name: bytes) -> str | list[str] | None:
+    """A scalar or 1-d variable-length string attribute (Keras' ``name``, ``weight_names``) as
+    h5py would return it after :func:`_plain`, at half h5py's cost; None for anything else."""
+    import h5py
+    import numpy as np
+
+    aid = h5py.h5a.open(oid, name)
+    tid = aid.get_type()
+    if tid.get_class() != h5py.h5t.STRING or not tid.is_variable_str():
+        return None
+    space = aid.get_space()
+    if space.get_simple_extent_type() not in (h5py.h5s.SCALAR, h5py.h5s.SIMPLE):
+        return None
+    shape = space.get_simple_extent_dims()
+    if len(shape) > 1:
+        return None
+    dt = h5py.string_dtype("utf-8" if tid.get_cset() == h5py.h5t.CSET_UTF8 else "ascii")
+    arr = np.empty(shape, dtype=dt)
+    aid.read(arr, mtype=h5py.h5t.py_create(dt))
+    if not shape:
+        return arr[()].decode("utf-8", "surrogateescape")
+    return [b.decode("utf-8", "surrogateescape") for b in arr]
 
 
 def _plain(value: Any) -> Any:
