@@ -70,3 +70,24 @@ def nbytes(dtype: str, numel: int) -> int | None:
     if bits is None:
         return None
     return (numel * bits + 7) // 8
+
+
+# NumPy kind character + item size (a dtype's .kind/.itemsize, an .npy descr's letter and
+# size) -> canonical dtype.
+NUMPY_KINDS: dict[tuple[str, int], str] = {
+    ("f", 2): "float16",
+    ("f", 4): "float32",
+    ("f", 8): "float64",
+    ("c", 8): "complex64",
+    ("c", 16): "complex128",
+    ("i", 1): "int8",
+    ("i", 2): "int16",
+    ("i", 4): "int32",
+    ("i", 8): "int64",
+    ("u", 1): "uint8",
+    ("u", 2): "uint16",
+    ("u", 4): "uint32",
+    ("u", 8): "uint64",
+    ("b", 1): "bool",
+}
+

@@ -7,10 +7,6 @@ where in it the problem is (byte offset or field) and what was expected. The CLI
 
 from __future__ import annotations
 
-import struct
-import zipfile
-import zlib
-
 
 class InspectorError(Exception):
     """Base of every error the tool raises on purpose."""
@@ -41,18 +37,3 @@ class UnsafeContentError(InspectorError):
 
 class UsageError(InspectorError):
     """A bad command line or API argument."""
-
-
-# What zipfile raises on a damaged archive besides BadZipFile: lying sizes (EOFError), undecodable
-# names (UnicodeDecodeError, a ValueError), unsupported versions, methods or encryption
-# (NotImplementedError, RuntimeError), bad deflate data (zlib.error), short headers.
-ZIP_ERRORS: tuple[type[BaseException], ...] = (
-    zipfile.BadZipFile,
-    OSError,
-    EOFError,
-    ValueError,
-    NotImplementedError,
-    RuntimeError,
-    zlib.error,
-    struct.error,
-)

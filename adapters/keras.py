@@ -31,12 +31,14 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO, NamedTuple
 
-from .errors import ZIP_ERRORS, FormatError
+from .dtypes import NUMPY_KINDS
+from .errors import FormatError
 from .keras_names import NON_TRAINABLE_NAMES
 from .keras_v3 import name_variables
 from .model import Checkpoint, Finding, Role, TensorEntry
 from .registry import Adapter
 from .restricted_pickle import address_space_capped
+from .zip_errors import ZIP_ERRORS
 
 NAME = "keras"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"  # H5F_SIGNATURE (H5Fsuper.c)
@@ -356,27 +358,8 @@ def _layout_name(layout: int) -> str:
     return names.get(layout, str(layout))
 
 
-# numpy kind + itemsize -> canonical dtype.
-_DTYPES = {
-    ("f", 2): "float16",
-    ("f", 4): "float32",
-    ("f", 8): "float64",
-    ("i", 1): "int8",
-    ("i", 2): "int16",
-    ("i", 4): "int32",
-    ("i", 8): "int64",
-    ("u", 1): "uint8",
-    ("u", 2): "uint16",
-    ("u", 4): "uint32",
-    ("u", 8): "uint64",
-    ("b", 1): "bool",
-    ("c", 8): "complex64",
-    ("c", 16): "complex128",
-}
-
-
 def _dtype(dsid: Any, dt: Any) -> str:
-    known = _DTYPES.get((dt.kind, dt.itemsize))
+    known = NUMPY_KINDS.get((dt.kind, dt.itemsize))
     if known is not None:
         return known
     # Keras 3 writes bfloat16 as 2-byte data tagged with a "dtype" attribute (H5IOStore).

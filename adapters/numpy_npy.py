@@ -25,10 +25,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import ZIP_ERRORS, FormatError
+from .dtypes import NUMPY_KINDS as KINDS
+from .errors import FormatError
 from .model import Checkpoint, Finding, TensorEntry
 from .mxnet import split_prefix
 from .registry import Adapter
+from .zip_errors import ZIP_ERRORS
 
 NAME = "numpy"
 MAGIC = b"\x93NUMPY"
@@ -37,23 +39,6 @@ MAX_HEADER = 10_000
 MAX_MEMBERS = 1_000_000
 SPARSE_PARTS = ("data", "indices", "indptr", "shape", "format")
 
-# NumPy type character + size -> canonical dtype.
-KINDS: dict[tuple[str, int], str] = {
-    ("f", 2): "float16",
-    ("f", 4): "float32",
-    ("f", 8): "float64",
-    ("c", 8): "complex64",
-    ("c", 16): "complex128",
-    ("i", 1): "int8",
-    ("i", 2): "int16",
-    ("i", 4): "int32",
-    ("i", 8): "int64",
-    ("u", 1): "uint8",
-    ("u", 2): "uint16",
-    ("u", 4): "uint32",
-    ("u", 8): "uint64",
-    ("b", 1): "bool",
-}
 
 
 def sniff(head: bytes, path: Path) -> str | None:

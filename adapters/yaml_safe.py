@@ -18,10 +18,19 @@ MAX_BYTES = 10_000_000
 MAX_NODES = 1_000_000
 
 
-def _loader():
+class YamlProblem(Exception):
+    """Text that is not acceptable YAML; ``line`` (1-based) when the parser knows it."""
+
+    def __init__(self, problem: str, line: int | None = None) -> None:
+        super().__init__(problem)
+        self.problem, self.line = problem, line
+
+
+def _loader(line_key: str | None):
     import yaml
 
-    class InertLoader(yaml.SafeLoader):
+    # libyaml's parser when PyYAML was built with it; the constructors stay safe either way.
+    class InertLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
         """SafeLoader that turns unknown tags into plain data instead of failing."""
 
     def construct_tagged(loader: InertLoader, tag_suffix: str, node: yaml.Node) -> Any:
@@ -36,12 +45,41 @@ def _loader():
 
     InertLoader.add_multi_constructor("!", construct_tagged)
     InertLoader.add_multi_constructor("tag:yaml.org,2002:python/", construct_tagged)
+    if line_key is not None:
+
+        def mapping_with_line(loader: InertLoader, node: yaml.MappingNode) -> dict[str, Any]:
+            data = loader.construct_mapping(node, deep=True)
+            data[line_key] = node.start_mark.line + 1
+            return data
+
+        InertLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                    mapping_with_line)
     return InertLoader, yaml.YAMLError
+
+
+def parse_yaml(text: str, line_key: str | None = None) -> Any:
+    """YAML text as plain dicts, lists and scalars (never Python objects); with ``line_key``,
+    each mapping also records its first line under that key. Raises :class:`YamlProblem`."""
+    loader_class, yaml_error = _loader(line_key)
+    loader = loader_class(text)
+    try:
+        data = loader.get_single_data()
+    except yaml_error as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise YamlProblem(problem, mark.line + 1 if mark is not None else None) from None
+    except RecursionError:
+        raise YamlProblem("nesting too deep") from None
+    finally:
+        loader.dispose()
+    if _expanded_size(data, MAX_NODES) > MAX_NODES:
+        # Aliases are shared references when parsed but expand when printed (a "billion laughs").
+        raise YamlProblem(f"expands to more than {MAX_NODES} nodes through aliases")
+    return data
 
 
 def load_yaml(path: Path) -> Any:
     """Parse a YAML file into plain dicts, lists and scalars; never builds Python objects."""
-    loader, yaml_error = _loader()
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
@@ -50,15 +88,10 @@ def load_yaml(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as e:
         raise FormatError(f"cannot read YAML ({e})", str(path)) from None
     try:
-        data = loader(text).get_single_data()
-    except yaml_error as e:
-        raise FormatError(f"not valid YAML ({str(e).splitlines()[0]})", str(path)) from None
-    except RecursionError:
-        raise FormatError("YAML nesting too deep", str(path)) from None
-    if _expanded_size(data, MAX_NODES) > MAX_NODES:
-        # Aliases are shared references when parsed but expand when printed (a "billion laughs").
-        raise FormatError(f"YAML expands to more than {MAX_NODES} nodes through aliases", str(path))
-    return data
+        return parse_yaml(text)
+    except YamlProblem as e:
+        where = f"line {e.line}" if e.line is not None else None
+        raise FormatError(f"not valid YAML ({e.problem})", str(path), where) from None
 
 
 def _expanded_size(data: Any, budget: int) -> int:

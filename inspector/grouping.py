@@ -129,27 +129,14 @@ class Scheme:
 
 
 def _yaml_with_lines(text: str, path: str) -> Any:
-    """``yaml.safe_load`` that records each mapping's first line under ``__line__``."""
-    import yaml
+    """The scheme file as plain data, each mapping's first line under ``__line__``."""
+    from adapters.yaml_safe import YamlProblem, parse_yaml
 
-    # libyaml's parser when PyYAML was built with it: the built-in schemes are parsed on every
-    # `show`, and the pure-Python one costs ~50 ms of a listing's budget.
-    class LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-        pass
-
-    def mapping(loader: LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
-        data = loader.construct_mapping(node, deep=True)
-        data[_LINE] = node.start_mark.line + 1
-        return data
-
-    LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     try:
-        return yaml.load(text, Loader=LineLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise UsageError(f"not valid YAML ({problem})", path, where) from None
+        return parse_yaml(text, line_key=_LINE)
+    except YamlProblem as e:
+        where = f"line {e.line}" if e.line is not None else None
+        raise UsageError(f"not valid YAML ({e.problem})", path, where) from None
 
 
 class _Checker:

@@ -220,3 +220,16 @@ def test_per_layer_collapses_identical_layers():
     dec = {g["name"]: g for g in rnn["groups"]}["decoder_lx"]
     # layer 0 takes embedding + attention context (input feeding), layer 1 does not: no collapse
     assert [r["label"] for r in dec["repeats"]] == ["layers.0", "layers.1"]
+
+
+def test_python_tags_in_a_scheme_file_are_inert(tmp_path):
+    """A scheme file goes through the project's inert YAML loader: the tag builds nothing."""
+    marker = tmp_path / "pwned"
+    bad = tmp_path / "evil.yaml"
+    bad.write_text(
+        "name: evil\ndescription: d\n"
+        f"groups: !!python/object/apply:os.system ['touch {marker}']\n"
+    )
+    with pytest.raises(UsageError):
+        grouping.get_scheme(str(bad))
+    assert not marker.exists()
