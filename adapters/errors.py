@@ -2,7 +2,10 @@
 
 Every problem with an input file is an :class:`InspectorError` (or a subclass) carrying the file,
 where in it the problem is (byte offset or field) and what was expected. The CLI prints
-``str(error)`` as one line and exits 2; nothing else escapes from an adapter.
+``str(error)`` as one line and exits 2; nothing else escapes from an adapter. The subclasses are
+also the built-in exceptions a caller expects: a missing file is a :class:`FileNotFoundError`, an
+unreadable one a :class:`PermissionError`, a corrupt one (or a bad argument) a
+:class:`ValueError`.
 """
 
 from __future__ import annotations
@@ -23,8 +26,16 @@ class InspectorError(Exception):
         return f"{prefix}: {self.message}" if prefix else self.message
 
 
-class FormatError(InspectorError):
+class FormatError(InspectorError, ValueError):
     """The file claims a format but breaks its rules (truncated, corrupt, inconsistent)."""
+
+
+class NotFoundError(InspectorError, FileNotFoundError):
+    """The file or directory does not exist."""
+
+
+class PermissionDeniedError(InspectorError, PermissionError):
+    """The file or directory cannot be read for lack of permission."""
 
 
 class UnknownFormatError(InspectorError):
@@ -35,5 +46,5 @@ class UnsafeContentError(InspectorError):
     """The file asks for something the tool refuses to do (e.g. a pickle calling os.system)."""
 
 
-class UsageError(InspectorError):
+class UsageError(InspectorError, ValueError):
     """A bad command line or API argument."""

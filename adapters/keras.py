@@ -8,7 +8,7 @@ Layouts (see ``fixtures/keras/README.md`` for the observed files):
   datasets below it; ``/optimizer_weights`` with its own ``weight_names``.
 * **legacy weights** (Keras 2 ``save_weights("w.h5")``): the ``/model_weights`` content at the root.
 * **Keras 3 weights** (``.weights.h5``): ``/layers/<key>/vars/<i>``, ``/optimizer/vars/<i>``;
-  names by :mod:`adapters.keras_v3`.
+  names by :mod:`inspector.adapters.keras_v3`.
 * **``.keras``** (a zip of ``config.json``, ``metadata.json``, ``model.weights.h5``): the HDF5
   member is opened in place (a window over the stored bytes, no extraction).
 
@@ -26,18 +26,19 @@ import os
 import re
 import struct
 import zipfile
+from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO, NamedTuple
 
 from .dtypes import NUMPY_KINDS
-from .errors import FormatError
+from .errors import FormatError, InspectorError
 from .keras_names import NON_TRAINABLE_NAMES
 from .keras_v3 import name_variables
-from .model import Checkpoint, Finding, Role, TensorEntry
+from .model import Blocks, Checkpoint, Finding, Role, TensorEntry, ValueLocation, ValueReader
 from .registry import Adapter
 from .restricted_pickle import address_space_capped
+from .source import Source
 from .zip_errors import ZIP_ERRORS
 
 NAME = "keras"
@@ -87,27 +88,27 @@ class H5Facts:
 # ---------------------------------------------------------------- detection
 
 
-def sniff(head: bytes, path: Path) -> str | None:
+def sniff(head: bytes, source: Source) -> str | None:
     """'hdf5' (any Keras HDF5 layout, decided on open) or 'keras' (a .keras zip)."""
-    if path.is_dir():
+    if source.is_dir():
         return None
     if head.startswith(ZIP_LOCAL_MAGIC):
         try:
-            with zipfile.ZipFile(path) as z:
+            with source.open() as raw, zipfile.ZipFile(raw) as z:
                 names = set(z.namelist())
         except ZIP_ERRORS:
             return None
         if KERAS_WEIGHTS_MEMBER in names or {KERAS_CONFIG_MEMBER, KERAS_METADATA_MEMBER} <= names:
             return "keras"
         return None
-    return "hdf5" if _superblock_offset(head, path) is not None else None
+    return "hdf5" if _superblock_offset(head, source) is not None else None
 
 
-def _superblock_offset(head: bytes, path: Path) -> int | None:
+def _superblock_offset(head: bytes, source: Source) -> int | None:
     if head.startswith(HDF5_MAGIC):
         return 0
-    offset, size = FIRST_USER_BLOCK, path.stat().st_size
-    with open(path, "rb") as f:
+    offset, size = FIRST_USER_BLOCK, source.size
+    with source.open() as f:
         while offset + len(HDF5_MAGIC) <= size:
             if offset + 8 <= len(head):
                 found = head[offset : offset + 8] == HDF5_MAGIC
@@ -123,21 +124,65 @@ def _superblock_offset(head: bytes, path: Path) -> int | None:
 # ---------------------------------------------------------------- opening
 
 
-def open_checkpoint(path: Path, variant: str) -> Checkpoint:
+def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     """Open a Keras HDF5 file or ``.keras`` archive, reading metadata only."""
     if variant == "keras":
-        return _open_archive(path)
-    if variant != "hdf5":
-        raise FormatError(f"unsupported Keras variant {variant!r}", str(path))
-    # By name: HDF5's own POSIX driver; a Python file object costs a callback per metadata read.
-    facts = _read_h5(os.fspath(path), str(path), path.stat().st_size, base=0)
-    return _build(path, facts, config=None, metadata={})
+        ckpt = _open_archive(source)
+    elif variant == "hdf5":
+        # By name where the file is local: HDF5's own POSIX driver; a Python file object costs
+        # a callback per metadata read.
+        local = source.local_path
+        with ExitStack() as stack:
+            fileobj = os.fspath(local) if local else stack.enter_context(source.open())
+            facts = _read_h5(fileobj, source.where, source.size, base=0)
+        ckpt = _build(source, facts, config=None, metadata={})
+    else:
+        raise FormatError(f"unsupported Keras variant {variant!r}", source.where)
+    ckpt.reader = _values(source, archive=variant == "keras")
+    return ckpt
 
 
-def _open_archive(path: Path) -> Checkpoint:
-    where = str(path)
+def _values(source: Source, archive: bool) -> ValueReader:
+    """Each tensor is the HDF5 dataset ``stored_name``, read through h5py in blocks; in a
+    ``.keras`` archive, of its ``.h5`` member."""
+
+    def locate(entry: TensorEntry) -> ValueLocation:
+        def dataset(stack: ExitStack) -> Any:
+            import h5py
+
+            if archive:
+                z = stack.enter_context(zipfile.ZipFile(stack.enter_context(source.open())))
+                names = [n for n in z.namelist() if n.endswith(".h5")]
+                member = entry.file if entry.file in names else (
+                    names[0] if len(names) == 1 else None
+                )
+                if member is None:
+                    raise FormatError("no single .h5 member in the archive", source.where)
+                h5 = stack.enter_context(h5py.File(stack.enter_context(z.open(member)), "r"))
+            else:
+                local = source.local_path
+                target = os.fspath(local) if local else stack.enter_context(source.open())
+                h5 = stack.enter_context(h5py.File(target, "r"))
+            ds = h5.get(entry.stored_name)
+            if not isinstance(ds, h5py.Dataset):
+                raise FormatError(f"no HDF5 dataset {entry.stored_name!r}", source.where)
+            if tuple(ds.shape) != entry.shape:
+                raise FormatError(
+                    f"HDF5 dataset {entry.stored_name!r} has shape {list(ds.shape)}, the listing "
+                    f"{list(entry.shape)}",
+                    source.where,
+                )
+            return ds
+
+        return Blocks(dataset)
+
+    return locate
+
+
+def _open_archive(source: Source) -> Checkpoint:
+    where = source.where
     try:
-        with open(path, "rb") as raw, zipfile.ZipFile(raw) as z:
+        with source.open() as raw, zipfile.ZipFile(raw) as z:
             infos = {i.filename: i for i in z.infolist()}
             config = _json_member(z, infos, KERAS_CONFIG_MEMBER, where)
             meta = _json_member(z, infos, KERAS_METADATA_MEMBER, where) or {}
@@ -166,13 +211,15 @@ def _open_archive(path: Path) -> Checkpoint:
                 facts.findings.append(
                     Finding("info", f"{KERAS_WEIGHTS_MEMBER} is compressed: no byte offsets")
                 )
+    except InspectorError:  # also a ValueError or OSError, which ZIP_ERRORS would catch
+        raise
     except ZIP_ERRORS as e:
         raise FormatError(f"not a readable .keras zip ({_one_line(e)})", where) from None
     metadata = {f"archive_{k}": v for k, v in meta.items()} if isinstance(meta, dict) else {}
     if isinstance(meta, dict) and "keras_version" in meta:
         metadata["keras_version"] = meta["keras_version"]
     metadata["members"] = sorted(infos)
-    return _build(path, facts, config=config, metadata=metadata)
+    return _build(source, facts, config=config, metadata=metadata)
 
 
 def _json_member(z: zipfile.ZipFile, infos: dict, name: str, where: str) -> Any:
@@ -441,8 +488,8 @@ def _one_line(e: BaseException) -> str:
 # ---------------------------------------------------------------- layouts
 
 
-def _build(path: Path, facts: H5Facts, config: Any, metadata: dict[str, Any]) -> Checkpoint:
-    where = str(path)
+def _build(source: Source, facts: H5Facts, config: Any, metadata: dict[str, Any]) -> Checkpoint:
+    where = source.where
     root = facts.groups.get("/", {})
     metadata = dict(metadata)
     for key in ("keras_version", "backend"):

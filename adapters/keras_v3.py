@@ -6,7 +6,8 @@ the optimizer under ``/optimizer/vars/<i>``. Each ``vars`` group's ``name`` attr
 object's real name. A variable's Keras path is built as Keras builds it (``Variable.path`` =
 the name scopes open when it was created): a layer opens its own name, a Sequential model opens
 its name for its layers, a Functional model opens none (its layers were built when called on
-symbolic inputs). Variable names come from :mod:`adapters.keras_names`, refined by the model
+symbolic inputs). Variable names come from :mod:`inspector.adapters.keras_names`, refined by
+the model
 config when there is one (``config.json`` of a ``.keras``). Without a config the layer class is
 the key minus Keras' ``_<n>`` suffix and Sequential is told from Functional by the absence of
 ``input_layer`` keys; where a choice was not certain a finding says so.

@@ -8,10 +8,14 @@ offsets so a later reader can fetch values lazily, but nothing here reads tensor
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    from .source import Source
 
 
 class Role(str, Enum):
@@ -115,9 +119,61 @@ class Finding:
     subject: str | None = None  # what it is about, e.g. the pickle global "os.system"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
+class ByteRange:
+    """A tensor's elements at ``offset`` in ``source``, C-contiguous or, with ``stride`` (in
+    elements), a strided view over the bytes from ``offset``."""
+
+    source: Source
+    offset: int
+    big_endian: bool = False
+    stride: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Stream:
+    """A tensor's elements read in order from the file object ``open(stack)`` returns (a zip
+    member, positioned at the first element; what must be closed is entered into ``stack``);
+    ``fortran`` when they are stored column-major."""
+
+    open: Callable[[ExitStack], BinaryIO]
+    big_endian: bool = False
+    fortran: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Blocks:
+    """A tensor held by a library object that slices like a numpy array (an h5py dataset):
+    ``open(stack)`` returns it, entering whatever it needs to close into ``stack``."""
+
+    open: Callable[[ExitStack], Any]
+
+
+ValueLocation = ByteRange | Stream | Blocks
+#: Maps an entry of its checkpoint to where its values are; raises FormatError when they cannot be
+#: read (compressed member, sparse layout, ...).
+ValueReader = Callable[[TensorEntry], ValueLocation]
+
+
+# Role -> its key in totals() and the JSON report's ``totals``.
+TOTALS_KEY = {
+    Role.PARAMETER: "parameters",
+    Role.BUFFER: "buffers",
+    Role.OPTIMIZER: "optimizer",
+    Role.OTHER: "other",
+}
+
+
+@dataclass(slots=True, repr=False)
 class Checkpoint:
-    """A whole checkpoint: possibly several files (shards, a model directory)."""
+    """A whole checkpoint: possibly several files (shards, a model directory).
+
+    It reads as a mapping from canonical tensor name to :class:`TensorEntry` (``ckpt["lm_head.
+    weight"]``, ``"x" in ckpt``, ``len(ckpt)``, iteration over names in stored order); a stored
+    name that differs from the canonical one is accepted as a key too. :attr:`tensors` is the
+    ordered list behind it. ``metadata`` holds format facts (documented per adapter in
+    docs/architecture.md), ``hyperparameters`` what the producer recorded in or beside the file.
+    """
 
     paths: tuple[str, ...]
     format: str
@@ -125,10 +181,61 @@ class Checkpoint:
     metadata: dict[str, Any] = field(default_factory=dict)
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    # Where the bytes come from, and where each tensor's values are (see ValueReader); both set
+    # by the registry when an adapter leaves them out.
+    source: Source | None = None
+    reader: ValueReader | None = None
+    _index: tuple[int, dict[str, TensorEntry]] | None = field(default=None, compare=False)
 
     @property
     def path(self) -> str:
         return self.paths[0]
+
+    def _names(self) -> dict[str, TensorEntry]:
+        """Canonical names, then stored names not already taken; the first entry wins. Rebuilt
+        when the tensor list has grown or shrunk since."""
+        if self._index is None or self._index[0] != len(self.tensors):
+            index = {t.stored_name: t for t in reversed(self.tensors)}
+            canonical: dict[str, TensorEntry] = {}
+            for t in self.tensors:
+                canonical.setdefault(t.name, t)
+            index.update(canonical)
+            self._index = (len(self.tensors), index)
+        return self._index[1]
+
+    def __getitem__(self, name: str) -> TensorEntry:
+        try:
+            return self._names()[name]
+        except KeyError:
+            raise KeyError(name) from None
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return (t.name for t in self.tensors)
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._names().get(name, default)
+
+    def keys(self) -> list[str]:
+        return [t.name for t in self.tensors]
+
+    def values(self) -> list[TensorEntry]:
+        return list(self.tensors)
+
+    def items(self) -> list[tuple[str, TensorEntry]]:
+        return [(t.name, t) for t in self.tensors]
+
+    def __repr__(self) -> str:
+        totals = self.totals()
+        return (
+            f"<Checkpoint {self.format} {self.path!r}: {len(self.tensors):,} tensors, "
+            f"{totals['parameters']:,} parameters>"
+        )
 
     def shared_with(self) -> dict[str, tuple[str, ...]]:
         """stored_name -> the other stored names that are the same tensor (only tied ones)."""
@@ -162,11 +269,13 @@ class Checkpoint:
         return out
 
     def totals(self) -> dict[str, int]:
-        """Element counts by role plus ``all``; a tied tensor counts once."""
-        out = {r.value: 0 for r in Role}
+        """Element counts under the JSON report's keys (``parameters``, ``buffers``,
+        ``optimizer``, ``other``) plus ``all``; a tied tensor counts once."""
+        by_role = {r: 0 for r in Role}
         for t in self.unique():
-            out[t.role.value] += t.numel
-        out["all"] = sum(out[r.value] for r in Role)
+            by_role[t.role] += t.numel
+        out = {TOTALS_KEY[r]: n for r, n in by_role.items()}
+        out["all"] = sum(by_role.values())
         return out
 
     def bytes_by_dtype(self, unique: Iterable[TensorEntry] | None = None) -> dict[str, int]:
@@ -185,3 +294,6 @@ def _may_share(tensors: list[TensorEntry]) -> bool:
     tensor, which costs ~0.1 s on 50,000 tensors."""
     keys = [(t.file, t.storage) for t in tensors if t.storage is not None]
     return len(set(keys)) != len(keys)
+
+
+Mapping.register(Checkpoint)

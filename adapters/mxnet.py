@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 import os
 import struct
-from pathlib import Path
 from typing import BinaryIO
 
 from .errors import FormatError
 from .model import Checkpoint, Role, TensorEntry
 from .registry import Adapter
+from .source import Source
 
 NAME = "mxnet"
 LIST_MAGIC = 0x112  # kMXAPINDArrayListMagic
@@ -66,7 +66,7 @@ MAX_NDIM = 64
 PREFIX_ROLES = {"arg:": Role.PARAMETER, "aux:": Role.BUFFER}
 
 
-def sniff(head: bytes, path: Path) -> str | None:
+def sniff(head: bytes, source: Source) -> str | None:
     if len(head) >= 16 and struct.unpack_from("<QQ", head) == (LIST_MAGIC, 0):
         return "list"
     return None
@@ -122,11 +122,11 @@ class _Reader:
 _STRUCTS: dict[str, struct.Struct] = {}
 
 
-def open_checkpoint(path: Path, variant: str) -> Checkpoint:
+def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     if variant != "list":
-        raise FormatError(f"unsupported MXNet variant {variant!r}", str(path))
-    with open(path, "rb") as f:
-        r = _Reader(f, os.fstat(f.fileno()).st_size, str(path))
+        raise FormatError(f"unsupported MXNet variant {variant!r}", source.where)
+    with source.open() as f:
+        r = _Reader(f, source.size, source.where)
         magic, _reserved, n = r.unpack("<QQQ", "list header")
         if magic != LIST_MAGIC:
             raise r.fail(f"list magic is {magic:#x}, expected {LIST_MAGIC:#x}", 0)
@@ -148,7 +148,7 @@ def open_checkpoint(path: Path, variant: str) -> Checkpoint:
     default_role = Role.OTHER if prefixed else Role.PARAMETER
     tensors = [_entry(name, rec, default_role) for name, rec in zip(names, records, strict=True)]
     return Checkpoint(
-        paths=(str(path),),
+        paths=(source.where,),
         format=NAME,
         tensors=tensors,
         metadata={"record_versions": versions, "named": bool(k), "arrays": n},

@@ -18,18 +18,18 @@ from __future__ import annotations
 
 import ast
 import math
-import os
 import struct
 import zipfile
+from contextlib import ExitStack
 from dataclasses import replace
-from pathlib import Path
 from typing import BinaryIO
 
 from .dtypes import NUMPY_KINDS as KINDS
 from .errors import FormatError
-from .model import Checkpoint, Finding, TensorEntry
+from .model import Checkpoint, Finding, Stream, TensorEntry, ValueLocation, ValueReader
 from .mxnet import split_prefix
 from .registry import Adapter
+from .source import Source
 from .zip_errors import ZIP_ERRORS
 
 NAME = "numpy"
@@ -41,12 +41,12 @@ SPARSE_PARTS = ("data", "indices", "indptr", "shape", "format")
 
 
 
-def sniff(head: bytes, path: Path) -> str | None:
+def sniff(head: bytes, source: Source) -> str | None:
     if head.startswith(MAGIC):
         return "npy"
-    if head.startswith(b"PK\x03\x04") and path.is_file():
+    if head.startswith(b"PK\x03\x04") and source.is_file():
         try:
-            with zipfile.ZipFile(path) as z:
+            with source.open() as raw, zipfile.ZipFile(raw) as z:
                 names = z.namelist()
         except ZIP_ERRORS:
             return None
@@ -91,6 +91,8 @@ def parse_header(f: BinaryIO, where: str) -> tuple[str, tuple[int, ...], int, di
         raise FormatError(f".npy shape {shape!r} is not a tuple of non-negative ints", where)
     dtype, itemsize = _descr(header["descr"], where)
     info = {"npy_version": f"{major}.{minor}", "fortran_order": bool(header.get("fortran_order"))}
+    if isinstance(header["descr"], str) and header["descr"].startswith(">"):
+        info["byteorder"] = "big"
     return dtype, shape, itemsize, {**info, "header_bytes": (10 if major == 1 else 12) + hlen}
 
 
@@ -127,10 +129,10 @@ def _entry(key: str, dtype: str, shape: tuple[int, ...], itemsize: int, **kw) ->
     )
 
 
-def _open_npy(path: Path) -> Checkpoint:
-    where = str(path)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+def _open_npy(source: Source) -> Checkpoint:
+    where = source.where
+    size = source.size
+    with source.open() as f:
         dtype, shape, itemsize, info = parse_header(f, where)
     data = math.prod(shape) * itemsize
     if dtype != "object" and info["header_bytes"] + data > size:
@@ -155,13 +157,18 @@ def _member_offset(f: BinaryIO, info: zipfile.ZipInfo) -> int | None:
     return info.header_offset + 30 + name_len + extra_len
 
 
-def _open_npz(path: Path) -> Checkpoint:
-    where = str(path)
-    try:
-        z = zipfile.ZipFile(path)
-    except ZIP_ERRORS as e:
-        raise FormatError(f"not a readable zip ({e})", where) from None
-    with z, open(path, "rb") as raw:
+def _open_npz(source: Source) -> Checkpoint:
+    where = source.where
+    with source.open() as zfile, source.open() as raw:
+        try:
+            z = zipfile.ZipFile(zfile)
+        except ZIP_ERRORS as e:
+            raise FormatError(f"not a readable zip ({e})", where) from None
+        return _read_npz(z, raw, where)
+
+
+def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
+    with z:
         infos = z.infolist()
         if len(infos) > MAX_MEMBERS:
             raise FormatError(f"{len(infos)} zip members exceed {MAX_MEMBERS}", where)
@@ -172,9 +179,7 @@ def _open_npz(path: Path) -> Checkpoint:
             try:
                 with z.open(info) as f:
                     dtype, shape, itemsize, hinfo = parse_header(f, member)
-            except ZIP_ERRORS as e:
-                raise FormatError(f"zip member cannot be read ({e})", member) from None
-            except FormatError:
+            except FormatError:  # first: a FormatError is also a ValueError, one of ZIP_ERRORS
                 # mxnet 2.0.0b1 writes a broken header for a sparse array's format.npy
                 # (cnpy.cc save_format_array); the storage type is told by its sibling members.
                 if not info.filename.endswith("/format.npy"):
@@ -184,6 +189,8 @@ def _open_npz(path: Path) -> Checkpoint:
                 )
                 headers[info.filename[: -len(".npy")]] = ("unknown", (), 0, None)
                 continue
+            except ZIP_ERRORS as e:
+                raise FormatError(f"zip member cannot be read ({e})", member) from None
             data = math.prod(shape) * itemsize
             if dtype != "object" and hinfo["header_bytes"] + data != info.file_size:
                 raise FormatError(
@@ -254,12 +261,50 @@ def _sparse_entry(
     )
 
 
-def open_checkpoint(path: Path, variant: str) -> Checkpoint:
+def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     if variant == "npy":
-        return _open_npy(path)
-    if variant == "npz":
-        return _open_npz(path)
-    raise FormatError(f"unsupported numpy variant {variant!r}", str(path))
+        ckpt = _open_npy(source)
+    elif variant == "npz":
+        ckpt = _open_npz(source)
+    else:
+        raise FormatError(f"unsupported numpy variant {variant!r}", source.where)
+    ckpt.reader = _values(source, npz=variant == "npz")
+    return ckpt
+
+
+def _values(source: Source, npz: bool) -> ValueReader:
+    """Each array's elements streamed after its own .npy header (a deflated ``.npz`` member
+    decompresses as it is read); byte order and Fortran order come from that header."""
+
+    def member(entry: TensorEntry, stack: ExitStack) -> BinaryIO:
+        raw = stack.enter_context(source.open())
+        if not npz:
+            return raw
+        z = stack.enter_context(zipfile.ZipFile(raw))
+        name = entry.stored_name + ".npy"
+        try:
+            return stack.enter_context(z.open(name))
+        except KeyError:
+            raise FormatError(f"no zip member {name!r}", source.where) from None
+
+    def locate(entry: TensorEntry) -> ValueLocation:
+        with ExitStack() as stack:
+            _, shape, _, info = parse_header(member(entry, stack), source.where)
+        if tuple(shape) != entry.shape:
+            raise FormatError(
+                f"tensor {entry.stored_name!r}: .npy header shape {list(shape)} differs from the "
+                "listing",
+                source.where,
+            )
+
+        def open_data(stack: ExitStack) -> BinaryIO:
+            f = member(entry, stack)
+            parse_header(f, source.where)
+            return f
+
+        return Stream(open_data, info.get("byteorder") == "big", info["fortran_order"])
+
+    return locate
 
 
 ADAPTER = Adapter(

@@ -1,9 +1,12 @@
 """The adapter registry: which formats exist and which one a file is, decided by content.
 
-Each adapter module defines ``ADAPTER = Adapter(...)`` with a cheap ``sniff(head, path)`` that
+Each adapter module defines ``ADAPTER = Adapter(...)`` with a cheap ``sniff(head, source)`` that
 looks at the first bytes (never the extension alone) and returns a variant name or None, and an
-``open(path, variant)`` that builds the :class:`~adapters.model.Checkpoint`. Third-party packages
-add adapters through the ``inspector.adapters`` entry-point group (value: ``module:ADAPTER``).
+``open(source, variant)`` that builds the :class:`~inspector.adapters.model.Checkpoint` (both get
+a :class:`~inspector.adapters.source.Source`). An adapter whose tensors are not plain byte ranges
+sets ``Checkpoint.reader``; otherwise the registry supplies :func:`byte_ranges`.
+Third-party packages add adapters through the ``inspector.adapters`` entry-point group
+(value: ``module:ADAPTER``).
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import FormatError, InspectorError, UnknownFormatError
-from .model import Checkpoint
+from .errors import FormatError, InspectorError, NotFoundError, UnknownFormatError
+from .model import ByteRange, Checkpoint, TensorEntry, ValueLocation, ValueReader
+from .source import Source, as_source
 
 ENTRY_POINT_GROUP = "inspector.adapters"
 SNIFF_BYTES = 4096
@@ -22,12 +26,12 @@ GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
 # Order matters only where two sniffs could both match; the most specific comes first.
 BUILTIN_MODULES = (
-    "adapters.sockeye",
-    "adapters.safetensors",
-    "adapters.torch",
-    "adapters.mxnet",
-    "adapters.numpy_npy",
-    "adapters.keras",
+    "inspector.adapters.sockeye",
+    "inspector.adapters.safetensors",
+    "inspector.adapters.torch",
+    "inspector.adapters.mxnet",
+    "inspector.adapters.numpy_npy",
+    "inspector.adapters.keras",
 )
 
 
@@ -38,8 +42,8 @@ class Adapter:
     name: str
     description: str
     extensions: tuple[str, ...]
-    sniff: Callable[[bytes, Path], str | None]
-    open: Callable[[Path, str], Checkpoint]
+    sniff: Callable[[bytes, Source], str | None]
+    open: Callable[[Source, str], Checkpoint]
     # Variant to try when the user forces this format on a file its sniff does not recognise.
     default_variant: str | None = None
 
@@ -58,8 +62,9 @@ def _builtins() -> Iterator[Adapter]:
         yield adapter
 
 
-def adapters() -> list[Adapter]:
-    """Built-in adapters followed by those registered through the entry-point group."""
+def formats() -> list[Adapter]:
+    """Every known format: the built-in adapters followed by those registered through the
+    entry-point group."""
     global _cache
     if _cache is None:
         found = list(_builtins())
@@ -87,68 +92,98 @@ def _plugins(taken: set[str]) -> list[Adapter]:
     return out
 
 
-def read_head(path: Path) -> bytes:
+def read_head(source: Source) -> bytes:
     """The first bytes of a file (b'' for a directory), with the early refusals."""
-    if not path.exists():
-        raise InspectorError("no such file or directory", str(path))
-    if path.is_dir():
+    if not source.exists():
+        raise NotFoundError("no such file or directory", source.where)
+    if source.is_dir():
         return b""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
-    except OSError as e:
-        raise InspectorError(f"cannot read ({e.strerror})", str(path)) from None
+    head = source.head(SNIFF_BYTES)
     if not head:
-        raise FormatError("file is empty", str(path))
+        raise FormatError("file is empty", source.where)
     if head.startswith(GIT_LFS_POINTER):
         raise FormatError(
-            "this is a Git LFS pointer, not the checkpoint: run 'git lfs pull' first", str(path)
+            "this is a Git LFS pointer, not the checkpoint: run 'git lfs pull' first", source.where
         )
     return head
 
 
-def detect(path: Path, format: str | None = None) -> tuple[Adapter, str]:
+def detect(path: str | Path | Source, format: str | None = None) -> tuple[Adapter, str]:
     """The adapter and variant for ``path``; ``format`` forces an adapter by name."""
-    head = read_head(path)
+    source = as_source(path)
+    head = read_head(source)
     if format is None:
-        # Built-ins first, as in adapters(); plugins (entry points: importlib.metadata costs
+        # Built-ins first, as in formats(); plugins (entry points: importlib.metadata costs
         # tens of ms) are looked up only when no built-in format matches.
         for adapter in _builtins():
-            variant = adapter.sniff(head, path)
+            variant = adapter.sniff(head, source)
             if variant is not None:
                 return adapter, variant
-        candidates = adapters()
+        candidates = formats()
         rest = candidates[len(BUILTIN_MODULES) :]
     else:
-        every = adapters()
+        every = formats()
         candidates = rest = [a for a in every if a.name == format]
         if not candidates:
             raise UnknownFormatError(
                 f"unknown format {format!r}; supported: {', '.join(a.name for a in every)}"
             )
     for adapter in rest:
-        variant = adapter.sniff(head, path)
+        variant = adapter.sniff(head, source)
         if variant is not None:
             return adapter, variant
     if format is not None and candidates[0].default_variant is not None:
         return candidates[0], candidates[0].default_variant
-    kind = "directory" if path.is_dir() else "file"
+    kind = "directory" if source.is_dir() else "file"
     raise UnknownFormatError(
         f"{kind} is not a recognised checkpoint; supported formats: "
         + "; ".join(f"{a.name} ({a.description})" for a in candidates),
-        str(path),
+        source.where,
     )
 
 
-def load(path: str | Path, format: str | None = None) -> Checkpoint:
-    """Open a checkpoint of any supported format, reading metadata only."""
-    p = Path(path)
-    adapter, variant = detect(p, format)
+def load(path: str | Path | Source, format: str | None = None) -> Checkpoint:
+    """Open a checkpoint of any supported format, reading metadata only. ``path`` is a local
+    path or a :class:`~inspector.adapters.source.Source`."""
+    source = as_source(path)
+    adapter, variant = detect(source, format)
     try:
-        return adapter.open(p, variant)
+        ckpt = adapter.open(source, variant)
     except InspectorError:
         raise
     except Exception as e:  # noqa: BLE001 - a bad file must end in one clear line, never a traceback
         raise FormatError(
-            f"could not be read as {adapter.name} ({type(e).__name__}: {e})", str(p)
+            f"could not be read as {adapter.name} ({type(e).__name__}: {e})", source.where
         ) from e
+    if ckpt.source is None:
+        ckpt.source = source
+    if ckpt.reader is None:
+        ckpt.reader = byte_ranges(ckpt, ckpt.source)
+    return ckpt
+
+
+def byte_ranges(ckpt: Checkpoint, source: Source) -> ValueReader:
+    """The default :data:`~inspector.adapters.model.ValueReader`: each tensor at its recorded
+    ``offset`` in ``source``, or in the file its ``file`` names (a shard beside an index file,
+    or inside a directory); ``stride`` from ``extra``; big-endian when the checkpoint's metadata
+    says ``byteorder: big``."""
+    big = ckpt.metadata.get("byteorder") == "big"
+    files: dict[str, Source] = {}
+
+    def locate(entry: TensorEntry) -> ValueLocation:
+        if entry.offset is None:
+            raise FormatError(
+                f"tensor {entry.stored_name!r}: its data has no byte offset "
+                "(a compressed member?)",
+                source.where,
+            )
+        where = source
+        if entry.file:
+            where = files.get(entry.file) or files.setdefault(
+                entry.file,
+                source.child(entry.file) if source.is_dir() else source.sibling(entry.file),
+            )
+        stride = entry.extra.get("stride")
+        return ByteRange(where, entry.offset, big, tuple(stride) if stride is not None else None)
+
+    return locate

@@ -19,17 +19,19 @@ import json
 import math
 import os
 import struct
-from pathlib import Path
 from typing import Any
 
 from .dtypes import BITS
 from .errors import FormatError
 from .model import Checkpoint, Finding, Role, TensorEntry
 from .registry import Adapter
+from .source import Source
 
 NAME = "safetensors"
 # The reference reader refuses headers above 100 MB (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 MAX_HEADER_SIZE = 100_000_000
+# A shard index lists one line per tensor: 64 MiB holds millions of names.
+MAX_INDEX_BYTES = 64 << 20
 INDEX_SUFFIX = ".safetensors.index.json"
 METADATA_KEY = "__metadata__"
 
@@ -60,42 +62,42 @@ DTYPES: dict[str, str] = {
 }
 
 
-def sniff(head: bytes, path: Path) -> str | None:
+def sniff(head: bytes, source: Source) -> str | None:
     """'file' for a single safetensors file, 'index' for a shard index or a directory with one."""
-    if path.is_dir():
-        return "index" if _find_index(path) is not None else None
+    if source.is_dir():
+        return "index" if _find_index(source) is not None else None
     # The JSON object starts right after the 8-byte length. The length itself is not trusted
     # here, so that a corrupt one gets the safetensors error rather than "unknown format".
     if len(head) >= 10 and head[8:9] == b"{" and head[9:10] in b'"} \t\r\n':
         return "file"
     stripped = head.lstrip()
-    if stripped.startswith(b"{") and b'"weight_map"' in head and path.name.endswith(".json"):
+    if stripped.startswith(b"{") and b'"weight_map"' in head and source.name.endswith(".json"):
         return "index"
     return None
 
 
-def open_checkpoint(path: Path, variant: str) -> Checkpoint:
+def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     if variant == "index":
-        index = path if path.is_file() else _find_index(path)
+        index = source if source.is_file() else _find_index(source)
         assert index is not None  # sniff found it
         return _open_index(index)
     if variant == "file":
-        header, data_start, size = read_header(path)
-        tensors = _entries(path, header, data_start, size, shard=None)
+        header, data_start, size = read_header(source)
+        tensors = _entries(source, header, data_start, size, shard=None)
         return Checkpoint(
-            paths=(str(path),),
+            paths=(source.where,),
             format=NAME,
             tensors=tensors,
             metadata={"__metadata__": header.get(METADATA_KEY) or {}, "header_bytes": data_start},
         )
-    raise FormatError(f"unsupported safetensors variant {variant!r}", str(path))
+    raise FormatError(f"unsupported safetensors variant {variant!r}", source.where)
 
 
-def read_header(path: Path) -> tuple[dict[str, Any], int, int]:
+def read_header(source: Source) -> tuple[dict[str, Any], int, int]:
     """Parse and return (header dict, absolute start of the byte buffer, file size)."""
-    where = str(path)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    where = source.where
+    size = source.size
+    with source.open() as f:
         prefix = f.read(8)
         if len(prefix) < 8:
             raise FormatError(
@@ -150,9 +152,9 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _entries(
-    path: Path, header: dict[str, Any], data_start: int, size: int, shard: str | None
+    source: Source, header: dict[str, Any], data_start: int, size: int, shard: str | None
 ) -> list[TensorEntry]:
-    where = str(path)
+    where = source.where
     meta = header.get(METADATA_KEY)
     if meta is not None and not (
         isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())
@@ -269,29 +271,27 @@ def _check_coverage(spans: list[tuple[int, int, str]], buffer_len: int, where: s
         )
 
 
-def _find_index(directory: Path) -> Path | None:
-    found = sorted(p for p in directory.iterdir() if p.name.endswith(INDEX_SUFFIX))
+def _find_index(directory: Source) -> Source | None:
+    found = [n for n in directory.list() if n.endswith(INDEX_SUFFIX)]
     if len(found) > 1:
         raise FormatError(
-            f"several shard indexes ({', '.join(p.name for p in found)}); open one of them",
-            str(directory),
+            f"several shard indexes ({', '.join(found)}); open one of them", directory.where
         )
-    return found[0] if found else None
+    return directory.child(found[0]) if found else None
 
 
-def _open_index(index: Path) -> Checkpoint:
-    where = str(index)
+def _open_index(index: Source) -> Checkpoint:
+    where = index.where
     try:
-        doc = json.loads(index.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        doc = json.loads(index.read_text(MAX_INDEX_BYTES))
+    except ValueError as e:
         raise FormatError(f"cannot read shard index ({e})", where) from None
     weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise FormatError("shard index has no 'weight_map' of tensor -> shard file", where)
-    base = index.parent.resolve()
-    shards: dict[str, Path] = {}
+    shards: dict[str, Source] = {}
     for shard in dict.fromkeys(weight_map.values()):
-        shards[shard] = _shard_path(base, shard, where)
+        shards[shard] = _shard_source(index, shard, where)
     tensors: list[TensorEntry] = []
     found_in: dict[str, str] = {}
     for shard, shard_path in shards.items():
@@ -332,7 +332,7 @@ def _open_index(index: Path) -> Checkpoint:
             )
         )
     return Checkpoint(
-        paths=(str(index), *(str(p) for p in shards.values())),
+        paths=(index.where, *(p.where for p in shards.values())),
         format=NAME + "-sharded",
         tensors=tensors,
         metadata={"index_metadata": metadata, "shards": list(shards), "tensor_bytes": stored},
@@ -340,14 +340,17 @@ def _open_index(index: Path) -> Checkpoint:
     )
 
 
-def _shard_path(base: Path, shard: str, where: str) -> Path:
-    """Resolve a shard name inside the index's directory; refuse anything that escapes it."""
+def _shard_source(index: Source, shard: str, where: str) -> Source:
+    """A shard named by the index, inside the index's directory; anything that escapes it (an
+    absolute name, ``..``, a symlink pointing out) is refused."""
     if not shard or os.path.isabs(shard) or "\\" in shard:
         raise FormatError(f"shard name {shard!r} must be a relative file name", where)
-    candidate = (base / shard).resolve()
-    if candidate.parent != base and base not in candidate.parents:
-        raise FormatError(f"shard name {shard!r} points outside the index's directory", where)
-    return candidate
+    try:
+        return index.sibling(shard)
+    except FormatError:
+        raise FormatError(
+            f"shard name {shard!r} points outside the index's directory", where
+        ) from None
 
 
 ADAPTER = Adapter(

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from .errors import FormatError
 from .model import Checkpoint
-from .registry import Adapter, detect
+from .registry import Adapter, load
+from .source import Source
 from .yaml_safe import load_yaml
 
 NAME = "sockeye"
 PARAMS_RE = re.compile(r"params\.(\d+)")
 VOCAB_RE = re.compile(r"vocab\.(src|trg)(?:\.(\d+))?\.json")
 MAX_VOCAB_BYTES = 200_000_000
+MAX_SIDE_FILE = 1 << 20
 # args.yaml entries that change a parameter shape or count, shown as the summary (all versions).
 SUMMARY_KEYS = (
     "encoder",
@@ -63,35 +64,42 @@ SUMMARY_KEYS = (
 )
 
 
-def params_file(directory: Path) -> Path | None:
+def params_file(directory: Source) -> Source | None:
     """``params.best``, else the newest ``params.NNNNN``."""
-    best = directory / "params.best"
-    if best.is_file():
-        return best
-    numbered = [p for p in directory.iterdir() if PARAMS_RE.fullmatch(p.name) and p.is_file()]
-    return max(numbered, key=lambda p: int(p.name.split(".")[1]), default=None)
+    names = directory.list()
+    if "params.best" in names and directory.child("params.best").is_file():
+        return directory.child("params.best")
+    numbered = [n for n in names if PARAMS_RE.fullmatch(n) and directory.child(n).is_file()]
+    newest = max(numbered, key=lambda n: int(n.split(".")[1]), default=None)
+    return None if newest is None else directory.child(newest)
 
 
-def sniff(head: bytes, path: Path) -> str | None:
-    if path.is_dir() and (path / "config").is_file() and params_file(path) is not None:
+def sniff(head: bytes, source: Source) -> str | None:
+    if (
+        source.is_dir()
+        and "config" in source.list()
+        and source.child("config").is_file()
+        and params_file(source) is not None
+    ):
         return "model-dir"
     return None
 
 
-def _vocab_sizes(directory: Path) -> dict[str, list[int]]:
+def _vocab_sizes(directory: Source) -> dict[str, list[int]]:
     sizes: dict[str, dict[int, int]] = {}
-    for p in sorted(directory.iterdir()):
-        m = VOCAB_RE.fullmatch(p.name)
+    for name in directory.list():
+        m = VOCAB_RE.fullmatch(name)
         if not m:
             continue
-        if p.stat().st_size > MAX_VOCAB_BYTES:
-            raise FormatError(f"vocabulary file exceeds {MAX_VOCAB_BYTES} bytes", str(p))
+        p = directory.child(name)
+        if p.size > MAX_VOCAB_BYTES:
+            raise FormatError(f"vocabulary file exceeds {MAX_VOCAB_BYTES} bytes", p.where)
         try:
-            vocab = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise FormatError(f"vocabulary is not readable JSON ({e})", str(p)) from None
+            vocab = json.loads(p.read_text(MAX_VOCAB_BYTES))
+        except ValueError as e:
+            raise FormatError(f"vocabulary is not readable JSON ({e})", p.where) from None
         if not isinstance(vocab, dict):
-            raise FormatError("vocabulary is not a JSON object of token -> id", str(p))
+            raise FormatError("vocabulary is not a JSON object of token -> id", p.where)
         side = "source" if m.group(1) == "src" else "target"
         sizes.setdefault(side, {})[int(m.group(2) or 0)] = len(vocab)
     return {side: [n for _, n in sorted(by_factor.items())] for side, by_factor in sizes.items()}
@@ -107,22 +115,23 @@ def _flavour(version: str | None, inner_format: str) -> str:
     return "mxnet"
 
 
-def open_checkpoint(path: Path, variant: str) -> Checkpoint:
+def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     if variant != "model-dir":
-        raise FormatError(f"unsupported Sockeye variant {variant!r}", str(path))
-    params = params_file(path)
+        raise FormatError(f"unsupported Sockeye variant {variant!r}", source.where)
+    params = params_file(source)
     assert params is not None  # sniff checked
-    adapter, inner_variant = detect(params)
-    if adapter.name == NAME:
-        raise FormatError("params file is itself a directory", str(params))
-    inner = adapter.open(params, inner_variant)
-    version_file = path / "version"
-    version = version_file.read_text(encoding="utf-8").strip() if version_file.is_file() else None
+    inner = load(params)
+    if inner.format == NAME:
+        raise FormatError("params file is itself a directory", params.where)
+    names = source.list()
+    version = None
+    if "version" in names and source.child("version").is_file():
+        version = source.child("version").read_text(MAX_SIDE_FILE).strip()
     hyper: dict[str, Any] = {"sockeye_version": version}
-    hyper["config"] = load_yaml(path / "config")
-    if (path / "args.yaml").is_file():
-        hyper["args"] = load_yaml(path / "args.yaml")
-    vocab = _vocab_sizes(path)
+    hyper["config"] = load_yaml(source.child("config"))
+    if "args.yaml" in names:
+        hyper["args"] = load_yaml(source.child("args.yaml"))
+    vocab = _vocab_sizes(source)
     if vocab:
         hyper["vocab_sizes"] = vocab
     args = hyper.get("args") if isinstance(hyper.get("args"), dict) else {}
@@ -140,18 +149,26 @@ def open_checkpoint(path: Path, variant: str) -> Checkpoint:
         "sockeye_version": version,
         "flavour": _flavour(version, inner.format),
         "params_file": params.name,
-        "params_target": params.resolve().name,
+        "params_target": _target_name(params),
         "params_format": inner.format,
         "params_metadata": inner.metadata,
     }
     return Checkpoint(
-        paths=(str(path), str(params)),
+        paths=(source.where, params.where),
         format=NAME,
         tensors=inner.tensors,
         metadata=metadata,
         hyperparameters=hyper,
         findings=inner.findings,
+        source=source,
+        reader=inner.reader,
     )
+
+
+def _target_name(params: Source) -> str:
+    """The file name ``params.best`` points to when it is a symlink (Sockeye's own layout)."""
+    local = params.local_path
+    return local.resolve().name if local is not None else params.name
 
 
 ADAPTER = Adapter(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FormatError
+from .source import Source, as_source
 
 TAG_KEY = "__tag__"
 MAX_BYTES = 10_000_000
@@ -78,20 +79,19 @@ def parse_yaml(text: str, line_key: str | None = None) -> Any:
     return data
 
 
-def load_yaml(path: Path) -> Any:
+def load_yaml(path: Path | Source) -> Any:
     """Parse a YAML file into plain dicts, lists and scalars; never builds Python objects."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise FormatError(f"YAML side file is {size} bytes (limit {MAX_BYTES})", str(path))
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise FormatError(f"cannot read YAML ({e})", str(path)) from None
+    source = as_source(path)
+    if source.size > MAX_BYTES:
+        raise FormatError(
+            f"YAML side file is {source.size} bytes (limit {MAX_BYTES})", source.where
+        )
+    text = source.read_text(MAX_BYTES)
     try:
         return parse_yaml(text)
     except YamlProblem as e:
         where = f"line {e.line}" if e.line is not None else None
-        raise FormatError(f"not valid YAML ({e.problem})", str(path), where) from None
+        raise FormatError(f"not valid YAML ({e.problem})", source.where, where) from None
 
 
 def _expanded_size(data: Any, budget: int) -> int:

@@ -1,6 +1,6 @@
 """What :mod:`zipfile` raises on a damaged archive, for the adapters that read zips.
 
-Kept apart from :mod:`adapters.errors` so that importing the error types (every command,
+Kept apart from :mod:`inspector.adapters.errors` so that importing the error types (every command,
 ``--help`` included) does not import zipfile.
 """
 

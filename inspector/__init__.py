@@ -2,35 +2,46 @@
 
 >>> import inspector
 >>> ckpt = inspector.load("fixtures/torch/seed001_transformer_lm.pt")  # doctest: +SKIP
->>> ckpt.totals()["parameter"]  # doctest: +SKIP
+>>> ckpt.totals()["parameters"]  # doctest: +SKIP
 1851
 
-:func:`load` returns an :class:`~adapters.model.Checkpoint` (ordered
-:class:`~adapters.model.TensorEntry` records, format metadata, hyperparameters) for any supported
-format, reading metadata only; :func:`listing` turns it into the documented JSON-ready report that
-``inspector show`` prints.
+:func:`load` returns an :class:`~inspector.adapters.model.Checkpoint` (a read-only mapping from
+canonical name to :class:`~inspector.adapters.model.TensorEntry`, plus format metadata and
+hyperparameters) for any supported format, reading metadata only; :func:`listing` turns it into the
+documented JSON-ready report that ``inspector show`` prints; :func:`formats` lists the adapters.
+
+The names below are imported on first use, so ``import inspector`` (and ``inspector --help``) stays
+cheap.
 """
 
 from __future__ import annotations
 
-from adapters.errors import FormatError, InspectorError, UnknownFormatError, UnsafeContentError
-from adapters.model import Checkpoint, Finding, Role, TensorEntry
-from adapters.registry import adapters, load
+from importlib import import_module
+from typing import Any
 
-from .listing import listing
+__version__ = "0.2.0"
 
-__version__ = "0.1.0"
+# public name -> module that defines it
+_EXPORTS = {
+    "Checkpoint": "inspector.adapters.model",
+    "Finding": "inspector.adapters.model",
+    "Role": "inspector.adapters.model",
+    "TensorEntry": "inspector.adapters.model",
+    "FormatError": "inspector.adapters.errors",
+    "InspectorError": "inspector.adapters.errors",
+    "UnknownFormatError": "inspector.adapters.errors",
+    "UnsafeContentError": "inspector.adapters.errors",
+    "load": "inspector.adapters.registry",
+    "formats": "inspector.adapters.registry",
+    "listing": "inspector.reports.listing",
+}
 
-__all__ = [
-    "Checkpoint",
-    "Finding",
-    "FormatError",
-    "InspectorError",
-    "Role",
-    "TensorEntry",
-    "UnknownFormatError",
-    "UnsafeContentError",
-    "adapters",
-    "listing",
-    "load",
-]
+__all__ = sorted(_EXPORTS)
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'inspector' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.errors import UsageError
+from inspector.adapters.errors import UsageError
 from inspector.formulas import core
 
 EXHAUSTIVE = 2_000

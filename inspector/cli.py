@@ -14,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from adapters.errors import InspectorError
+from inspector.adapters.errors import InspectorError
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
 
@@ -24,6 +24,12 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
         description="What is inside a checkpoint, read without the framework that wrote it.",
     )
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    p.add_argument("--version", action="version", version=f"inspector {_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module_name in MODULES:
         module = import_module(f"{__package__}.commands.{module_name}")

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adapters.errors import UsageError
-from adapters.model import Checkpoint, TensorEntry
+from inspector.adapters.errors import UsageError
+from inspector.adapters.model import Checkpoint, TensorEntry
 
 SCHEMA = "inspector.diff/1"
 ADDED, REMOVED, RESHAPED, RETYPED, UNCHANGED, CHANGED = (
@@ -223,8 +223,8 @@ def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Ten
     ``unchanged`` becomes ``changed`` when the contents differ beyond the tolerance."""
     from dataclasses import replace
 
-    from adapters.errors import FormatError
     from inspector import values
+    from inspector.adapters.errors import FormatError
 
     kw = {} if chunk is None else {"chunk": chunk}
     out = []
@@ -277,7 +277,7 @@ def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
          rtol: float = 0.0, scheme: str | None = None, groups: bool = True,
          chunk: int | None = None) -> DiffResult:
     """Diff two checkpoints (paths or loaded :class:`Checkpoint`); see the module docstring."""
-    from adapters.registry import load
+    from inspector.adapters.registry import load
 
     ckpt_a = a if isinstance(a, Checkpoint) else load(a)
     ckpt_b = b if isinstance(b, Checkpoint) else load(b)

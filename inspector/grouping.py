@@ -22,8 +22,8 @@ from pathlib import Path
 from string import Formatter
 from typing import Any
 
-from adapters.errors import UsageError
-from adapters.model import Role, TensorEntry
+from inspector.adapters.errors import UsageError
+from inspector.adapters.model import Role, TensorEntry
 
 OTHER = "other"
 AUTO = "auto"
@@ -130,7 +130,7 @@ class Scheme:
 
 def _yaml_with_lines(text: str, path: str) -> Any:
     """The scheme file as plain data, each mapping's first line under ``__line__``."""
-    from adapters.yaml_safe import YamlProblem, parse_yaml
+    from inspector.adapters.yaml_safe import YamlProblem, parse_yaml
 
     try:
         return parse_yaml(text, line_key=_LINE)
@@ -388,7 +388,7 @@ def group_counts(scheme: Scheme, items: Iterable[tuple[str, int]]) -> dict[str, 
 
 
 # ---------------------------------------------------------------------------------------------
-# Report sections (used by inspector.listing)
+# Report sections (used by inspector.reports.listing)
 
 
 def _stats() -> dict[str, int]:

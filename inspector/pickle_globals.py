@@ -13,7 +13,7 @@ import io
 import json
 from typing import Any
 
-from adapters.model import Checkpoint
+from inspector.adapters.model import Checkpoint
 
 SCHEMA = "inspector.globals/1"
 VERDICTS = {
@@ -50,7 +50,7 @@ def globals_report(ckpt: Checkpoint) -> dict[str, Any]:
 
 
 def render_globals(report: dict[str, Any], fmt: str) -> str:
-    from .render import sanitize
+    from .reports.render import sanitize
 
     rows = report["globals"]
     if fmt == "json":

@@ -1,11 +1,11 @@
 """Stream tensor values from a checkpoint file and compare two tensors chunk by chunk.
 
-Values are read through what the adapters recorded (``offset``, ``file``, ``extra``), never
-through a framework: safetensors, PyTorch zip and legacy files and MXNet ``.params`` by seek and
-read from the recorded offset; NumPy ``.npy``/``.npz`` through their own headers (a zip member is
-streamed, stored or deflated); HDF5 (Keras) by h5py dataset reads of ``stored_name``, also inside
-a ``.keras`` zip. Peak memory is bounded by one chunk of :data:`CHUNK_ELEMENTS` elements per side
-(plus the float64 copies of it), not by the tensor or the file.
+Values are read where the checkpoint's adapter says they are (``Checkpoint.reader``, see
+:mod:`inspector.adapters.model`), never through a framework and never by format name: a byte range
+of a source (contiguous or a strided view), a stream of elements (a zip member), or an array-like
+object that slices (an HDF5 dataset). Peak memory is bounded by one chunk of
+:data:`CHUNK_ELEMENTS` elements per side (plus the float64 copies of it), not by the tensor or the
+file.
 
 NumPy is imported here and only here (lazily, when values are compared).
 """
@@ -13,21 +13,17 @@ NumPy is imported here and only here (lazily, when values are compared).
 from __future__ import annotations
 
 import math
-import zipfile
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, BinaryIO
 
-from adapters.errors import FormatError, UsageError
-from adapters.model import Checkpoint, TensorEntry
+from inspector.adapters.errors import FormatError, UsageError
+from inspector.adapters.model import Blocks, ByteRange, Checkpoint, Stream, TensorEntry
 
 CHUNK_ELEMENTS = 1 << 18  # elements per chunk and side: 2 MiB once upcast to float64
 # A non-contiguous view is read as the byte span it covers; refuse when that span is larger.
 MAX_VIEW_SPAN_BYTES = 64 << 20
-HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-ZIP_MAGIC = b"PK\x03\x04"
 # canonical dtype -> numpy dtype string (little-endian; the byte order is swapped when needed).
 # bfloat16 is read as its 16 bits and widened to float32 (its upper half) by a shift.
 NUMPY_DTYPES = {
@@ -45,7 +41,6 @@ NUMPY_DTYPES = {
     "float32": "<f4",
     "float64": "<f8",
 }
-SEEK_FORMATS = ("safetensors", "safetensors-sharded", "torch-zip", "torch-legacy", "mxnet")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,50 +148,38 @@ class _Reader:
         return self.it
 
 
-def _data_source(ckpt: Checkpoint, entry: TensorEntry) -> tuple[Path, str, dict]:
-    """(file holding the data, the format that file is in, its metadata)."""
-    fmt, meta, path = ckpt.format, ckpt.metadata, Path(ckpt.path)
-    if fmt == "sockeye":  # a model directory: the params file through its own adapter
-        path = Path(ckpt.paths[1])
-        fmt, meta = meta.get("params_format", ""), meta.get("params_metadata", {})
-    if fmt == "safetensors-sharded" and entry.file:
-        path = Path(ckpt.path).parent / entry.file
-    return path, fmt, meta
-
-
-def _refuse(entry: TensorEntry, path: Path, why: str) -> FormatError:
-    return FormatError(f"tensor {entry.stored_name!r}: values cannot be compared: {why}", str(path))
+def _refuse(entry: TensorEntry, where: str, why: str) -> FormatError:
+    return FormatError(f"tensor {entry.stored_name!r}: values cannot be compared: {why}", where)
 
 
 def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) -> Iterator[Any]:
-    path, fmt, meta = _data_source(ckpt, entry)
+    """The tensor's chunks, from where its adapter says its values are."""
+    where = ckpt.path
     extra = entry.extra
     if extra.get("stype") or entry.stored_numel is not None or extra.get("indices"):
-        raise _refuse(entry, path, f"sparse {extra.get('stype') or 'layout'} is not supported")
+        raise _refuse(entry, where, f"sparse {extra.get('stype') or 'layout'} is not supported")
     if entry.dtype not in NUMPY_DTYPES:
-        raise _refuse(entry, path, f"dtype {entry.dtype} is not supported")
+        raise _refuse(entry, where, f"dtype {entry.dtype} is not supported")
     if entry.numel == 0:
         return iter(())
-    if fmt in SEEK_FORMATS:
-        if entry.offset is None:
-            why = "its data has no byte offset (a compressed zip member?)"
-            raise _refuse(entry, path, why)
-        big = meta.get("byteorder") == "big"
-        f = stack.enter_context(_open_file(path))
-        stride = extra.get("stride")
-        if stride is not None and tuple(stride) != _c_strides(entry.shape):
-            return _strided(f, entry, path, tuple(stride), big, chunk)
-        return _contiguous(f, entry.offset, entry.dtype, entry.numel, big, chunk)
-    if fmt.startswith("numpy"):
-        return _numpy(path, fmt, entry, chunk, stack)
-    return _hdf5(path, entry, chunk, stack)
-
-
-def _open_file(path: Path) -> BinaryIO:
-    try:
-        return open(path, "rb")
-    except OSError as e:
-        raise FormatError(f"cannot read ({e.strerror})", str(path)) from None
+    if ckpt.reader is None:
+        raise _refuse(entry, where, "its adapter gives no way to read values")
+    loc = ckpt.reader(entry)
+    if isinstance(loc, ByteRange):
+        f = stack.enter_context(loc.source.open())
+        if loc.stride is not None and loc.stride != _c_strides(entry.shape):
+            return _strided(
+                f, entry, loc.source.where, loc.stride, loc.big_endian, chunk, loc.offset
+            )
+        return _contiguous(f, loc.offset, entry.dtype, entry.numel, loc.big_endian, chunk)
+    if isinstance(loc, Stream):
+        f = loc.open(stack)
+        if not loc.fortran or len(entry.shape) < 2:
+            return _stream(f, entry.dtype, entry.numel, loc.big_endian, chunk)
+        return _fortran(f, entry, where, loc.big_endian, chunk)
+    if isinstance(loc, Blocks):
+        return _array_blocks(loc.open(stack), entry.shape, chunk)
+    raise _refuse(entry, where, f"unknown value location {type(loc).__name__}")
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -277,17 +260,22 @@ def _ndindex(shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
 
 
 def _strided(
-    f: BinaryIO, entry: TensorEntry, path: Path, stride: tuple[int, ...], big: bool, chunk: int
+    f: BinaryIO,
+    entry: TensorEntry,
+    where: str,
+    stride: tuple[int, ...],
+    big: bool,
+    chunk: int,
+    offset: int,
 ) -> Iterator[Any]:
     """A non-contiguous view (transpose, every other row, ...): each block is read as the byte
     span it covers and its elements picked out with numpy strides."""
     import numpy as np
 
     if any(s < 0 for s in stride):
-        raise _refuse(entry, path, f"negative stride {list(stride)}")
+        raise _refuse(entry, where, f"negative stride {list(stride)}")
     size = _itemsize(entry.dtype)
     shape = entry.shape
-    assert entry.offset is not None
     for prefix, start, stop in _blocks(shape, chunk):
         dim = len(prefix)
         sub_shape = (stop - start, *shape[dim + 1 :]) if shape else ()
@@ -299,11 +287,11 @@ def _strided(
         if span * size > MAX_VIEW_SPAN_BYTES:
             raise _refuse(
                 entry,
-                path,
+                where,
                 f"strided view (shape {list(shape)}, stride {list(stride)}) needs a "
                 f"{span * size}-byte span per block, over the {MAX_VIEW_SPAN_BYTES}-byte limit",
             )
-        f.seek(entry.offset + first * size)
+        f.seek(offset + first * size)
         flat = _decode(_read_exact(f, span * size, f"view of {entry.stored_name!r}"), entry.dtype,
                        big)
         view = np.lib.stride_tricks.as_strided(
@@ -312,42 +300,16 @@ def _strided(
         yield np.ascontiguousarray(view).reshape(-1)
 
 
-def _numpy(path: Path, fmt: str, entry: TensorEntry, chunk: int, stack: ExitStack) -> Iterator[Any]:
-    """``.npy`` or an ``.npz`` member: numpy's own header parser gives byte order and layout;
-    the data is then streamed (a deflated member decompresses as it is read)."""
+def _fortran(f: BinaryIO, entry: TensorEntry, where: str, big: bool, chunk: int) -> Iterator[Any]:
+    """Fortran order is a transposed C array: read it whole when small enough."""
     import numpy as np
 
-    if fmt == "numpy-npz":
-        z = stack.enter_context(zipfile.ZipFile(path))
-        member = entry.stored_name + ".npy"
-        try:
-            f = stack.enter_context(z.open(member))
-        except KeyError:
-            raise _refuse(entry, path, f"no zip member {member!r}") from None
-    else:
-        f = stack.enter_context(_open_file(path))
-    fmt_mod = np.lib.format
-    readers = {(1, 0): fmt_mod.read_array_header_1_0, (2, 0): fmt_mod.read_array_header_2_0}
-    try:
-        version = fmt_mod.read_magic(f)
-        if version not in readers:
-            raise ValueError(f"version {version} is not supported")
-        shape, fortran, nd = readers[version](f)
-    except ValueError as e:
-        raise _refuse(entry, path, f"bad .npy header ({e})") from None
-    if tuple(shape) != entry.shape:
-        raise _refuse(entry, path, f".npy header shape {list(shape)} differs from the listing")
-    big = nd.byteorder == ">"
-    if not fortran or len(shape) < 2:
-        return _stream(f, entry.dtype, entry.numel, big, chunk)
-    # Fortran order is a transposed C array: read it whole when small enough.
-    nbytes = entry.numel * nd.itemsize
+    nbytes = entry.numel * _itemsize(entry.dtype)
     if nbytes > MAX_VIEW_SPAN_BYTES:
-        raise _refuse(entry, path, f"Fortran-ordered array of {nbytes} bytes is too large")
+        raise _refuse(entry, where, f"Fortran-ordered array of {nbytes} bytes is too large")
     flat = _decode(_read_exact(f, nbytes, entry.stored_name), entry.dtype, big)
-    return iter(
-        np.array_split(flat.reshape(shape[::-1]).T.reshape(-1), max(1, -(-entry.numel // chunk)))
-    )
+    c_order = flat.reshape(entry.shape[::-1]).T.reshape(-1)
+    return iter(np.array_split(c_order, max(1, -(-entry.numel // chunk))))
 
 
 def _stream(f: BinaryIO, dtype: str, numel: int, big: bool, chunk: int) -> Iterator[Any]:
@@ -359,33 +321,8 @@ def _stream(f: BinaryIO, dtype: str, numel: int, big: bool, chunk: int) -> Itera
         done += n
 
 
-def _hdf5(path: Path, entry: TensorEntry, chunk: int, stack: ExitStack) -> Iterator[Any]:
-    """HDF5 dataset ``stored_name`` of the file, or of the ``.h5`` member of a ``.keras`` zip."""
-    import h5py
-
-    with open(path, "rb") as probe:
-        head = probe.read(8)
-    if head.startswith(ZIP_MAGIC):
-        z = stack.enter_context(zipfile.ZipFile(path))
-        names = [n for n in z.namelist() if n.endswith(".h5")]
-        member = entry.file if entry.file in names else (names[0] if len(names) == 1 else None)
-        if member is None:
-            raise _refuse(entry, path, "no single .h5 member in the zip")
-        fobj = stack.enter_context(z.open(member))
-        h5 = stack.enter_context(h5py.File(fobj, "r"))
-    elif head == HDF5_MAGIC:
-        h5 = stack.enter_context(h5py.File(path, "r"))
-    else:
-        raise _refuse(entry, path, "no value reader for this format")
-    ds = h5.get(entry.stored_name)
-    if not isinstance(ds, h5py.Dataset):
-        raise _refuse(entry, path, f"no HDF5 dataset {entry.stored_name!r}")
-    if tuple(ds.shape) != entry.shape:
-        raise _refuse(entry, path, f"HDF5 dataset shape {list(ds.shape)} differs from the listing")
-    return _h5_blocks(ds, entry.shape, chunk)
-
-
-def _h5_blocks(ds: Any, shape: tuple[int, ...], chunk: int) -> Iterator[Any]:
+def _array_blocks(ds: Any, shape: tuple[int, ...], chunk: int) -> Iterator[Any]:
+    """Chunks of an array-like (h5py dataset) that slices like numpy, in C order."""
     import numpy as np
 
     for prefix, start, stop in _blocks(shape, chunk):

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from adapters.errors import UsageError
 from inspector import budget
+from inspector.adapters.errors import UsageError
 from inspector.cli import main
 from inspector.formulas.core import Arch, Expected, HParam, Prediction
 

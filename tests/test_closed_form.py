@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from adapters.errors import UsageError
-from adapters.registry import load
+from inspector.adapters.errors import UsageError
+from inspector.adapters.registry import load
 from inspector.formulas import get
 from inspector.formulas.closed_form import _set, closed_form, merge_symbols, parse_symbol
 from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol

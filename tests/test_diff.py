@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.model import TensorEntry
+from inspector.adapters.model import TensorEntry
 from inspector.diff import (
     ADDED,
     CHANGED,

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from adapters.registry import load
-from inspector.listing import listing
+from inspector.adapters.registry import load
+from inspector.reports.listing import listing
 
 from conftest import FIXTURES, load_truth, truth_files
 

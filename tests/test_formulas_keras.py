@@ -15,7 +15,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from adapters.errors import FormatError, UsageError
+from inspector.adapters.errors import FormatError, UsageError
 from inspector.formulas import keras as kf
 from inspector.formulas.core import get
 from tests.conftest import FIXTURES, load_truth
@@ -130,7 +130,7 @@ def sibling_with_config(fixture: Path) -> Path | None:
 def test_check_passes_on_every_fixture(truth_path: Path) -> None:
     """The adapter's config (or, for weights-only files, config= the full-model sibling)
     predicts exactly what the file holds; the architecture is detected from the file."""
-    from adapters.registry import load
+    from inspector.adapters.registry import load
     from inspector.formulas.check import check
 
     fixture = truth_path.with_name(truth_path.name.removesuffix(".truth.json"))
@@ -145,7 +145,7 @@ def test_check_passes_on_every_fixture(truth_path: Path) -> None:
 
 
 def failing_groups(path: Path, edit: str) -> set[str]:
-    from adapters.registry import load
+    from inspector.adapters.registry import load
     from inspector.formulas.check import check
 
     result = check(load(path), get("keras"), {"edit": edit})

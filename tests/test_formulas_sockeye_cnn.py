@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.errors import UsageError
-from adapters.registry import load
+from inspector.adapters.errors import UsageError
+from inspector.adapters.registry import load
 from inspector.formulas import get
 from inspector.formulas.check import check, detect_arch
 from tests.conftest import FIXTURES, load_truth, run_cli

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from adapters.errors import UsageError
-from adapters.registry import load
+from inspector.adapters.errors import UsageError
+from inspector.adapters.registry import load
 from inspector.formulas import get
 from inspector.formulas.check import check
 from inspector.formulas.closed_form import closed_form

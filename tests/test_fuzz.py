@@ -25,8 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.errors import InspectorError
-from adapters.registry import detect
+from inspector.adapters.errors import InspectorError
+from inspector.adapters.registry import detect
+from inspector.adapters.source import LocalSource
 
 from conftest import FIXTURES
 
@@ -83,8 +84,9 @@ def _alarm(seconds: int) -> Iterator[None]:
 
 def _open_like_cli(path: Path) -> None:
     """detect + open with no catch-all: only InspectorError may come out."""
-    adapter, variant = detect(path)
-    ckpt = adapter.open(path, variant)
+    source = LocalSource(path)
+    adapter, variant = detect(source)
+    ckpt = adapter.open(source, variant)
     for t in ckpt.tensors:  # everything a listing touches must be well-formed
         assert all(isinstance(d, int) and d >= 0 for d in t.shape), (t.name, t.shape)
         assert isinstance(t.name, str) and isinstance(t.dtype, str)

@@ -9,8 +9,8 @@ import json
 import pytest
 
 import inspector
-from adapters.errors import UsageError
 from inspector import grouping
+from inspector.adapters.errors import UsageError
 
 from conftest import FIXTURES
 from hostile import assert_clean_error

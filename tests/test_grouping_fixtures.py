@@ -249,7 +249,7 @@ def test_keras_truth_paths_group_by_layer(truth_file):
 
 @pytest.mark.parametrize("truth_file", KERAS, ids=lambda p: p.name)
 def test_keras_real_listing(truth_file):
-    pytest.importorskip("adapters.keras")
+    pytest.importorskip("inspector.adapters.keras")
     path = Path(str(truth_file)[: -len(".truth.json")])
     _, expected = _keras_expected(load_truth(truth_file))
     report, got = _listing_groups(path)

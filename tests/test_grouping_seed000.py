@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import inspector
-from adapters.yaml_safe import load_yaml
+from inspector.adapters.yaml_safe import load_yaml
 
 from conftest import FIXTURES
 

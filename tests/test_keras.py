@@ -18,9 +18,9 @@ import h5py
 import numpy as np
 import pytest
 
-import adapters.keras as keras_adapter
-from adapters.errors import FormatError
-from adapters.registry import detect, load
+import inspector.adapters.keras as keras_adapter
+from inspector.adapters.errors import FormatError
+from inspector.adapters.registry import detect, load
 
 from conftest import FIXTURES, ROOT
 from hostile import assert_clean_error
@@ -45,8 +45,8 @@ SEED_FILES = sorted(
 def test_seed_totals_from_real_files(path):
     stem = next(s for s in sorted(SEED_TOTALS, key=len, reverse=True) if path.name.startswith(s))
     ckpt = load(path)
-    assert ckpt.totals()["parameter"] == SEED_TOTALS[stem]
-    assert ckpt.totals()["buffer"] == 0
+    assert ckpt.totals()["parameters"] == SEED_TOTALS[stem]
+    assert ckpt.totals()["buffers"] == 0
 
 
 def test_every_seed_model_in_every_layout():
@@ -266,7 +266,7 @@ def test_compressed_member_lists_and_large_one_is_refused(tmp_path, monkeypatch)
         for info in src.infolist():
             dst.writestr(info.filename, src.read(info), compress_type=zipfile.ZIP_DEFLATED)
     ckpt = load(p)
-    assert ckpt.totals()["parameter"] == load(KERAS / "lstm.keras").totals()["parameter"]
+    assert ckpt.totals()["parameters"] == load(KERAS / "lstm.keras").totals()["parameters"]
     assert all(t.offset is None for t in ckpt.tensors)
     monkeypatch.setattr(keras_adapter, "MAX_COMPRESSED_H5", 1000)
     with pytest.raises(FormatError, match="compressed.*extract it"):

@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from adapters.registry import load
+from inspector.adapters.registry import load
 
 from hostile import assert_clean_error
 

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from adapters.errors import FormatError, UsageError
-from adapters.registry import load
+from inspector.adapters.errors import FormatError, UsageError
+from inspector.adapters.registry import load
 from inspector.formulas import core
 from inspector.formulas.rau import parse_layers
 

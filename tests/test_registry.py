@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import adapters.registry as registry
-from adapters.errors import InspectorError
-from adapters.model import Checkpoint, TensorEntry
+import inspector.adapters.registry as registry
+from inspector.adapters.errors import InspectorError
+from inspector.adapters.model import Checkpoint, TensorEntry
 
 
 class _EntryPoint:
@@ -50,17 +50,19 @@ def test_third_party_adapter_is_used_for_its_files(tmp_path, plugins):
     p = tmp_path / "weights.dat"
     p.write_bytes(b"TOY1 rest of the file")
     ck = registry.load(p)
-    assert ck.format == "toy" and ck.totals()["parameter"] == 4
-    assert "toy" in [a.name for a in registry.adapters()]
+    assert ck.format == "toy" and ck.totals()["parameters"] == 4
+    assert "toy" in [a.name for a in registry.formats()]
 
 
 def test_broken_plugin_is_a_clear_error(plugins):
     plugins(_EntryPoint("bad", object()))
     with pytest.raises(InspectorError, match="'bad'.*is not an Adapter"):
-        registry.adapters()
+        registry.formats()
 
 
 def test_builtin_names_cannot_be_shadowed(plugins):
     fake = registry.Adapter("safetensors", "impostor", (), lambda h, p: "x", _fake_open)
     plugins(_EntryPoint("safetensors", fake))
-    assert [a.description for a in registry.adapters() if a.name == "safetensors"] != ["impostor"]
+    from inspector.adapters.safetensors import ADAPTER as builtin
+
+    assert [a for a in registry.formats() if a.name == "safetensors"] == [builtin]

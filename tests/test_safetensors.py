@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.errors import FormatError
-from adapters.registry import load
+from inspector.adapters.errors import FormatError
+from inspector.adapters.registry import load
 
 from hostile import assert_clean_error
 

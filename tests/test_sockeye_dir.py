@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from adapters.errors import FormatError
-from adapters.registry import load
-from adapters.yaml_safe import TAG_KEY, load_yaml
+from inspector.adapters.errors import FormatError
+from inspector.adapters.registry import load
+from inspector.adapters.yaml_safe import TAG_KEY, load_yaml
 
 from conftest import FIXTURES
 
@@ -81,4 +81,4 @@ def test_parameter_total_equals_sockeyes_own_log_line(model):
     """Sockeye logs 'Total # of parameters: N' (1.x) / '# of parameters: N' (2.x, 3.x) when it trains."""
     logged, line = _logged(model)
     assert logged is not None and str(logged) in line
-    assert load(model).totals()["parameter"] == logged
+    assert load(model).totals()["parameters"] == logged

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
-import adapters.torch as T
-from adapters.errors import FormatError
-from adapters.model import Role
-from adapters.registry import read_head
-from adapters.restricted_pickle import scan_globals
+import inspector.adapters.torch as T
+from inspector.adapters.errors import FormatError
+from inspector.adapters.model import Role
+from inspector.adapters.registry import read_head
+from inspector.adapters.restricted_pickle import scan_globals
+from inspector.adapters.source import LocalSource
 
 from conftest import run_cli
 from hostile import assert_clean_error
@@ -160,9 +161,9 @@ def write_legacy(
 
 
 def open_file(path: Path):
-    variant = T.sniff(read_head(path), path)
+    variant = T.sniff(read_head(LocalSource(path)), LocalSource(path))
     assert variant is not None, "sniff did not recognise the file"
-    return T.open_checkpoint(path, variant)
+    return T.open_checkpoint(LocalSource(path), variant)
 
 
 def floats(n: int) -> bytes:
@@ -218,7 +219,7 @@ def test_views_and_ties_share_identity(tmp_path):
     assert ck.shared_with() == {"a": ("b",), "b": ("a",)}
     a, _, c = ck.tensors
     assert c.offset == a.offset + 16 and c.extra["storage_offset"] == 4
-    assert ck.totals()["parameter"] == 8  # a (= b) 4 + c 4
+    assert ck.totals()["parameters"] == 8  # a (= b) 4 + c 4
 
 
 def test_new_dtype_through_untyped_storage(tmp_path):
@@ -354,7 +355,7 @@ def test_legacy_offsets_are_exact(tmp_path):
 def test_legacy_sniffed_in_protocol_4(tmp_path):
     path = tmp_path / "p4.pt"
     path.write_bytes(pickle.dumps(T.MAGIC_NUMBER, protocol=4) + b"rest")
-    assert T.sniff(read_head(path), path) == "legacy"
+    assert T.sniff(read_head(LocalSource(path)), LocalSource(path)) == "legacy"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,7 +525,7 @@ def test_truncated_zip(tmp_path):
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) // 2])
     with pytest.raises(FormatError, match="truncated") as e:
-        T.open_checkpoint(path, "zip")
+        T.open_checkpoint(LocalSource(path), "zip")
     assert str(path) in str(e.value)
 
 
@@ -533,9 +534,9 @@ def test_zip_without_data_pkl_says_what_it_has(tmp_path):
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("config.json", "{}")
         z.writestr("model.weights.h5", b"\x89HDF")
-    assert T.sniff(read_head(path), path) is None  # not ours: e.g. a Keras archive
+    assert T.sniff(read_head(LocalSource(path)), LocalSource(path)) is None  # not ours: e.g. a Keras archive
     with pytest.raises(FormatError, match="no <root>/data.pkl.*config.json, model.weights.h5"):
-        T.open_checkpoint(path, "zip")
+        T.open_checkpoint(LocalSource(path), "zip")
 
 
 def test_missing_storage_record(tmp_path):
@@ -597,18 +598,18 @@ def test_legacy_key_list_must_match(tmp_path):
 def test_plain_pickle_is_refused_clearly(tmp_path):
     path = tmp_path / "x.pkl"
     path.write_bytes(pickle.dumps({"a": 1}, protocol=2))
-    assert T.sniff(read_head(path), path) == "pickle"
+    assert T.sniff(read_head(LocalSource(path)), LocalSource(path)) == "pickle"
     with pytest.raises(FormatError, match="plain Python pickle"):
-        T.open_checkpoint(path, "pickle")
+        T.open_checkpoint(LocalSource(path), "pickle")
 
 
 def test_tar_format_is_refused_clearly(tmp_path):
     head = b"sys_info".ljust(257, b"\0") + b"ustar\x0000" + b"\0" * 300
     path = tmp_path / "old.tar"
     path.write_bytes(head)
-    assert T.sniff(read_head(path), path) == "tar"
+    assert T.sniff(read_head(LocalSource(path)), LocalSource(path)) == "tar"
     with pytest.raises(FormatError, match="tar"):
-        T.open_checkpoint(path, "tar")
+        T.open_checkpoint(LocalSource(path), "tar")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,7 +617,7 @@ def test_tar_format_is_refused_clearly(tmp_path):
 
 
 def test_import_pulls_in_neither_torch_nor_numpy():
-    code = "import sys, adapters.torch; print(sorted({'torch', 'numpy'} & set(sys.modules)))"
+    code = "import sys, inspector.adapters.torch; print(sorted({'torch', 'numpy'} & set(sys.modules)))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
@@ -658,8 +659,8 @@ def test_real_fixture_matches_torch_truth(truth_path):
             assert t.offset == record["data_offset"] + w["storage_offset"] * size, t.stored_name
     totals = ck.totals()
     if truth.get("parameter_count") is not None:
-        assert totals["parameter"] == truth["parameter_count"]
-        assert totals["buffer"] == truth["buffer_count"]
+        assert totals["parameters"] == truth["parameter_count"]
+        assert totals["buffers"] == truth["buffer_count"]
     tied = {frozenset([n, *others]) for n, others in ck.shared_with().items()}
     assert tied == {frozenset(group) for group in truth.get("tied", [])}
     if "pickle_globals" in truth:

@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def parse_target(text: str) -> int:
-    from adapters.errors import UsageError
+    from inspector.adapters.errors import UsageError
 
     m = re.fullmatch(r"\s*([0-9][0-9_,]*(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([kKmMgGbB]?)\s*", text)
     if m is None:
@@ -66,8 +66,8 @@ def parse_target(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adapters.errors import UsageError
     from inspector import budget
+    from inspector.adapters.errors import UsageError
     from inspector.commands.check import parse_sets
 
     archs = [a.strip() for item in args.arch for a in item.split(",") if a.strip()]
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
 def render(report: dict[str, Any], markdown: bool = False) -> str:
     from tabulate import tabulate
 
-    from inspector.render import sanitize
+    from inspector.reports.render import sanitize
 
     fmt = "github" if markdown else "simple"
     lines: list[str] = []

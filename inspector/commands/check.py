@@ -27,7 +27,7 @@ def add_set_argument(p: argparse.ArgumentParser) -> None:
 
 
 def parse_sets(items: list[str]) -> dict[str, str]:
-    from adapters.errors import UsageError
+    from inspector.adapters.errors import UsageError
 
     out = {}
     for item in items:
@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adapters.registry import load
+    from inspector.adapters.registry import load
     from inspector.formulas import get
     from inspector.formulas.check import check
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _shape(shape: list[int] | None) -> str:
-    from inspector.render import shape_text
+    from inspector.reports.render import shape_text
 
     return "-" if shape is None else shape_text(shape)
 
@@ -80,7 +80,7 @@ def render(report: dict[str, Any], fmt: str) -> str:
 
     from tabulate import tabulate
 
-    from inspector.render import sanitize
+    from inspector.reports.render import sanitize
 
     if fmt == "json":
         return json.dumps(report, indent=1, ensure_ascii=False) + "\n"

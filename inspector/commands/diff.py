@@ -42,10 +42,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adapters.registry import load
+    from inspector.adapters.registry import load
     from inspector.commands.show import refuse_if_unsafe
     from inspector.diff import diff, report
-    from inspector.render_diff import render
+    from inspector.reports.render_diff import render
 
     ckpts = []
     for path in (args.a, args.b):

@@ -16,9 +16,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from adapters.registry import adapters
+    from inspector.adapters.registry import formats
 
-    rows = [(a.name, ", ".join(a.extensions), a.description) for a in adapters()]
+    rows = [(a.name, ", ".join(a.extensions), a.description) for a in formats()]
     sys.stdout.write(tabulate(rows, ["format", "usual names", "what"], "simple") + "\n")
     sys.stdout.write("\nDetection is by content (magic bytes), not by the file name.\n")
     return 0

@@ -102,7 +102,7 @@ def render(rep: dict[str, Any], fmt: str) -> str:
 
     from tabulate import tabulate
 
-    from inspector.render import shape_text
+    from inspector.reports.render import shape_text
 
     if fmt == "json":
         return json.dumps(rep, indent=1, ensure_ascii=False) + "\n"

@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inspector import grouping
-    from inspector.render import sanitize
+    from inspector.reports.render import sanitize
 
     out = []
     if args.scheme is None:

@@ -6,15 +6,15 @@ import argparse
 import gc
 import sys
 
-from adapters.errors import UnsafeContentError
+from inspector.adapters.errors import UnsafeContentError
 
 NAME = "show"
 HELP = "list every tensor with its shape, dtype, count and role"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from inspector.listing import SORTS
-    from inspector.render import FORMATS
+    from inspector.reports.listing import SORTS
+    from inspector.reports.render import FORMATS
 
     p.add_argument("path", help="checkpoint file, shard index or model directory")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
@@ -81,9 +81,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from adapters.registry import load
-    from inspector.listing import listing
-    from inspector.render import render
+    from inspector.adapters.registry import load
+    from inspector.reports.listing import listing
+    from inspector.reports.render import render
 
     ckpt = load(args.path, args.input_format)
     if args.globals:

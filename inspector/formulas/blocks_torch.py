@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from adapters.errors import UsageError
+from inspector.adapters.errors import UsageError
 from inspector.formulas import blocks
 from inspector.formulas.core import Expected
 

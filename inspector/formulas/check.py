@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from adapters.errors import UsageError
-from adapters.model import Checkpoint, Role
+from inspector.adapters.errors import UsageError
+from inspector.adapters.model import Checkpoint, Role
 from inspector.formulas.core import Arch, Prediction, archs
 
 SCHEMA = "inspector.check/1"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from adapters.errors import UsageError
+from inspector.adapters.errors import UsageError
 from inspector.formulas.core import Arch, Prediction, Symbol
 
 Monomial = tuple[int, ...]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.errors import UsageError
+from inspector.adapters.errors import UsageError
 
 
 @dataclass(frozen=True)

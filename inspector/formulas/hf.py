@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from adapters.errors import FormatError, UsageError
+from inspector.adapters.errors import FormatError, UsageError
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
 from inspector.formulas.torch_nn import parameters

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from adapters.errors import FormatError, UsageError
+from inspector.adapters.errors import FormatError, UsageError
 
 from . import blocks_keras as kb
 from .core import Arch, Expected, HParam, Prediction, Symbol, register

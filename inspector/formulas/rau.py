@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from adapters.errors import FormatError, UsageError
+from inspector.adapters.errors import FormatError, UsageError
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Arch, Expected, HParam, Prediction, register
 

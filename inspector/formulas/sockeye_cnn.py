@@ -36,7 +36,7 @@ POS_EMBED = ("source_pos_embed_weight", "target_pos_embed_weight")
 
 def _require(ok: bool, message: str) -> None:
     if not ok:
-        from adapters.errors import UsageError
+        from inspector.adapters.errors import UsageError
 
         raise UsageError(f"inconsistent hyperparameters: {message}")
 

@@ -47,7 +47,7 @@ def pair(value: Any, name: str = "value") -> tuple[int, int]:
     try:
         a, b = (int(p) for p in parts)
     except (TypeError, ValueError):
-        from adapters.errors import UsageError
+        from inspector.adapters.errors import UsageError
 
         raise UsageError(f"{name}={value!r} is not an int or an a:b pair of ints") from None
     return a, b
@@ -110,7 +110,7 @@ def _lhuc(hp: Mapping[str, Any], part: str) -> bool:
     chosen = {p.strip() for p in str(hp.get("lhuc") or "").split(",") if p.strip()}
     unknown = chosen - set(LHUC)
     if unknown:
-        from adapters.errors import UsageError
+        from inspector.adapters.errors import UsageError
 
         raise UsageError(f"lhuc: unknown part(s) {', '.join(sorted(unknown))}; "
                          f"choose from {', '.join(LHUC)}")
@@ -144,7 +144,7 @@ def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int) -> list[Ex
 
 def _require(ok: bool, message: str) -> None:
     if not ok:
-        from adapters.errors import UsageError
+        from inspector.adapters.errors import UsageError
 
         raise UsageError(f"inconsistent hyperparameters: {message}")
 

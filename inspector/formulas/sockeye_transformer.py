@@ -131,7 +131,7 @@ def _embeddings(hp: Mapping[str, Any], de: int, dd: int, n: dict, major: str) ->
     result: list[Expected] = []
     for g in groups:
         if len({shape for _, shape in g}) > 1:
-            from adapters.errors import UsageError
+            from inspector.adapters.errors import UsageError
 
             raise UsageError(f"inconsistent hyperparameters: weight tying {t} joins tensors of "
                              f"shapes {sorted({shape for _, shape in g})}")
@@ -159,7 +159,7 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     fe, fd = pair(hp["transformer_feed_forward_num_hidden"], "transformer_feed_forward_num_hidden")
     he, hd = pair(hp["transformer_attention_heads"], "transformer_attention_heads")
     if de % he or dd % hd:
-        from adapters.errors import UsageError
+        from inspector.adapters.errors import UsageError
 
         raise UsageError("inconsistent hyperparameters: heads must divide the model size")
     pre_e, pre_d = _steps(hp["transformer_preprocess"])

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from adapters.errors import InspectorError
+from inspector.adapters.errors import InspectorError
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
 

@@ -1,4 +1,5 @@
-"""Renderers: a listing report (see :mod:`inspector.listing`) to table, markdown, JSON or CSV text.
+"""Renderers: a listing report (see :mod:`inspector.reports.listing`) to table, markdown,
+JSON or CSV text.
 
 ``render(report, fmt, view="tensors") -> str``; ``view`` is ``tensors`` (one row per tensor),
 ``groups`` (one row per group of the report's scheme) or ``layers`` (groups with per-layer

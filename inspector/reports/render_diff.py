@@ -10,7 +10,7 @@ import io
 import json
 from typing import Any
 
-from inspector.render import sanitize, shape_text
+from inspector.reports.render import sanitize, shape_text
 
 FORMATS = ("table", "markdown", "json")
 

@@ -1,6 +1,7 @@
 """The shape listing: a checkpoint turned into the stable, documented report of ``inspector show``.
 
-The report is a plain dict (JSON-ready); renderers in :mod:`inspector.render` turn it into text.
+The report is a plain dict (JSON-ready); renderers in :mod:`inspector.reports.render` turn it
+into text.
 Schema (``"schema": "inspector.listing/1"``), fields never change meaning, later versions only add:
 
 - ``format``, ``path``, ``paths``: the adapter's format name, the path given, every file read.
@@ -41,11 +42,11 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from adapters.errors import UsageError
-from adapters.model import Checkpoint, Role, TensorEntry
+from inspector.adapters.errors import UsageError
+from inspector.adapters.model import Checkpoint, Role, TensorEntry
 
 if TYPE_CHECKING:
-    from .grouping import Assignment
+    from inspector.grouping import Assignment
 
 SCHEMA = "inspector.listing/1"
 SORTS = ("stored", "name", "size")
@@ -103,7 +104,7 @@ def listing(
     checkpoint's names, not only those ``match`` keeps); ``scheme_params`` set its parameters
     (``{"depth": 2}`` for ``prefix``).
     """
-    from . import grouping
+    from inspector import grouping
 
     entries = select(ckpt, match, sort)
     shared = ckpt.shared_with()

@@ -1,0 +1,138 @@
+"""PyTorch checkpoints written by ``torch.save``: metadata only, no torch, no code from the file.
+
+Two on-disk variants (``torch/serialization.py``):
+
+* **zip** (torch >= 1.6, the default): a STORED zip whose members sit under one root directory
+  of any name (``archive/`` since torch 2.x, the file stem before, whatever a re-zipper chose):
+  ``<root>/data.pkl`` (the object, pickle protocol 2 by default), ``<root>/data/<key>`` (one raw
+  record per storage, 64-byte aligned), ``<root>/byteorder``, ``<root>/.format_version``,
+  ``<root>/.storage_alignment``, ``<root>/version``, ``<root>/.data/serialization_id``.
+  Only the central directory, ``data.pkl``, the small text records and the 30-byte local header
+  of each storage record are read.
+* **legacy** (``_use_new_zipfile_serialization=False``, torch < 1.6): five concatenated pickles
+  -- the magic number, the protocol version (1001), a ``sys_info`` dict, the object, the list of
+  storage keys -- then per storage in that order an 8-byte little-endian element count and the
+  raw bytes, which are skipped. torch's even older tar format is recognised and refused.
+
+Tensors arrive through torch's rebuild functions, implemented here as record builders
+(:class:`Builder`): ``_rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad,
+backward_hooks[, metadata])`` for dtypes with a legacy typed storage, where the storage is the
+persistent id ``('storage', torch.FloatStorage, key, location, numel)`` (legacy: plus a view
+tuple); ``_rebuild_tensor_v3(..., dtype[, metadata])`` with ``torch.storage.UntypedStorage``
+(numel = bytes) and the dtype as a global for the dtypes without one (uint16/32/64,
+complex32, float8_*, float4_e2m1fn_x2, bits*); ``_rebuild_parameter[_with_state]`` around them
+for parameters, ``_rebuild_qtensor`` for quantized tensors (QInt8Storage, ... plus a qscheme
+global), ``_rebuild_sparse_tensor`` for COO/CSR/CSC/BSR/BSC. See ``ALLOWED`` for the full list.
+
+Names (see :func:`_classify`): ``stored_name`` is the dotted path through dicts, lists, tuples
+and module attributes (``model.encoder.weight``, ``optimizer.state.0.exp_avg``); a pickled
+``nn.Module`` contributes ``<module path>.<name>`` from its ``_parameters``/``_buffers``/
+``_modules``. ``name`` drops the model container key of a training dict (``MODEL_KEYS``) and a
+DDP ``module.`` / torch.compile ``_orig_mod.`` prefix carried by every model tensor.
+
+Roles: exact for a pickled module (``_parameters`` vs ``_buffers``) and for ``nn.Parameter``
+records; under an optimizer key (``OPTIMIZER_KEYS``) optimizer; elsewhere in a training dict
+other; in a state dict buffer for the well-known buffer names of ``BUFFER_NAMES``, parameter
+otherwise. Quantized per-channel scales/zero points are kept in ``extra`` (``q_scales``,
+``q_zero_points``), not as entries, so counts match torch's ``numel()``; a sparse tensor is one
+entry of its logical shape whose ``stored_numel`` is its number of stored values, with
+``extra["indices"]``/``extra["values"]`` describing the parts.
+"""
+
+from __future__ import annotations
+
+import pickletools
+import struct
+
+from ..errors import FormatError
+from ..model import Checkpoint
+from ..registry import Adapter
+from ..restricted_pickle import gc_paused
+from ..source import Source
+from .constants import MAGIC_NUMBER, MAX_DEPTH, NAME, TAR_MAGIC, TAR_MEMBERS, ZIP_LOCAL_MAGIC
+from .legacy import open_legacy
+from .zip_archive import central_directory, find_data_pkl, open_zip
+
+__all__ = ["ADAPTER", "MAGIC_NUMBER", "MAX_DEPTH", "NAME", "open_checkpoint", "sniff"]
+
+# ---------------------------------------------------------------------------------------------
+# sniffing
+
+
+def sniff(head: bytes, source: Source) -> str | None:
+    """'zip', 'legacy', 'tar' (refused on open) or 'pickle' (a non-torch pickle, refused)."""
+    if source.is_dir():
+        return None
+    if head.startswith(ZIP_LOCAL_MAGIC):
+        return "zip" if _zip_has_data_pkl(head, source) else None
+    if len(head) > 262 and head[257:262] == TAR_MAGIC and head[:100].rstrip(b"\0") in TAR_MEMBERS:
+        return "tar"
+    magic = _first_pickle_int(head)
+    if magic == MAGIC_NUMBER:
+        return "legacy"
+    if len(head) > 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return "pickle"  # a protocol 2-5 pickle, but not torch's: refused with a clear message
+    return None
+
+
+def _zip_has_data_pkl(head: bytes, source: Source) -> bool:
+    if len(head) >= 30:
+        (nlen,) = struct.unpack_from("<H", head, 26)
+        if head[30 : 30 + nlen].endswith(b"data.pkl"):
+            return True  # torch writes data.pkl first
+    try:
+        with source.view() as mm:
+            members = central_directory(mm, len(mm), source.where)
+    except (FormatError, OSError, ValueError):
+        return False
+    return find_data_pkl(members) is not None
+
+
+def _first_pickle_int(head: bytes) -> int | None:
+    """The value of the first pickle in ``head`` if it is a lone integer, else None."""
+    value = None
+    try:
+        for n, (op, arg, _pos) in enumerate(pickletools.genops(head[:64])):
+            if op.name in ("PROTO", "FRAME"):
+                continue
+            if op.name == "STOP":
+                return value
+            if n > 3 or not isinstance(arg, int) or value is not None:
+                return None
+            value = arg
+    except Exception:  # noqa: BLE001 - not a pickle at all
+        return None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# opening
+
+
+def open_checkpoint(source: Source, variant: str) -> Checkpoint:
+    where = source.where
+    if variant in ("zip", "legacy"):
+        with gc_paused():  # ~4 objects per tensor, none of them garbage until we are done
+            return open_zip(source) if variant == "zip" else open_legacy(source)
+    if variant == "tar":
+        raise FormatError(
+            "torch's pre-1.0 tar checkpoint format is not supported; load and re-save it with "
+            "torch.save to get the zip format",
+            where,
+        )
+    if variant == "pickle":
+        raise FormatError(
+            "a plain Python pickle, not a torch.save checkpoint (it is neither a zip with "
+            "data.pkl nor starts with torch's magic number); not opened",
+            where,
+        )
+    raise FormatError(f"unsupported torch variant {variant!r}", where)
+
+
+ADAPTER = Adapter(
+    name=NAME,
+    description="PyTorch torch.save checkpoint (zip with data.pkl, or the legacy pickle stream)",
+    extensions=(".pt", ".pth", ".bin", ".ckpt"),
+    sniff=sniff,
+    open=open_checkpoint,
+)
