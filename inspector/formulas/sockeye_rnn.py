@@ -264,7 +264,10 @@ def applies(ckpt: Any) -> bool:
     args = sockeye_args(ckpt)
     if args:
         return sockeye_major(ckpt) == "1" and args.get("encoder") == "rnn"
-    return any(t.name.startswith("encoder_birnn_forward_l0_") for t in ckpt.tensors)
+    # No args.yaml (a bare params file): the sockeye-rnn scheme's detector decides.
+    from inspector.grouping import detects
+
+    return detects("sockeye-rnn", [t.name for t in ckpt.tensors], ckpt.format)
 
 
 # The tensor that gives each attention / coverage type away (first match wins); activation
