@@ -60,6 +60,13 @@ def rms_norm(prefix: str, hidden_size: int) -> list[Expected]:
     return [bt.param(prefix, "weight", (hidden_size,), "rms_norm")]
 
 
+def _model_type_is(ckpt: Any, *types: str) -> bool:
+    """True when ``config.json`` names none of the families, or one of ``types``: a directory
+    whose config says ``mistral`` is not checked as ``llama`` by name resemblance."""
+    mt = sidecar_config(ckpt).get("model_type")
+    return mt is None or mt in types
+
+
 def _layers(ckpt: Any, pattern: str) -> int | None:
     idx = [int(m.group(1)) for n in parameters(ckpt) if (m := re.search(pattern, n))]
     return max(idx) + 1 if idx else None
@@ -133,7 +140,8 @@ GPT2 = register(Arch(
     scheme="transformer-lm",
     from_checkpoint=_from_config(GPT2_HPARAMS),
     infer=infer_gpt2,
-    applies=lambda ckpt: "transformer.h.0.attn.c_attn.weight" in parameters(ckpt),
+    applies=lambda ckpt: "transformer.h.0.attn.c_attn.weight" in parameters(ckpt)
+    and _model_type_is(ckpt, "gpt2"),
     symbols=(
         Symbol("V", ("vocab_size",), degree=1, help="vocab_size"),
         Symbol("P", ("n_positions",), degree=1, help="n_positions"),
@@ -207,7 +215,8 @@ LLAMA = register(Arch(
     scheme="transformer-lm",
     from_checkpoint=_from_config(LLAMA_HPARAMS),
     infer=infer_llama,
-    applies=lambda ckpt: "model.layers.0.self_attn.q_proj.weight" in parameters(ckpt),
+    applies=lambda ckpt: "model.layers.0.self_attn.q_proj.weight" in parameters(ckpt)
+    and _model_type_is(ckpt, "llama"),
     symbols=(
         Symbol("V", ("vocab_size",), degree=1, help="vocab_size"),
         Symbol("d", ("hidden_size",), degree=2, start=32, step=32,
@@ -216,3 +225,7 @@ LLAMA = register(Arch(
         Symbol("L", ("num_hidden_layers",), degree=1, help="num_hidden_layers"),
     ),
 ))
+
+
+# The families described as data (BART, T5, BERT, Mistral, ... ) register after these two.
+from inspector.formulas import hf_families  # noqa: E402, F401
