@@ -60,11 +60,12 @@ def rms_norm(prefix: str, hidden_size: int) -> list[Expected]:
     return [bt.param(prefix, "weight", (hidden_size,), "rms_norm")]
 
 
-def _model_type_is(ckpt: Any, *types: str) -> bool:
-    """True when ``config.json`` names none of the families, or one of ``types``: a directory
-    whose config says ``mistral`` is not checked as ``llama`` by name resemblance."""
+def _claims(ckpt: Any, model_type: str, signature: str) -> bool:
+    """``config.json``'s ``model_type`` decides when there is one (a directory whose config says
+    ``mistral`` is not checked as ``llama`` by resemblance, and one that says ``llama`` is checked
+    as llama whatever it holds); without one, the signature tensor does."""
     mt = sidecar_config(ckpt).get("model_type")
-    return mt is None or mt in types
+    return mt == model_type if mt is not None else signature in parameters(ckpt)
 
 
 def _layers(ckpt: Any, pattern: str) -> int | None:
@@ -140,8 +141,7 @@ GPT2 = register(Arch(
     scheme="transformer-lm",
     from_checkpoint=_from_config(GPT2_HPARAMS),
     infer=infer_gpt2,
-    applies=lambda ckpt: "transformer.h.0.attn.c_attn.weight" in parameters(ckpt)
-    and _model_type_is(ckpt, "gpt2"),
+    applies=lambda ckpt: _claims(ckpt, "gpt2", "transformer.h.0.attn.c_attn.weight"),
     symbols=(
         Symbol("V", ("vocab_size",), degree=1, help="vocab_size"),
         Symbol("P", ("n_positions",), degree=1, help="n_positions"),
@@ -215,8 +215,7 @@ LLAMA = register(Arch(
     scheme="transformer-lm",
     from_checkpoint=_from_config(LLAMA_HPARAMS),
     infer=infer_llama,
-    applies=lambda ckpt: "model.layers.0.self_attn.q_proj.weight" in parameters(ckpt)
-    and _model_type_is(ckpt, "llama"),
+    applies=lambda ckpt: _claims(ckpt, "llama", "model.layers.0.self_attn.q_proj.weight"),
     symbols=(
         Symbol("V", ("vocab_size",), degree=1, help="vocab_size"),
         Symbol("d", ("hidden_size",), degree=2, start=32, step=32,

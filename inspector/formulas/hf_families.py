@@ -53,13 +53,18 @@ BART_DECODER_LAYER = (
 )
 
 
+def _heads(ff: str, heads: str) -> dict[str, str]:
+    """A stack's own feed-forward width and head count (head width ``d // H``)."""
+    return {"ff": ff, "H": heads, "KV": "H", "hd": "d // H"}
+
+
 def _stack(side: str, vocab: str, layers: str, ff: str, heads: str, layer: tuple) -> tuple:
     return (
         Emb(f"{side}.embed_tokens", vocab),
         Emb(f"{side}.embed_positions", "P + 2", when="positions == 'learned'"),
         Unsaved((Emb(f"{side}.embed_positions", "P"),), "sinusoidal, rebuilt at load",
                 when="positions == 'sinusoidal_param'"),
-        Layers(f"{side}.layers.{{i}}", layers, layer, bind={"ff": ff, "H": heads, "KV": heads}),
+        Layers(f"{side}.layers.{{i}}", layers, layer, bind=_heads(ff, heads)),
         Norm(f"{side}.layernorm_embedding", when="embed_norm"),
         Norm(f"{side}.layer_norm", when="final_norm"),
     )
@@ -81,7 +86,7 @@ BART_CONFIG = {
 }
 BART_DIMS = {
     "d": "d_model", "V": "vocab_size", "decoder_V": "V", "P": "max_position_embeddings",
-    "hd": "d_model // encoder_attention_heads", "shared": True,
+    "shared": True,
 }
 SEQ2SEQ_LM = Head("model", (
     Buf("final_logits_bias", (1, "decoder_V"), when="logits_bias"),
@@ -140,21 +145,18 @@ FSMT = Family(
      "decoder_layers": 12, "encoder_attention_heads": 16, "decoder_attention_heads": 16,
      "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "max_position_embeddings": 1024,
      "pad_token_id": 1, "tie_word_embeddings": False},
-    {"d": "d_model", "P": "max_position_embeddings + pad_token_id + 1",
-     "hd": "d_model // encoder_attention_heads"},
+    {"d": "d_model", "P": "max_position_embeddings + pad_token_id + 1"},
     (
         # tied, the encoder's table is the decoder's (transformers 5 FSMTModel._tied_weights_keys)
         Emb("encoder.embed_tokens",
             "tgt_vocab_size if tie_word_embeddings else src_vocab_size"),
         Emb("encoder.embed_positions", "P"),
         Layers("encoder.layers.{i}", "encoder_layers", BART_ENCODER_LAYER,
-               bind={"ff": "encoder_ffn_dim", "H": "encoder_attention_heads",
-                     "KV": "encoder_attention_heads"}),
+               bind=_heads("encoder_ffn_dim", "encoder_attention_heads")),
         Emb("decoder.embed_tokens", "tgt_vocab_size"),
         Emb("decoder.embed_positions", "P"),
         Layers("decoder.layers.{i}", "decoder_layers", BART_DECODER_LAYER,
-               bind={"ff": "decoder_ffn_dim", "H": "decoder_attention_heads",
-                     "KV": "decoder_attention_heads"}),
+               bind=_heads("decoder_ffn_dim", "decoder_attention_heads")),
         Lin("decoder.output_projection", "d", "tgt_vocab_size", bias=False),
         Tie("encoder.embed_tokens.weight", "decoder.embed_tokens.weight",
             when="tie_word_embeddings"),
@@ -364,14 +366,16 @@ BERT_BODY = (
 def mlm_head(embed: str, dense: str, norm: str, decoder: str,
              bias: str | None) -> Head:
     """A masked-LM head: transform dense + norm, a decoder to the vocabulary tied to the word
-    embeddings when configured, and its bias (a separate parameter the decoder's bias aliases,
-    when ``bias`` names it)."""
+    embeddings when configured, and its bias (a separate parameter the decoder's bias aliases
+    when tied, where ``bias`` names it)."""
     parts: tuple = (
         Lin(dense, "d", "d"), Norm(norm), Lin(decoder, "d", "V"),
         Tie(f"{decoder}.weight", embed, when="tie_word_embeddings"),
     )
     if bias:
-        parts = (Vec(bias, "V"), *parts, Tie(f"{decoder}.bias", bias))
+        # transformers 5 ties the decoder's bias only with the weights (_tied_weights_keys)
+        parts = (Vec(bias, "V"), *parts,
+                 Tie(f"{decoder}.bias", bias, when="tie_word_embeddings"))
     base = embed.split(".", 1)[0]
     return Head(base, parts, set={"pooler": False})
 
@@ -404,7 +408,8 @@ ROBERTA = Family(
 DISTILBERT = Family(
     "distilbert", "Hugging Face DistilBERT (no token types, no pooler)",
     {"vocab_size": 30522, "dim": 768, "n_layers": 6, "n_heads": 12, "hidden_dim": 3072,
-     "max_position_embeddings": 512, "tie_word_embeddings": True, "num_labels": 2},
+     "max_position_embeddings": 512, "sinusoidal_pos_embds": False,
+     "tie_word_embeddings": True, "num_labels": 2},
     {"d": "dim", "V": "vocab_size", "H": "n_heads", "KV": "n_heads", "hd": "dim // n_heads",
      "ff": "hidden_dim"},
     (
@@ -426,6 +431,7 @@ DISTILBERT = Family(
          Lin("pre_classifier", "d", "d"), Lin("classifier", "d", "num_labels"),
      ))},
     "DistilBertModel",
+    helps={"sinusoidal_pos_embds": "fixed sinusoidal position table (changes no shape)"},
 )
 
 FAMILIES = (BART, MBART, MARIAN, M2M100, FSMT, T5, MISTRAL, QWEN2, GEMMA, PHI3, GPT_NEOX, OPT,
