@@ -370,6 +370,17 @@ def test_cli_check_family_exit_codes():
     assert bad.returncode == 1 and "wi_0" in bad.stdout
 
 
+@pytest.mark.parametrize("name", ["bert_mlm", "bert_seqcls", "roberta_tiny", "distilbert_mlm"])
+def test_class_inferred_from_names_when_config_has_no_architectures(tmp_path, name):
+    cfg = json.loads((HF / name / "config.json").read_text())
+    del cfg["architectures"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "model.safetensors").write_bytes((HF / name / "model.safetensors").read_bytes())
+    res = check(load(tmp_path / "model.safetensors"))
+    assert res.provenance["architecture"] == "inferred"
+    assert res.hparams["architecture"] == _truth(name)["model_class"] and res.ok
+
+
 def test_unknown_model_class_is_refused_not_mismatched(tmp_path):
     cfg = json.loads((HF / "bert_tiny" / "config.json").read_text())
     cfg["architectures"] = ["BertForQuestionAnswering"]

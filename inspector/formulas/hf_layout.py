@@ -379,6 +379,11 @@ def from_config(family: Family, ckpt: Any) -> dict[str, Any]:
     return out
 
 
+def _shape_free(name: str) -> str:
+    """``name`` with its layer indices masked (``layers.3.fc1`` -> ``layers.#.fc1``)."""
+    return re.sub(r"\.\d+(?=\.)", ".#", name)
+
+
 def infer(family: Family, ckpt: Any) -> dict[str, Any]:
     """What the stored names determine: the model class whose names explain the stored ones,
     and each stack's layer count. Sizes are left to ``config.json`` and the defaults."""
@@ -390,14 +395,17 @@ def infer(family: Family, ckpt: Any) -> dict[str, Any]:
     for cls, head in family.heads.items():
         hp = {**family.config, "architecture": cls}
         try:
-            names = {t.name for t in layout(family, hp).tensors}
+            tensors = layout(family, hp).tensors
         except (UsageError, KeyError, ValueError, ZeroDivisionError):
             continue
-        plain = {re.sub(r"\.\d+\.", ".#.", n) for n in names}
-        hit = sum(re.sub(r"\.\d+\.", ".#.", n) in plain for n in stored)
-        if best is None or hit > best[0]:
-            best = (hit, cls, head)
-    if best is None or not best[0]:
+        plain = {_shape_free(t.name) for t in tensors}
+        owners = {_shape_free(t.name) for t in tensors if t.tied_to is None}
+        found = {_shape_free(n) for n in stored}
+        # most stored names explained, then fewest predicted (untied) names absent
+        score = (len(found & plain), -len(owners - found))
+        if best is None or score > best[0]:
+            best = (score, cls, head)
+    if best is None or not best[0][0]:
         return {}
     out["architecture"], head = best[1], best[2]
     for part in family.body:
