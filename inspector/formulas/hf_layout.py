@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from adapters.errors import UsageError
+from inspector.adapters.errors import UsageError
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Arch, Expected, HParam, Prediction, register, total_of
 from inspector.formulas.torch_nn import parameters
