@@ -64,6 +64,8 @@ def _stack(side: str, vocab: str, layers: str, ff: str, heads: str, layer: tuple
         Emb(f"{side}.embed_positions", "P + 2", when="positions == 'learned'"),
         Unsaved((Emb(f"{side}.embed_positions", "P"),), "sinusoidal, rebuilt at load",
                 when="positions == 'sinusoidal_param'"),
+        Buf(f"{side}.embed_positions.weights", ("P + 2", "d"),
+            when="positions == 'sinusoidal_buffer' and saved_position_tables"),
         Layers(f"{side}.layers.{{i}}", layers, layer, bind=_heads(ff, heads)),
         Norm(f"{side}.layernorm_embedding", when="embed_norm"),
         Norm(f"{side}.layer_norm", when="final_norm"),
@@ -134,37 +136,50 @@ M2M100 = Family(
     BART_BODY,
     {"M2M100ForConditionalGeneration": SEQ2SEQ_LM, "M2M100Model": Head("")},
     "M2M100ForConditionalGeneration",
+    file_flags={"saved_position_tables": (
+        r"embed_positions\.weights$", False,
+        "transformers 4 saved the sinusoidal embed_positions.weights buffers")},
 )
 
 # --- FSMT (fairseq WMT19): separate source and target vocabularies -----------------------------
 
 FSMT = Family(
-    "fsmt", "Hugging Face FSMT (fairseq wmt19; separate vocabularies, sinusoidal positions "
-    "stored as parameters)",
+    "fsmt", "Hugging Face FSMT (fairseq wmt19; separate vocabularies, sinusoidal positions)",
     {"src_vocab_size": 42024, "tgt_vocab_size": 42024, "d_model": 1024, "encoder_layers": 12,
      "decoder_layers": 12, "encoder_attention_heads": 16, "decoder_attention_heads": 16,
      "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "max_position_embeddings": 1024,
      "pad_token_id": 1, "tie_word_embeddings": False},
-    {"d": "d_model", "P": "max_position_embeddings + pad_token_id + 1"},
+    # transformers 5 saves the position tables; tied, the encoder's table and the output
+    # projection are the decoder's. Transformers 4 left the tables out; untied, the output
+    # projection is the decoder's table; tied, the decoder's table is the encoder's and the output
+    # projection keeps its own. The stored position tables tell which layout the file has.
+    {"d": "d_model", "P": "max_position_embeddings + pad_token_id + 1",
+     "tie5": "saved_positions and tie_word_embeddings",
+     "tie4": "not saved_positions and tie_word_embeddings",
+     "tie_out": "tie5 or not saved_positions and not tie_word_embeddings"},
     (
-        # tied, the encoder's table is the decoder's (transformers 5 FSMTModel._tied_weights_keys)
-        Emb("encoder.embed_tokens",
-            "tgt_vocab_size if tie_word_embeddings else src_vocab_size"),
-        Emb("encoder.embed_positions", "P"),
+        Emb("encoder.embed_tokens", "tgt_vocab_size if tie5 else src_vocab_size"),
+        Emb("encoder.embed_positions", "P", when="saved_positions"),
+        Unsaved((Emb("encoder.embed_positions", "P"),), "sinusoidal, rebuilt at load",
+                when="not saved_positions"),
         Layers("encoder.layers.{i}", "encoder_layers", BART_ENCODER_LAYER,
                bind=_heads("encoder_ffn_dim", "encoder_attention_heads")),
-        Emb("decoder.embed_tokens", "tgt_vocab_size"),
-        Emb("decoder.embed_positions", "P"),
+        Emb("decoder.embed_tokens", "src_vocab_size if tie4 else tgt_vocab_size"),
+        Emb("decoder.embed_positions", "P", when="saved_positions"),
+        Unsaved((Emb("decoder.embed_positions", "P"),), "sinusoidal, rebuilt at load",
+                when="not saved_positions"),
         Layers("decoder.layers.{i}", "decoder_layers", BART_DECODER_LAYER,
                bind=_heads("decoder_ffn_dim", "decoder_attention_heads")),
         Lin("decoder.output_projection", "d", "tgt_vocab_size", bias=False),
-        Tie("encoder.embed_tokens.weight", "decoder.embed_tokens.weight",
-            when="tie_word_embeddings"),
-        Tie("decoder.output_projection.weight", "decoder.embed_tokens.weight",
-            when="tie_word_embeddings"),
+        Tie("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", when="tie5"),
+        Tie("decoder.output_projection.weight", "decoder.embed_tokens.weight", when="tie_out"),
+        Tie("decoder.embed_tokens.weight", "encoder.embed_tokens.weight", when="tie4"),
     ),
     {"FSMTForConditionalGeneration": Head("model")},
     "FSMTForConditionalGeneration",
+    file_flags={"saved_positions": (
+        r"embed_positions\.weight$", True,
+        "transformers 5 saves the sinusoidal position tables, 4 did not")},
 )
 
 # --- T5 (relative attention bias in each stack's first block; RMS norms; no biases) ------------
@@ -285,8 +300,8 @@ GPT_NEOX = Family(
     "gpt_neox", "Hugging Face GPT-NeoX (fused query_key_value; LayerNorms with bias; "
     "embed_out)",
     {"vocab_size": 50432, "hidden_size": 6144, "intermediate_size": 24576,
-     "num_hidden_layers": 44, "num_attention_heads": 64, "tie_word_embeddings": False,
-     "attention_bias": True},
+     "num_hidden_layers": 44, "num_attention_heads": 64, "max_position_embeddings": 2048,
+     "rotary_pct": 0.25, "tie_word_embeddings": False, "attention_bias": True},
     {"d": "hidden_size", "V": "vocab_size", "H": "num_attention_heads",
      "KV": "num_attention_heads", "hd": "hidden_size // num_attention_heads",
      "ff": "intermediate_size", "qkv_bias": "attention_bias"},
@@ -296,6 +311,12 @@ GPT_NEOX = Family(
             Norm("input_layernorm"), Norm("post_attention_layernorm"),
             Attn("attention", {"qkv": "query_key_value", "o": "dense"}),
             Mlp("mlp", {"up": "dense_h_to_4h", "down": "dense_4h_to_h"}),
+            # buffers transformers 4 saved: causal mask, its fill value, rotary frequencies
+            Buf("attention.bias", (1, 1, "max_position_embeddings", "max_position_embeddings"),
+                when="saved_causal_mask"),
+            Buf("attention.masked_bias", (), when="saved_masked_bias"),
+            Buf("attention.rotary_emb.inv_freq", ("(hd * rotary_pct // 1 + 1) // 2",),
+                when="saved_inv_freq"),
         )),
         Norm("final_layer_norm"),
     ),
@@ -303,6 +324,14 @@ GPT_NEOX = Family(
     {"GPTNeoXForCausalLM": causal_lm("gpt_neox", "gpt_neox.embed_in", "embed_out"),
      "GPTNeoXModel": Head("")},
     "GPTNeoXForCausalLM",
+    file_flags={
+        "saved_causal_mask": (r"attention\.bias$", False,
+                              "transformers 4 saved each layer's causal mask attention.bias"),
+        "saved_masked_bias": (r"attention\.masked_bias$", False,
+                              "transformers 4 saved attention.masked_bias"),
+        "saved_inv_freq": (r"rotary_emb\.inv_freq$", False,
+                           "transformers 4 saved the rotary inv_freq buffers"),
+    },
 )
 OPT = Family(
     "opt", "Hugging Face OPT (learned positions + 2; project_in/out when word_embed_proj_dim "
@@ -360,7 +389,11 @@ BERT_BODY = (
     Norm("embeddings.LayerNorm"),
     Layers("encoder.layer.{i}", "num_hidden_layers", BERT_LAYER),
     Lin("pooler.dense", "d", "d", when="pooler"),
+    Buf("embeddings.position_ids", (1, "max_position_embeddings"), when="saved_position_ids"),
 )
+POSITION_IDS = {"saved_position_ids": (
+    r"embeddings\.position_ids$", False,
+    "transformers before 4.31 saved the embeddings.position_ids buffer")}
 
 
 def mlm_head(embed: str, dense: str, norm: str, decoder: str,
@@ -391,6 +424,7 @@ BERT = Family(
                                  "cls.predictions.decoder", "cls.predictions.bias"),
      "BertForSequenceClassification": Head("bert", (Lin("classifier", "d", "num_labels"),))},
     "BertModel",
+    file_flags=POSITION_IDS,
 )
 ROBERTA = Family(
     "roberta", "Hugging Face RoBERTa (BERT body; classification head without pooler)",
@@ -404,6 +438,7 @@ ROBERTA = Family(
          Lin("classifier.dense", "d", "d"), Lin("classifier.out_proj", "d", "num_labels"),
      ), set={"pooler": False})},
     "RobertaModel",
+    file_flags=POSITION_IDS,
 )
 DISTILBERT = Family(
     "distilbert", "Hugging Face DistilBERT (no token types, no pooler)",

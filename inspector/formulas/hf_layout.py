@@ -28,7 +28,6 @@ from typing import Any
 from inspector.adapters.errors import UsageError
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Arch, Expected, HParam, Prediction, register, total_of
-from inspector.formulas.torch_nn import parameters
 
 # --- expressions -------------------------------------------------------------------------------
 
@@ -233,6 +232,9 @@ class Family:
     model_types: tuple[str, ...] = ()
     helps: Mapping[str, str] = field(default_factory=dict)
     scheme: str | None = "transformer-lm"
+    # flags the file itself tells (what a transformers version saved): name -> (regex searched in
+    # the stored names, default without a file, help)
+    file_flags: Mapping[str, tuple[str, bool, str]] = field(default_factory=dict)
 
     def types(self) -> tuple[str, ...]:
         return self.model_types or (self.name,)
@@ -252,6 +254,8 @@ class _Out:
 def _env(family: Family, hp: Mapping[str, Any], head: Head) -> dict[str, Any]:
     env: dict[str, Any] = dict(hp)
     for k, e in {**FLAG_DEFAULTS, **family.dims, **head.set}.items():
+        if k in hp:
+            raise ValueError(f"{family.name}: dimension {k!r} shadows a hyperparameter")
         env[k] = evaluate(e, env)
     return env
 
@@ -262,6 +266,8 @@ def _join(prefix: str, name: str) -> str:
 
 def _int(e: Expr, env: Mapping[str, Any], what: str) -> int:
     v = evaluate(e, env)
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise UsageError(f"{what}: {e} = {v!r} is not a size")
     return v
@@ -386,14 +392,16 @@ def _shape_free(name: str) -> str:
 
 def infer(family: Family, ckpt: Any) -> dict[str, Any]:
     """What the stored names determine: the model class whose names explain the stored ones,
-    and each stack's layer count. Sizes are left to ``config.json`` and the defaults."""
-    stored = set(parameters(ckpt))
+    each stack's layer count and the family's file flags (buffers an older transformers saved).
+    Sizes are left to ``config.json`` and the defaults."""
+    # parameters and buffers: a torch file labels position_ids, inv_freq and masks as buffers
+    stored = {t.name for t in ckpt.tensors if str(t.role) in ("parameter", "buffer")}
     if not stored:
         return {}
     out: dict[str, Any] = {}
     best = None
     for cls, head in family.heads.items():
-        hp = {**family.config, "architecture": cls}
+        hp = {**{h.name: h.default for h in hparams_of(family)}, "architecture": cls}
         try:
             tensors = layout(family, hp).tensors
         except (UsageError, KeyError, ValueError, ZeroDivisionError):
@@ -408,6 +416,8 @@ def infer(family: Family, ckpt: Any) -> dict[str, Any]:
     if best is None or not best[0][0]:
         return {}
     out["architecture"], head = best[1], best[2]
+    for flag, (pattern, _, _) in family.file_flags.items():
+        out[flag] = any(re.search(pattern, n) for n in stored)
     for part in family.body:
         if isinstance(part, Layers) and isinstance(part.count, str) and part.count in family.config:
             pat = re.escape(_join(head.base, part.template)).replace(r"\{i\}", r"(\d+)")
@@ -433,6 +443,8 @@ def hparams_of(family: Family) -> tuple[HParam, ...]:
                   tuple(family.heads))]
     for k, v in family.config.items():
         out.append(HParam(k, v, family.helps.get(k, ""), _kind(v)))
+    for k, (_, default, help_) in family.file_flags.items():
+        out.append(HParam(k, default, help_ + " (from the stored names)", bool))
     return tuple(out)
 
 
