@@ -86,7 +86,9 @@ def test_infer_recovers_what_the_shapes_determine(name):
     got = get(arch).infer(load(HF / name / "model.safetensors"))
     cfg = json.loads((HF / name / "config.json").read_text())
     for k, v in got.items():
-        if k == "n_inner" and cfg.get(k) is None:
+        if k == "saved_inv_freq":  # a buffer, not a config key: the producer's state_dict says
+            assert v == any(b.endswith("inv_freq") for b in _truth(name)["buffers"])
+        elif k == "n_inner" and cfg.get(k) is None:
             assert v == 4 * cfg["n_embd"]
         else:
             assert v == cfg[k], k
@@ -99,6 +101,19 @@ def test_check_passes(name):
     res = check(load(HF / name / "model.safetensors"))
     assert res.arch == CASES[name] and res.ok, res.to_dict()["tensors"]
     assert res.found_total == _truth(name)["parameter_count"]
+
+
+def test_llama_written_by_transformers_4_30_keeps_its_inv_freq_buffers():
+    """transformers 4.30 saved each layer's rotary inv_freq: predicted (as buffers) when stored."""
+    truth = _truth("v4/llama_tiny")
+    hp = {**_hp("llama", truth["config_kwargs"]), "saved_inv_freq": True}
+    pred = _predict("llama", hp)
+    # (4.30 registers gate, down, up: compared by name)
+    assert pred.shapes() == {t["name"]: tuple(t["shape"]) for t in truth["state_dict"]}
+    assert {t.name for t in pred.tensors if t.role == "buffer"} == set(truth["buffers"])
+    res = check(load(HF / "v4" / "llama_tiny" / "model.safetensors"))
+    assert res.arch == "llama" and res.ok, res.to_dict()["tensors"]
+    assert res.found_total == truth["parameter_count"]
 
 
 def test_wrong_layer_count_flags_exactly_the_extra_layer():

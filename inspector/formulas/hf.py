@@ -164,6 +164,8 @@ LLAMA_HPARAMS = (
     HParam("tie_word_embeddings", False, "lm_head shares model.embed_tokens", bool),
     HParam("attention_bias", False, "biases on q/k/v/o_proj", bool),
     HParam("mlp_bias", False, "biases on gate/up/down_proj", bool),
+    HParam("saved_inv_freq", False, "transformers before 4.31 saved each layer's "
+           "self_attn.rotary_emb.inv_freq buffer (from the stored names)", bool),
 )
 
 
@@ -179,6 +181,8 @@ def predict_llama(hp: Mapping[str, Any]) -> Prediction:
         out += bt.linear(f"{a}.q_proj", d, heads * hd, ab)
         out += bt.linear(f"{a}.k_proj", d, kv * hd, ab) + bt.linear(f"{a}.v_proj", d, kv * hd, ab)
         out += bt.linear(f"{a}.o_proj", heads * hd, d, ab)
+        if hp["saved_inv_freq"]:  # arange(0, head_dim, 2): ceil(head_dim / 2) frequencies
+            out.append(Expected(f"{a}.rotary_emb.inv_freq", ((hd + 1) // 2,), "buffer", "rotary"))
         out += bt.linear(f"{m}.gate_proj", d, ff, mb) + bt.linear(f"{m}.up_proj", d, ff, mb)
         out += bt.linear(f"{m}.down_proj", ff, d, mb)
         out += rms_norm(f"model.layers.{i}.input_layernorm", d)
@@ -204,6 +208,8 @@ def infer_llama(ckpt: Any) -> dict[str, Any]:
     out["attention_bias"] = "model.layers.0.self_attn.q_proj.bias" in s
     out["mlp_bias"] = "model.layers.0.mlp.gate_proj.bias" in s
     out["tie_word_embeddings"] = _tied(ckpt, "lm_head.weight")
+    out["saved_inv_freq"] = any(t.name.endswith(".self_attn.rotary_emb.inv_freq")
+                                for t in ckpt.tensors)
     return out
 
 
