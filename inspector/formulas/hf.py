@@ -5,6 +5,10 @@ Keys are transformers' config keys. HF GPT-2 projections are ``Conv1D`` modules 
 (in, out), the transpose of ``nn.Linear``; Llama's are ``nn.Linear`` (out, in) and its norms are
 RMSNorms (weight only). ``save_pretrained`` leaves a tied ``lm_head.weight`` out of safetensors
 files; it is predicted as tied to the embedding (counted once).
+
+The other Hugging Face families (BART, T5, BERT, Mistral, ...) are data in
+:mod:`inspector.formulas.hf_families`. ``config.json``'s ``model_type`` picks the family when
+there is one.
 """
 
 from __future__ import annotations
@@ -65,7 +69,10 @@ def _claims(ckpt: Any, model_type: str, signature: str) -> bool:
     ``mistral`` is not checked as ``llama`` by resemblance, and one that says ``llama`` is checked
     as llama whatever it holds); without one, the signature tensor does."""
     mt = sidecar_config(ckpt).get("model_type")
-    return mt == model_type if mt is not None else signature in parameters(ckpt)
+    if mt is None:
+        return signature in parameters(ckpt)
+    # a Trainer's optimizer.pt beside config.json holds no model tensors
+    return mt == model_type and bool(parameters(ckpt))
 
 
 def _layers(ckpt: Any, pattern: str) -> int | None:

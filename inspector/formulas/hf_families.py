@@ -9,7 +9,12 @@ base model's parts, and its model classes (:class:`Head`). Families that share a
 in these flags: BART, mBART, Marian and M2M100 share :data:`BART_BODY`; Llama-style decoders
 share :data:`CAUSAL_BODY`; BERT and RoBERTa share :data:`BERT_BODY`.
 
-Verified against transformers 5.23 models built from a config (fixtures/hf/).
+``file_flags`` are what the file itself tells: buffers an older transformers saved (4.30's
+``position_ids``, GPT-NeoX masks, M2M100 position tables) or FSMT's 4.x layout, read from the stored
+names and then checked like any tensor.
+
+Verified against transformers 5.23 models built from a config (fixtures/hf/) and transformers
+4.30.2 ones (fixtures/hf/v4/).
 """
 
 from __future__ import annotations

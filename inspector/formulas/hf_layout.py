@@ -453,7 +453,9 @@ def register_family(family: Family) -> Arch:
     types = family.types()
 
     def applies(ckpt: Any) -> bool:
-        return model_type(ckpt) in types
+        # a Trainer's optimizer.pt or scheduler.pt beside config.json holds no model tensors
+        return model_type(ckpt) in types and any(
+            str(t.role) == "parameter" for t in ckpt.tensors)
 
     return register(Arch(
         name=family.name,
