@@ -173,6 +173,8 @@ FAMILY_CASES = {
     # written by transformers 4.30.2: the buffers and ties most hub files were saved with
     "v4/bert_mlm": "bert", "v4/roberta_tiny": "roberta", "v4/gpt_neox_tiny": "gpt_neox",
     "v4/t5_v1_1": "t5", "v4/m2m100_tiny": "m2m_100", "v4/fsmt_tiny": "fsmt",
+    "v4/marian_tiny": "marian", "v4/bart_tiny": "bart", "v4/opt_tiny": "opt",
+    "v4/distilbert_mlm": "distilbert",
 }
 ALL_CASES = {**CASES, **FAMILY_CASES}
 FAMILIES = {f.name: f for f in _FAMILIES}
