@@ -237,6 +237,16 @@ def test_family_prediction_equals_transformers_state_dict(name):
 
 
 @pytest.mark.parametrize("name", sorted(FAMILY_CASES))
+def test_family_embedding_tables_are_the_ones_transformers_excludes(name):
+    """num_parameters(exclude_embeddings=True) leaves out every nn.Embedding: the Emb parts."""
+    truth = _truth(name)
+    out = _layout(name)
+    kept = [t for t in out.tensors + out.unsaved
+            if t.tied_to is None and t.role == "parameter" and t.block != "embedding"]
+    assert sum(t.numel for t in kept) == truth["parameter_count_exclude_embeddings"]
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY_CASES))
 def test_family_file_holds_the_prediction_less_aliases_and_unsaved(name):
     """What save_pretrained wrote is every predicted tensor that is not a tie alias."""
     truth = _truth(name)
