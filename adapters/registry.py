@@ -30,6 +30,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.sockeye",
     "inspector.adapters.hf_dir",
     "inspector.adapters.rau_dir",
+    "inspector.adapters.keras_sharded",
     "inspector.adapters.safetensors",
     "inspector.adapters.torch",
     "inspector.adapters.mxnet",
