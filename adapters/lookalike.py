@@ -26,11 +26,11 @@ def describe_file(head: bytes, source: Source) -> str:
     if len(head) >= 8 and head[4:8] == b"TFL3":
         return "a TensorFlow Lite flatbuffer"
     if name == "saved_model.pb":
-        return "a TensorFlow SavedModel graph; point at its directory"
+        return "a TensorFlow SavedModel graph"
     if len(head) >= 3 and head[0] == 0x08 and 1 <= head[1] <= 0x20 and head[2] in _ONNX_NEXT_TAGS:
-        return "an ONNX model (protobuf ModelProto)"
+        return "an ONNX model (protobuf)"
     if text.startswith((b"<!doctype html", b"<html", b"<head", b"<!--")):
-        return "an HTML page (a failed download?)"
+        return "an HTML page"
     if text.startswith((b"{", b"[")):
         return "a JSON file"
     if head.startswith(b"PK\x03\x04"):
@@ -45,10 +45,10 @@ def describe_file(head: bytes, source: Source) -> str:
 def describe_dir(source: Source, names: list[str]) -> str:
     """A short phrase for a directory no adapter recognised."""
     if not names:
-        return "empty directory"
+        return "an empty directory"
     if "saved_model.pb" in names or "saved_model.pbtxt" in names:
         return "a TensorFlow SavedModel directory"
     if "variables" in names and "assets" in names:
-        return "a TensorFlow SavedModel directory without saved_model.pb"
+        return "a TensorFlow SavedModel directory"
     shown = ", ".join(names[:_SHOWN]) + (f", ... ({len(names)})" if len(names) > _SHOWN else "")
-    return f"directory with no checkpoint ({shown})"
+    return f"a directory of {shown}"

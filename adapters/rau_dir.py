@@ -44,9 +44,10 @@ def parameters_file(directory: Source) -> str | None:
 
 
 def sniff(head: bytes, source: Source) -> str | None:
-    if not source.is_dir() or file_in(source, KWARGS_FILE) is None:
+    if not source.is_dir():
         return None
-    return parameters_file(source)
+    name = parameters_file(source)  # refuses names that leave the directory
+    return name if name is not None and file_in(source, KWARGS_FILE) is not None else None
 
 
 def read_kwargs(source: Source) -> dict[str, Any]:

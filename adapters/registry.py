@@ -39,7 +39,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.directory",
 )
 # Short names of the supported formats, for the one-line "not recognised" error.
-FORMATS_BRIEF = "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF/rau/Sockeye dirs"
+FORMATS_BRIEF = "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF, rau, Sockeye dirs"
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def detect(path: str | Path | Source, format: str | None = None) -> tuple[Adapte
 
     found = describe_dir(source, source.list()) if source.is_dir() else describe_file(head, source)
     raise UnknownFormatError(
-        f"not a recognised checkpoint ({found}); supported: {FORMATS_BRIEF}", source.where
+        f"{found}, not a checkpoint; supported: {FORMATS_BRIEF}", source.where
     )
 
 
