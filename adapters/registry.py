@@ -39,7 +39,9 @@ BUILTIN_MODULES = (
     "inspector.adapters.directory",
 )
 # Short names of the supported formats, for the one-line "not recognised" error.
-FORMATS_BRIEF = "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF, rau, Sockeye dirs"
+FORMATS_BRIEF = (
+    "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF, rau, Sockeye dirs"
+)
 
 
 @dataclass(frozen=True)
