@@ -32,6 +32,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.rau_dir",
     "inspector.adapters.keras_sharded",
     "inspector.adapters.safetensors",
+    "inspector.adapters.torch.torchscript",
     "inspector.adapters.torch",
     "inspector.adapters.mxnet",
     "inspector.adapters.numpy_npy",
