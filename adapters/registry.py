@@ -33,6 +33,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.keras_sharded",
     "inspector.adapters.safetensors",
     "inspector.adapters.torch.torchscript",
+    "inspector.adapters.pickled",
     "inspector.adapters.torch",
     "inspector.adapters.mxnet",
     "inspector.adapters.numpy_npy",
