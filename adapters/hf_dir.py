@@ -39,6 +39,7 @@ WEIGHTS_NAMES = (
     "pytorch_model.bin",
     "pytorch_model.bin.index.json",
 )
+BIN_INDEX_NAME = "pytorch_model.bin.index.json"
 ADAPTER_WEIGHTS_NAMES = ("adapter_model.safetensors", "adapter_model.bin")
 # config.json keys shown above the table (every key is in --format json).
 SUMMARY_KEYS = (
@@ -87,6 +88,8 @@ def _layout(directory: Source) -> tuple[str, list[str]] | None:
         found = [n for n in ADAPTER_WEIGHTS_NAMES if file_in(directory, n) is not None]
         if found:
             return ADAPTER_CONFIG_NAME, found
+    if file_in(directory, BIN_INDEX_NAME) is not None:
+        return "", [BIN_INDEX_NAME]  # .bin shards without a config (no other reader joins them)
     return None
 
 
@@ -117,7 +120,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         inner = load(weights_source)
         if not chosen.endswith(".index.json"):  # index entries already carry their shard
             inner.tensors = [_with_file(t, chosen) for t in inner.tensors]
-    config = read_config(source.child(config_name))
+    config = read_config(source.child(config_name)) if config_name else {}
     findings = list(inner.findings)
     if len(weights) > 1:
         findings.insert(0, Finding(
@@ -131,7 +134,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     summary = {k: config[k] for k in SUMMARY_KEYS if k in config}
     metadata = {
         "layout": "peft" if config_name == ADAPTER_CONFIG_NAME else "transformers",
-        "config_file": config_name,
+        "config_file": config_name or None,
         "weights_file": chosen,
         "weights_files": weights,
         "weights_format": inner.format,

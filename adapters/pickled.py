@@ -21,8 +21,11 @@ other tensor, and every NumPy array, is ``other`` (a pickle says nothing about t
 from __future__ import annotations
 
 import io
+import itertools
 import pickletools
+import warnings
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 from .errors import FormatError
@@ -58,14 +61,13 @@ def sniff(head: bytes, source: Source) -> str | None:
 
 
 def _is_pickle(head: bytes) -> bool:
-    ops = []
-    try:
-        for op, arg, _pos in pickletools.genops(head[:256]):
-            ops.append((op.name, arg))
-            if len(ops) >= 4 or op.name == "STOP":
+    ops: list[tuple[str, Any]] = []
+    with warnings.catch_warnings():  # protocol-0 STRING escapes in random bytes
+        warnings.simplefilter("ignore")
+        for op, arg in itertools.islice(_genops(head[:256]), 4):
+            ops.append((op, arg))
+            if op == "STOP":
                 break
-    except Exception:  # noqa: BLE001 - not a pickle, or the window ended mid-opcode
-        pass
     if len(ops) < 2 and not (ops and ops[-1][0] == "STOP"):
         return False
     names = [n for n, _ in ops]
@@ -81,6 +83,15 @@ def _is_pickle(head: bytes) -> bool:
     # torch's legacy stream starts with a pickle of its magic number: the torch adapter's.
     ints = [a for n, a in ops if isinstance(a, int) and n not in ("PROTO", "FRAME")]
     return not (ints and ints[0] == MAGIC_NUMBER)
+
+
+def _genops(data: bytes) -> Iterator[tuple[str, Any]]:
+    """(opcode name, argument) of the opcodes at the start of ``data``, up to a parse error."""
+    try:
+        for op, arg, _pos in pickletools.genops(data):
+            yield op.name, arg
+    except Exception:  # noqa: BLE001 - not a pickle, or the window ended mid-opcode
+        return
 
 
 class _Stream:

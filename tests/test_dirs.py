@@ -225,3 +225,14 @@ def test_readme_example_runs(cli):
     proc = cli("show", "fixtures/dirs/hf_gpt2_safetensors")
     assert proc.returncode == 0, proc.stderr
     assert "hf-directory" in proc.stdout and "9,152" in proc.stdout
+
+
+def test_bin_shards_without_config_open_as_one_checkpoint(tmp_path):
+    truth = load_truth(DIRS / "hf_gpt2_bin_sharded.truth.json")
+    for f in (DIRS / "hf_gpt2_bin_sharded").glob("pytorch_model*"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    ckpt = load(tmp_path)
+    assert ckpt.hyperparameters["config"] == {}
+    assert sorted(t.stored_name for t in ckpt.tensors) == sorted(
+        t["stored_name"] for t in truth["tensors"])
+    assert ckpt.totals()["parameters"] == truth["parameter_count"]
