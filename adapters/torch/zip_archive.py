@@ -36,6 +36,8 @@ _EOCD = struct.Struct("<4s4H2LH")  # end of central directory, 22 bytes
 _ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")  # zip64 end of central directory, 56 bytes
 _ZIP64_LOCATOR = struct.Struct("<4sLQL")  # zip64 end of central directory locator, 20 bytes
 _LOCAL = struct.Struct("<4s22xHH")  # local file header: magic, ..., name len, extra len
+# Members besides data.pkl a reader asks for (TorchScript code/ sources) are read up to this size.
+MAX_EXTRA = 64 << 20
 
 
 def central_directory(mm: Any, size: int, where: str) -> dict[str, _Member]:
@@ -229,7 +231,7 @@ def read_zip(source: Source, want: Callable[[str], bool] | None = None) -> ZipRe
         if want is not None:
             for n in members:
                 if n.startswith(root) and want(n[len(root):]):
-                    extra[n[len(root):]] = _read_member(mm, size, members, n, where)
+                    extra[n[len(root):]] = _read_member(mm, size, members, n, where, MAX_EXTRA)
     meta.setdefault("byteorder", "little")  # torch < 2.1 wrote no byteorder record: little-endian
     meta["pickle_protocol"] = data[1] if data[:1] == b"\x80" and len(data) > 1 else None
     meta["storages"] = len(storages)
