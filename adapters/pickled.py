@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 import pickletools
 import warnings
 import zlib
@@ -36,7 +37,7 @@ from .registry import Adapter
 from .restricted_pickle import PickleError, unpickle
 from .source import Source
 from .torch.constants import MAGIC_NUMBER, MAX_PICKLE_BYTES
-from .torch.rebuild import Builder, StorageRef, storage_ref
+from .torch.rebuild import Builder, StorageRef, TensorRecord, storage_ref
 from .torch.walk import build_checkpoint
 
 NAME = "pickle"
@@ -97,9 +98,10 @@ def _genops(data: bytes) -> Iterator[tuple[str, Any]]:
 class _Stream:
     """The unpickler's input, for stand-ins that must skip raw bytes inside it (joblib)."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, addressable: bool) -> None:
         self.file = io.BytesIO(data)
         self.size = len(data)
+        self.addressable = addressable  # positions in the stream are offsets in the file
 
     def skip(self, n: int, what: str) -> None:
         pos = self.file.tell()
@@ -130,15 +132,35 @@ def _joblib_wrapper(stream: _Stream) -> type:
                 if len(pad) != 1:
                     raise PickleError("joblib array padding byte missing")
                 stream.skip(pad[0], "joblib array padding")
-            rec = array_record(tuple(shape) if isinstance(shape, list) else shape, dtype,
-                               state.get("order") == "F")
-            n = 1
-            for d in rec.shape:
-                n *= d
+            shape = tuple(shape) if isinstance(shape, list) else shape
+            rec = array_record(shape, dtype, state.get("order") == "F")
+            n = math.prod(rec.shape)
+            if stream.addressable and dtype.byteorder != ">" and n:
+                rec = _located(rec, name, n, stream.file.tell(), state.get("order") == "F")
             stream.skip(n * itemsize, "joblib array data")
             self.record = rec
 
     return NumpyArrayWrapper
+
+
+def _located(rec: Any, dtype: str, n: int, offset: int, fortran: bool) -> TensorRecord:
+    """A joblib array whose raw bytes sit at ``offset`` of the (uncompressed) file: a record
+    over a storage there, so its values can be read like a torch tensor's."""
+    ref = StorageRef(f"joblib@{offset}", dtype, n, "cpu", "joblib")
+    ref.nbytes = n * _itemsize(dtype)
+    ref.offset = offset
+    dims = rec.shape[::-1] if fortran else rec.shape
+    strides: list[int] = []
+    acc = 1
+    for d in reversed(dims):
+        strides.append(acc)
+        acc *= d
+    stride = tuple(strides[::-1])
+    if fortran:
+        stride = stride[::-1]
+    out = TensorRecord(ref, 0, rec.shape, stride, dtype, False, n)
+    out.extra = rec.extra
+    return out
 
 
 def _load_from_bytes(counter: list[int]) -> Any:
@@ -194,7 +216,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
             raise FormatError(f"zlib stream is corrupt ({e})", where) from None
         if len(data) > MAX_PICKLE_BYTES or d.unconsumed_tail:
             raise FormatError(f"inflates to more than {MAX_PICKLE_BYTES} bytes", where)
-    stream = _Stream(data)
+    stream = _Stream(data, addressable=variant != "zlib")
     table = Builder().allowed()
     table.update(numpy_allowed())
     table["torch.storage._load_from_bytes"] = _load_from_bytes([0])
@@ -216,7 +238,25 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     flat = meta.get("container") == "state_dict"
     ckpt.tensors = [t if flat and not t.extra.get("numpy") else _other(t) for t in ckpt.tensors]
     ckpt.source = source
+    ckpt.reader = _values(ckpt, source)
     return ckpt
+
+
+def _values(ckpt: Checkpoint, source: Source) -> Any:
+    """Values where the file lays them out as raw bytes (uncompressed joblib arrays); elsewhere
+    they are pickle opcodes, not located: one clear error."""
+    from .registry import byte_ranges
+
+    located = byte_ranges(ckpt, source)
+
+    def locate(entry: TensorEntry) -> Any:
+        if entry.offset is None:
+            raise FormatError(
+                f"tensor {entry.stored_name!r}: values inside a pickle's opcodes are not "
+                "located (metadata only)", source.where)
+        return located(entry)
+
+    return locate
 
 
 def _other(t: TensorEntry) -> TensorEntry:

@@ -160,3 +160,20 @@ def test_damaged_copies_end_in_one_clean_error(tmp_path, name):
             listing(load(target))
         except InspectorError:
             pass
+
+
+def test_joblib_values_are_read_from_their_bytes():
+    """Uncompressed joblib lays arrays out as raw bytes: their values are read in place and
+    equal what the producer dumped (the same dict, pickled by numpy into numpy_dict.p4.pkl,
+    loaded here by numpy itself)."""
+    np = pytest.importorskip("numpy")
+    from inspector.values import iter_values
+
+    want = pickle.loads((PICKLES / "numpy_dict.p4.pkl").read_bytes())  # our own fixture
+    ckpt = load(PICKLES / "joblib_numpy.joblib")
+    for t in ckpt.tensors:
+        ref = want
+        for part in t.stored_name.split("."):
+            ref = ref[part]
+        got = np.concatenate([np.asarray(c).ravel() for c in iter_values(ckpt, t)])
+        assert np.array_equal(got, np.asarray(ref).ravel(order="C")), t.stored_name
