@@ -97,6 +97,8 @@ def parse_header(f: BinaryIO, where: str) -> tuple[str, tuple[int, ...], int, di
 
 
 def _descr(descr: object, where: str) -> tuple[str, int]:
+    if descr in ("|O", "<O", ">O", "=O"):  # pickled objects (np.save with allow_pickle)
+        return "object", 0
     if isinstance(descr, str) and len(descr) >= 3 and descr[0] in "<>|=":
         kind, size = descr[1], descr[2:]
         if size.isdigit() and (kind, int(size)) in KINDS:
@@ -134,6 +136,13 @@ def _open_npy(source: Source) -> Checkpoint:
     size = source.size
     with source.open() as f:
         dtype, shape, itemsize, info = parse_header(f, where)
+    if dtype == "object":
+        from .pickled import object_array_entries
+
+        start = info["header_bytes"]
+        entries, findings = object_array_entries(source.read(start, size - start), where)
+        return Checkpoint(paths=(where,), format=NAME + "-npy", tensors=entries,
+                          metadata={**info, "pickled_object": True}, findings=findings)
     data = math.prod(shape) * itemsize
     if dtype != "object" and info["header_bytes"] + data > size:
         raise FormatError(
@@ -174,6 +183,7 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
             raise FormatError(f"{len(infos)} zip members exceed {MAX_MEMBERS}", where)
         headers: dict[str, tuple] = {}
         findings: list[Finding] = []
+        pickled: dict[str, list[TensorEntry]] = {}  # object members: the arrays inside them
         for info in infos:
             member = f"{where}:{info.filename}"
             try:
@@ -191,6 +201,19 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
                 continue
             except ZIP_ERRORS as e:
                 raise FormatError(f"zip member cannot be read ({e})", member) from None
+            if dtype == "object":
+                from .pickled import MAX_PICKLE_BYTES, object_array_entries
+
+                if info.file_size > MAX_PICKLE_BYTES:
+                    raise FormatError(f"object member of {info.file_size} bytes", member)
+                with z.open(info) as f:
+                    raw_member = f.read()
+                key = info.filename[: -len(".npy")]
+                pickled[key], more = object_array_entries(
+                    raw_member[hinfo["header_bytes"] :], member, key
+                )
+                findings.extend(more)
+                continue
             data = math.prod(shape) * itemsize
             if dtype != "object" and hinfo["header_bytes"] + data != info.file_size:
                 raise FormatError(
@@ -202,6 +225,13 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
             offset = None if base is None else base + hinfo["header_bytes"]
             headers[info.filename[: -len(".npy")]] = (dtype, shape, itemsize, offset)
         tensors = _group_sparse(headers, z, where)
+        if pickled:  # member order, the arrays of an object member where it stood
+            by_name = {t.stored_name: t for t in tensors}
+            ordered: list[TensorEntry] = []
+            for info in infos:
+                key = info.filename[: -len(".npy")]
+                ordered.extend(pickled.get(key, [by_name.pop(key)] if key in by_name else []))
+            tensors = ordered + [t for t in tensors if t.stored_name in by_name]
     return Checkpoint(
         paths=(where,),
         format=NAME + "-npz",

@@ -25,13 +25,24 @@ SNIFF_BYTES = 4096
 GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
 # Order matters only where two sniffs could both match; the most specific comes first.
+# Model directories of a known layout come first; a directory of one loose checkpoint file last.
 BUILTIN_MODULES = (
     "inspector.adapters.sockeye",
+    "inspector.adapters.hf_dir",
+    "inspector.adapters.rau_dir",
+    "inspector.adapters.keras_sharded",
     "inspector.adapters.safetensors",
+    "inspector.adapters.torch.torchscript",
+    "inspector.adapters.pickled",
     "inspector.adapters.torch",
     "inspector.adapters.mxnet",
     "inspector.adapters.numpy_npy",
     "inspector.adapters.keras",
+    "inspector.adapters.directory",
+)
+# Short names of the supported formats, for the one-line "not recognised" error.
+FORMATS_BRIEF = (
+    "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF, rau, Sockeye dirs"
 )
 
 
@@ -95,6 +106,9 @@ def _plugins(taken: set[str]) -> list[Adapter]:
 def read_head(source: Source) -> bytes:
     """The first bytes of a file (b'' for a directory), with the early refusals."""
     if not source.exists():
+        local = source.local_path
+        if local is not None and local.is_symlink():
+            raise NotFoundError("a symlink that loops or points nowhere", source.where)
         raise NotFoundError("no such file or directory", source.where)
     if source.is_dir():
         return b""
@@ -134,12 +148,31 @@ def detect(path: str | Path | Source, format: str | None = None) -> tuple[Adapte
             return adapter, variant
     if format is not None and candidates[0].default_variant is not None:
         return candidates[0], candidates[0].default_variant
-    kind = "directory" if source.is_dir() else "file"
+    if format is not None:
+        raise UnknownFormatError(
+            f"not recognised as {format} ({candidates[0].description})", source.where
+        )
+    from .lookalike import describe_dir, describe_file
+
+    found = describe_dir(source, source.list()) if source.is_dir() else describe_file(head, source)
     raise UnknownFormatError(
-        f"{kind} is not a recognised checkpoint; supported formats: "
-        + "; ".join(f"{a.name} ({a.description})" for a in candidates),
-        source.where,
+        f"{found}, not a checkpoint; supported: {FORMATS_BRIEF}", source.where
     )
+
+
+def sniff_file(source: Source) -> Adapter | None:
+    """The built-in adapter whose sniff claims the regular file ``source``, or None (also for
+    an empty or unreadable file); never raises."""
+    try:
+        head = source.head(SNIFF_BYTES)
+        if not head or head.startswith(GIT_LFS_POINTER):
+            return None
+        for adapter in _builtins():
+            if adapter.sniff(head, source) is not None:
+                return adapter
+    except (InspectorError, OSError, ValueError, RuntimeError):
+        return None
+    return None
 
 
 def load(path: str | Path | Source, format: str | None = None) -> Checkpoint:

@@ -29,7 +29,7 @@ def test_formats_lists_adapters(cli):
 def test_not_a_checkpoint_lists_supported_formats(tmp_path, cli):
     p = tmp_path / "notes.txt"
     p.write_text("hello, this is not a model\n")
-    err = assert_clean_error(cli("show", str(p)), str(p), "not a recognised checkpoint")
+    err = assert_clean_error(cli("show", str(p)), str(p), "a text file, not a checkpoint")
     assert "safetensors" in err and "torch" in err
 
 

@@ -23,6 +23,7 @@ from .constants import (
     OPTIMIZER_KEYS,
     WRAPPER_PREFIXES,
 )
+from .optimizer_state import align as align_optimizer_state
 from .rebuild import ITEMSIZE, VALUE_BITS, StorageRef, TensorRecord
 
 # ---------------------------------------------------------------------------------------------
@@ -151,8 +152,10 @@ _RECORD_TYPES = frozenset({TensorRecord, StorageRef})
 def _key(k: Any) -> str:
     if type(k) is str:
         return k
-    if isinstance(k, Placeholder) or is_placeholder_type(k):
-        return repr(k)
+    if is_placeholder_type(k):  # a class used as a key (older Lightning's callbacks)
+        return k.global_name
+    if isinstance(k, Placeholder):
+        return type(k).global_name + "()"
     if isinstance(k, int) and k.bit_length() > 256:  # str() refuses > 4300 digits
         return f"<int of {k.bit_length()} bits>"
     return str(k)
@@ -170,6 +173,7 @@ def build_checkpoint(
     where = source.where
     budget = max(100_000, MAX_VISITS_PER_BYTE * pickle_bytes)
     tensors, hyper, container = _classify(obj, budget, where)
+    tensors = align_optimizer_state(obj, tensors)
     meta["container"] = container
     meta["pickle_globals"] = [{"name": g.name, "allowed": g.allowed} for g in globals_.values()]
     findings = [

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FormatError
 from ..model import Checkpoint
 from ..restricted_pickle import (
+    GlobalRef,
     PickleError,
 )
 from ..source import Source
@@ -33,6 +36,8 @@ _EOCD = struct.Struct("<4s4H2LH")  # end of central directory, 22 bytes
 _ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")  # zip64 end of central directory, 56 bytes
 _ZIP64_LOCATOR = struct.Struct("<4sLQL")  # zip64 end of central directory locator, 20 bytes
 _LOCAL = struct.Struct("<4s22xHH")  # local file header: magic, ..., name len, extra len
+# Members besides data.pkl a reader asks for (TorchScript code/ sources) are read up to this size.
+MAX_EXTRA = 64 << 20
 
 
 def central_directory(mm: Any, size: int, where: str) -> dict[str, _Member]:
@@ -130,6 +135,30 @@ def find_data_pkl(members: dict[str, _Member]) -> str | None:
 
 
 def open_zip(source: Source) -> Checkpoint:
+    z = read_zip(source)
+    return build_checkpoint(
+        source, "torch-zip", z.obj, z.globals, z.meta, z.pkl_name, z.pickle_bytes
+    )
+
+
+@dataclass
+class ZipRead:
+    """What :func:`read_zip` found: the unpickled ``data.pkl`` (tensors as records), the globals
+    it named, the metadata, and the small members a TorchScript reader asks for (``extra``)."""
+
+    obj: Any
+    globals: dict[str, GlobalRef]
+    meta: dict[str, Any]
+    pkl_name: str
+    pickle_bytes: int
+    root: str
+    members: list[str]
+    extra: dict[str, bytes]
+
+
+def read_zip(source: Source, want: Callable[[str], bool] | None = None) -> ZipRead:
+    """Read a torch zip archive's ``data.pkl`` and records; ``want(name)`` selects further
+    members (relative to the root) whose bytes are returned in :attr:`ZipRead.extra`."""
     where = source.where
     with source.view() as mm:
         size = len(mm)
@@ -198,10 +227,15 @@ def open_zip(source: Source) -> Checkpoint:
                 )
         # TorchScript archives (torch.jit.save) add code/ and constants.pkl beside data.pkl.
         meta["torchscript"] = any(n.startswith(root + "code/") for n in members)
+        extra = {}
+        if want is not None:
+            for n in members:
+                if n.startswith(root) and want(n[len(root):]):
+                    extra[n[len(root):]] = _read_member(mm, size, members, n, where, MAX_EXTRA)
     meta.setdefault("byteorder", "little")  # torch < 2.1 wrote no byteorder record: little-endian
     meta["pickle_protocol"] = data[1] if data[:1] == b"\x80" and len(data) > 1 else None
     meta["storages"] = len(storages)
-    return build_checkpoint(source, "torch-zip", obj, globals_, meta, pkl_name, len(data))
+    return ZipRead(obj, globals_, meta, pkl_name, len(data), root, list(members), extra)
 
 
 def _read_member(

@@ -13,13 +13,14 @@ there is one.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from inspector.adapters.errors import FormatError, UsageError
+from inspector.adapters.hf_dir import read_config
+from inspector.adapters.source import as_source
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
 from inspector.formulas.torch_nn import parameters
@@ -28,19 +29,18 @@ CONFIG_NAME = "config.json"
 
 
 def sidecar_config(ckpt: Any) -> dict[str, Any]:
-    """The ``config.json`` in the checkpoint's directory (beside a file, or inside a model
-    directory), or ``{}`` when there is none."""
+    """The checkpoint's ``config.json``: what a Hugging Face directory read as its
+    hyperparameters, else the one beside a weights file; ``{}`` when there is none."""
+    if ckpt.metadata.get("config_file") == CONFIG_NAME:
+        return ckpt.hyperparameters.get("config") or {}
     path = Path(ckpt.path)
-    cfg = (path if path.is_dir() else path.parent) / CONFIG_NAME
-    if not cfg.is_file():
+    if path.is_dir():
         return {}
     try:
-        data = json.loads(cfg.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise FormatError(f"cannot read {CONFIG_NAME}: {e}", str(cfg)) from None
-    if not isinstance(data, dict):
-        raise FormatError(f"{CONFIG_NAME} is not a JSON object", str(cfg))
-    return data
+        cfg = as_source(path).sibling(CONFIG_NAME)
+    except FormatError:
+        return {}
+    return read_config(cfg) if cfg.is_file() else {}
 
 
 def _from_config(arch_hparams: tuple[HParam, ...]):

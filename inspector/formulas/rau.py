@@ -23,14 +23,15 @@ Conventions verified against real rau (fixtures/rau, truths recorded by rau 0.2.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from inspector.adapters.errors import FormatError, UsageError
+from inspector.adapters.errors import UsageError
+from inspector.adapters.rau_dir import read_kwargs
+from inspector.adapters.source import as_source
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Arch, Expected, HParam, Prediction, register
 
@@ -304,18 +305,18 @@ KWARG_NAMES = {  # rau kwargs.json key -> hyperparameter
 
 
 def rau_kwargs(ckpt: Any) -> dict[str, Any]:
-    """The ``kwargs.json`` rau saved beside the checkpoint (``{}`` when there is none)."""
+    """rau's ``kwargs.json``: what a rau directory read as its hyperparameters, else the one
+    beside the parameters file (``parameters.pt``) or above it (``parameters/main.pt``);
+    ``{}`` when there is none."""
+    if ckpt.metadata.get("kwargs_file") == KWARGS_FILE:
+        return ckpt.hyperparameters.get("kwargs") or {}
     path = Path(ckpt.path)
+    if path.is_dir():
+        return {}
     for d in (path.parent, path.parent.parent):
         f = d / KWARGS_FILE
         if f.is_file():
-            try:
-                data = json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise FormatError(f"unreadable rau kwargs: {e}", str(f)) from None
-            if not isinstance(data, dict):
-                raise FormatError("rau kwargs is not a JSON object", str(f))
-            return data
+            return read_kwargs(as_source(f))
     return {}
 
 
