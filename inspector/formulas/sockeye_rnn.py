@@ -98,7 +98,26 @@ def hparams_from_args(arch: Arch, ckpt: Any) -> dict[str, Any]:
                 v = ",".join(v) if isinstance(v, (list, tuple)) else v
             out[h.name] = pair_text(v)
     out.update(vocab_sizes(ckpt))
+    if any(h.name == "source_factor_vocab_sizes" for h in arch.hparams):
+        factors = factor_vocab_sizes(ckpt)
+        if factors is not None:
+            out["source_factor_vocab_sizes"] = factors
     return out
+
+
+def factor_vocab_sizes(ckpt: Any) -> str | None:
+    """Source factor vocabularies (``vocab.src.1.json`` ...), else the ``config``'s
+    ``config_embed_source.factor_configs``; comma-separated."""
+    hyper = getattr(ckpt, "hyperparameters", None) or {}
+    sizes = (hyper.get("vocab_sizes") or {}).get("source") or []
+    if len(sizes) > 1:
+        return ",".join(str(int(s)) for s in sizes[1:])
+    config = hyper.get("config") if isinstance(hyper.get("config"), dict) else {}
+    embed = config.get("config_embed_source") or {}
+    factors = embed.get("factor_configs") if isinstance(embed, dict) else None
+    if isinstance(factors, list):
+        return ",".join(str(int(f["vocab_size"])) for f in factors if isinstance(f, dict))
+    return "" if sizes else None
 
 
 def tying(hp: Mapping[str, Any]) -> str:
@@ -124,8 +143,74 @@ def _cell(prefix: str, hp: Mapping[str, Any], h: int, inp: int, lhuc: bool) -> l
     return out
 
 
+def ints(value: Any) -> list[int]:
+    """A list of ints from a YAML list, ``"4,2"``/``"4 2"`` text, one int, or nothing."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return [int(v) for v in value]
+    return [int(v) for v in str(value).replace(",", " ").replace(":", " ").split()]
+
+
+def factor_dims(hp: Mapping[str, Any], se: int) -> tuple[list[int], list[int], int]:
+    """Sockeye 1 source factors (train.py ``create_model_config``): (vocabularies, embedding
+    sizes, embedding width the encoder reads). ``sum`` gives every factor the source embedding
+    size; ``concat`` takes ``source_factors_num_embed`` and widens the encoder input."""
+    vocabs = ints(hp["source_factor_vocab_sizes"])
+    if hp["source_factors_combine"] == "sum":
+        return vocabs, [se] * len(vocabs), se
+    dims = ints(hp["source_factors_num_embed"])
+    _require(len(dims) == len(vocabs), f"{len(vocabs)} source factor vocabularies but "
+             f"source_factors_num_embed gives {len(dims)} sizes")
+    return vocabs, dims, se + sum(dims)
+
+
+def length_ratio(hp: Mapping[str, Any], hidden: int, fmt: str) -> list[Expected]:
+    """``--length-task``: Sockeye's ``LengthRatio`` MLP on the mean encoder state, ``layers - 1``
+    tanh layers of the encoder width, then one unit (layers.py); no layers at weight 0."""
+    if not hp["length_task"] or not hp["length_task_weight"]:
+        return []
+    n = int(hp["length_task_layers"])
+    _require(n >= 1, "length_task_layers must be at least 1")
+    out: list[Expected] = []
+    for i in range(n):
+        out += linear(fmt.format(i=i), hidden if i < n - 1 else 1, hidden, block="length_ratio",
+                      sep=fmt[-1] if fmt.endswith((".", "_")) else "_")
+    return out
+
+
+def conv_embed(hp: Mapping[str, Any], num_embed: int,
+               output_dim: int | None) -> tuple[list[Expected], int]:
+    """``rnn-with-conv-embed`` / ``transformer-with-conv-embed``: Sockeye 1's
+    ``ConvolutionalEmbeddingEncoder`` (encoder.py): one convolution per filter width 1..max over
+    the source embedding, weight (filters, 1, width, num_embed); a projection to ``output_dim``
+    when that differs from the filter total; then ``gate_i``/``transform_i`` highway layers.
+    train.py gives the transformer encoder ``output_dim = num_embed`` and the RNN encoder none
+    (the filter total: ``--conv-embed-output-dim`` does not reach the model in 1.18). Returns
+    the tensors and the output width."""
+    filters = ints(hp["conv_embed_num_filters"])
+    _require(len(filters) == int(hp["conv_embed_max_filter_width"]),
+             "conv_embed_num_filters must have conv_embed_max_filter_width elements")
+    total = sum(filters)
+    out_dim = total if output_dim is None else output_dim
+    p = "encoder_char_"
+    t: list[Expected] = []
+    for width, n in enumerate(filters, 1):
+        t.append(param(f"{p}conv_{width}_weight", (n, 1, width, num_embed), "conv_embed"))
+        t.append(param(f"{p}conv_{width}_bias", (n,), "conv_embed"))
+    if out_dim != total:
+        t += linear(p + "project", out_dim, total, block="conv_embed")
+    for i in range(int(hp["conv_embed_num_highway_layers"])):
+        t += linear(f"{p}gate_{i}", out_dim, out_dim, block="conv_embed")
+        t += linear(f"{p}transform_{i}", out_dim, out_dim, block="conv_embed")
+    return t, out_dim
+
+
 def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int) -> list[Expected]:
-    """Source/target embeddings and the output layer under Sockeye 1's tying rules (model.py)."""
+    """Source/target embeddings (and source factor embeddings) and the output layer under
+    Sockeye 1's tying rules (model.py); with ``attention_based_copying`` the target vocabulary
+    holds one ``<ptrN>`` per source position that the output layer leaves out; weight
+    normalisation adds a (vocabulary, 1) scale to the output layer (layers.py)."""
     vs, vt, t = hp["source_vocab_size"], hp["target_vocab_size"], tying(hp)
     out: list[Expected] = []
     if "src" in t and "trg" in t:
@@ -134,10 +219,18 @@ def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int) -> list[Ex
     else:
         out += embedding("source_embed", vs, se)
         out += embedding("target_embed", vt, te)
+    vocabs, dims, _ = factor_dims(hp, se)
+    for i, (v, d) in enumerate(zip(vocabs, dims, strict=True)):
+        out += embedding(f"source_embed_factor{i}", v, d, block="source_factors")
+    if hp["attention_based_copying"]:  # num_pointers = max_seq_len_source (+1 for EOS)
+        vt -= pair(hp["max_seq_len"], "max_seq_len")[0] + 1
+        _require(vt > 0, "attention_based_copying: the target vocabulary must hold the pointers")
     if "softmax" in t:
         _require(te == out_dim, "softmax tying needs the target embedding size = output input size")
     else:
         out += linear("target_output", vt, out_dim, bias=False, block="output")
+    if hp["weight_normalization"]:
+        out.append(param("target_output_wn_scale", (vt, 1), "output"))
     out.append(param("target_output_bias", (vt,), "output"))
     return out
 
@@ -220,12 +313,20 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     _require(not (upper and hp["rnn_context_gating"]),
              "context gating is not supported with attention in upper layers")
 
+    if hp["decoder_only"]:  # train.py: an empty encoder; Sockeye forces these two
+        hp = {**hp, "rnn_attention_type": "fixed", "rnn_decoder_state_init": "zero"}
     t: list[Expected] = embeddings(hp, se, te, h)
     lhuc_enc = _lhuc(hp, "encoder")
-    for direction in ("forward", "reverse"):
-        t += _cell(f"encoder_birnn_{direction}_l0_", hp, h // 2, se, lhuc_enc)
-    for i in range(sn - 1):
-        t += _cell(f"encoder_rnn_l{i}_", hp, h, h, lhuc_enc)
+    inp = factor_dims(hp, se)[2]
+    if not hp["decoder_only"]:
+        if hp["encoder"] == "rnn-with-conv-embed":
+            conv, inp = conv_embed(hp, se, None)
+            t += conv
+        for direction in ("forward", "reverse"):
+            t += _cell(f"encoder_birnn_{direction}_l0_", hp, h // 2, inp, lhuc_enc)
+        for i in range(sn - 1):
+            t += _cell(f"encoder_rnn_l{i}_", hp, h, h, lhuc_enc)
+        t += length_ratio(hp, ctx, "length_ratio_layer_dense{i}_")
 
     word = te + (ctx if hp["rnn_enc_last_hidden_concat_to_embedding"] else 0)
     lhuc_dec = _lhuc(hp, "decoder")
@@ -263,7 +364,8 @@ def predict(values: Mapping[str, Any]) -> Prediction:
 def applies(ckpt: Any) -> bool:
     args = sockeye_args(ckpt)
     if args:
-        return sockeye_major(ckpt) == "1" and args.get("encoder") == "rnn"
+        return sockeye_major(ckpt) == "1" and args.get("decoder", "rnn") == "rnn" \
+            and args.get("encoder") in ("rnn", "rnn-with-conv-embed")
     # No args.yaml (a bare params file): the sockeye-rnn scheme's detector decides.
     from inspector.grouping import detects
 
@@ -321,6 +423,13 @@ def infer(ckpt: Any) -> dict[str, Any]:
     return out
 
 
+CONV_HPARAMS = (
+    HParam("conv_embed_max_filter_width", 8, "conv embed: filter widths 1..max"),
+    HParam("conv_embed_num_filters", "200,200,250,250,300,300,300,300",
+           "conv embed: filters per width, comma-separated", str),
+    HParam("conv_embed_num_highway_layers", 4, "conv embed: highway layers"),
+)
+
 HPARAMS = (
     HParam("source_vocab_size", 49410, "source vocabulary size (vocab.src.0.json; seed 000)"),
     HParam("target_vocab_size", 42767, "target vocabulary size (vocab.trg.0.json; seed 000)"),
@@ -345,8 +454,24 @@ HPARAMS = (
     HParam("lhuc", None, "LHUC parts, comma-separated: encoder,decoder,state_init,all", str),
     HParam("weight_tying", False, "tie weights (--weight-tying)", bool),
     HParam("weight_tying_type", "trg_softmax", "what is tied", str, TYING_TYPES),
-    HParam("max_seq_len", "99:99", "max lengths source:target (location attention)", str),
-)
+    HParam("max_seq_len", "99:99", "max lengths source:target (location attention, copying)",
+           str),
+    HParam("encoder", "rnn", "encoder type", str, ("rnn", "rnn-with-conv-embed")),
+    HParam("decoder_only", False, "--decoder-only: no encoder, fixed attention, zero init", bool),
+    HParam("source_factor_vocab_sizes", "", "source factor vocabularies (vocab.src.1.json, ...),"
+           " comma-separated", str),
+    HParam("source_factors_combine", "concat", "how factor embeddings join the word's", str,
+           ("concat", "sum")),
+    HParam("source_factors_num_embed", "", "factor embedding sizes (concat), comma-separated",
+           str),
+    HParam("length_task", None, "auxiliary length task (LengthRatio layers)", str,
+           (None, "ratio", "length")),
+    HParam("length_task_layers", 1, "length task layers"),
+    HParam("length_task_weight", 1.0, "length task loss weight (0: no layers)", float),
+    HParam("weight_normalization", False, "weight-normalised output layer (wn_scale)", bool),
+    HParam("attention_based_copying", False, "target vocabulary holds max_seq_len_source "
+           "pointers the output layer leaves out", bool),
+) + CONV_HPARAMS
 
 SYMBOLS = (
     Symbol("vs", ("source_vocab_size",), degree=1, help="source vocabulary"),
