@@ -98,22 +98,23 @@ def hparams_from_args(arch: Arch, ckpt: Any) -> dict[str, Any]:
                 v = ",".join(v) if isinstance(v, (list, tuple)) else v
             out[h.name] = pair_text(v)
     out.update(vocab_sizes(ckpt))
-    if any(h.name == "source_factor_vocab_sizes" for h in arch.hparams):
-        factors = factor_vocab_sizes(ckpt)
-        if factors is not None:
-            out["source_factor_vocab_sizes"] = factors
+    for side in ("source", "target"):
+        if any(h.name == f"{side}_factor_vocab_sizes" for h in arch.hparams):
+            factors = factor_vocab_sizes(ckpt, side)
+            if factors is not None:
+                out[f"{side}_factor_vocab_sizes"] = factors
     return out
 
 
-def factor_vocab_sizes(ckpt: Any) -> str | None:
-    """Source factor vocabularies (``vocab.src.1.json`` ...), else the ``config``'s
+def factor_vocab_sizes(ckpt: Any, side: str = "source") -> str | None:
+    """Factor vocabularies (``vocab.src.1.json`` ...), else the ``config``'s
     ``config_embed_source.factor_configs``; comma-separated."""
     hyper = getattr(ckpt, "hyperparameters", None) or {}
-    sizes = (hyper.get("vocab_sizes") or {}).get("source") or []
+    sizes = (hyper.get("vocab_sizes") or {}).get(side) or []
     if len(sizes) > 1:
         return ",".join(str(int(s)) for s in sizes[1:])
     config = hyper.get("config") if isinstance(hyper.get("config"), dict) else {}
-    embed = config.get("config_embed_source") or {}
+    embed = config.get(f"config_embed_{side}") or {}
     factors = embed.get("factor_configs") if isinstance(embed, dict) else None
     if isinstance(factors, list):
         return ",".join(str(int(f["vocab_size"])) for f in factors if isinstance(f, dict))
@@ -165,17 +166,19 @@ def factor_dims(hp: Mapping[str, Any], se: int) -> tuple[list[int], list[int], i
     return vocabs, dims, se + sum(dims)
 
 
-def length_ratio(hp: Mapping[str, Any], hidden: int, fmt: str) -> list[Expected]:
+def length_ratio(hp: Mapping[str, Any], hidden: int, fmt: str, sep: str = "_",
+                 step: int = 1) -> list[Expected]:
     """``--length-task``: Sockeye's ``LengthRatio`` MLP on the mean encoder state, ``layers - 1``
-    tanh layers of the encoder width, then one unit (layers.py); no layers at weight 0."""
+    tanh layers of the encoder width, then one unit (layers.py); no layers at weight 0.
+    ``fmt`` names layer ``i`` (``step``: index stride, 2 where activations are modules)."""
     if not hp["length_task"] or not hp["length_task_weight"]:
         return []
     n = int(hp["length_task_layers"])
     _require(n >= 1, "length_task_layers must be at least 1")
     out: list[Expected] = []
     for i in range(n):
-        out += linear(fmt.format(i=i), hidden if i < n - 1 else 1, hidden, block="length_ratio",
-                      sep=fmt[-1] if fmt.endswith((".", "_")) else "_")
+        out += linear(fmt.format(i=i * step), hidden if i < n - 1 else 1, hidden, sep=sep,
+                      block="length_ratio")
     return out
 
 
