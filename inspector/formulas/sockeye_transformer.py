@@ -159,7 +159,8 @@ def factors(hp: Mapping[str, Any], side: str, num_embed: int,
     combine = _texts(hp[f"{side}_factors_combine"]) or ["concat" if major == "1" else "sum"]
     if len(combine) == 1:
         combine = combine * len(vocabs)
-    share = [v.lower() in ("1", "true", "yes") for v in _texts(hp[f"{side}_factors_share_embedding"])]
+    share = [v.lower() in ("1", "true", "yes")
+             for v in _texts(hp[f"{side}_factors_share_embedding"])]
     share = (share * len(vocabs)) if len(share) == 1 else (share or [False] * len(vocabs))
     dims = ints(hp[f"{side}_factors_num_embed"])
     _check(len(combine) == len(vocabs) == len(share),
