@@ -157,7 +157,9 @@ def factor_dims(hp: Mapping[str, Any], se: int) -> tuple[list[int], list[int], i
     """Sockeye 1 source factors (train.py ``create_model_config``): (vocabularies, embedding
     sizes, embedding width the encoder reads). ``sum`` gives every factor the source embedding
     size; ``concat`` takes ``source_factors_num_embed`` and widens the encoder input."""
-    vocabs = ints(hp["source_factor_vocab_sizes"])
+    vocabs = ints(hp.get("source_factor_vocab_sizes"))
+    if not vocabs:
+        return [], [], se
     if hp["source_factors_combine"] == "sum":
         return vocabs, [se] * len(vocabs), se
     dims = ints(hp["source_factors_num_embed"])
@@ -209,7 +211,8 @@ def conv_embed(hp: Mapping[str, Any], num_embed: int,
     return t, out_dim
 
 
-def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int) -> list[Expected]:
+def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int,
+               wn: bool = False) -> list[Expected]:
     """Source/target embeddings (and source factor embeddings) and the output layer under
     Sockeye 1's tying rules (model.py); with ``attention_based_copying`` the target vocabulary
     holds one ``<ptrN>`` per source position that the output layer leaves out; weight
@@ -225,14 +228,14 @@ def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int) -> list[Ex
     vocabs, dims, _ = factor_dims(hp, se)
     for i, (v, d) in enumerate(zip(vocabs, dims, strict=True)):
         out += embedding(f"source_embed_factor{i}", v, d, block="source_factors")
-    if hp["attention_based_copying"]:  # num_pointers = max_seq_len_source (+1 for EOS)
+    if hp.get("attention_based_copying"):  # num_pointers = max_seq_len_source (+1 for EOS)
         vt -= pair(hp["max_seq_len"], "max_seq_len")[0] + 1
         _require(vt > 0, "attention_based_copying: the target vocabulary must hold the pointers")
     if "softmax" in t:
         _require(te == out_dim, "softmax tying needs the target embedding size = output input size")
     else:
         out += linear("target_output", vt, out_dim, bias=False, block="output")
-    if hp["weight_normalization"]:
+    if wn:
         out.append(param("target_output_wn_scale", (vt, 1), "output"))
     out.append(param("target_output_bias", (vt,), "output"))
     return out
@@ -318,7 +321,7 @@ def predict(values: Mapping[str, Any]) -> Prediction:
 
     if hp["decoder_only"]:  # train.py: an empty encoder; Sockeye forces these two
         hp = {**hp, "rnn_attention_type": "fixed", "rnn_decoder_state_init": "zero"}
-    t: list[Expected] = embeddings(hp, se, te, h)
+    t: list[Expected] = embeddings(hp, se, te, h, hp["weight_normalization"])
     lhuc_enc = _lhuc(hp, "encoder")
     inp = factor_dims(hp, se)[2]
     if not hp["decoder_only"]:
