@@ -315,6 +315,10 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     _require(h % 2 == 0, "rnn_num_hidden must be even (the bi-RNN halves it)")
     _require(sn >= 1 and tn >= 1, "num_layers must be at least 1:1")
     ctx = h  # encoder output width: bi-RNN 2 * h/2, then h
+    transformer_encoder = hp["encoder"] == "transformer"
+    if transformer_encoder:  # train.py: encoder_num_hidden = transformer_model_size[0]
+        ctx = pair(hp["transformer_model_size"], "transformer_model_size")[0]
+        _require(se == ctx, "the transformer encoder's num_embed must equal its model size")
     upper = hp["rnn_attention_in_upper_layers"] and tn > 1
     _require(not (upper and hp["rnn_context_gating"]),
              "context gating is not supported with attention in upper layers")
@@ -324,7 +328,12 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     t: list[Expected] = embeddings(hp, se, te, h, hp["weight_normalization"])
     lhuc_enc = _lhuc(hp, "encoder")
     inp = factor_dims(hp, se)[2]
-    if not hp["decoder_only"]:
+    if transformer_encoder and not hp["decoder_only"]:
+        from inspector.formulas.sockeye_transformer import sockeye1_encoder
+
+        t += sockeye1_encoder(hp, ctx, lhuc_enc)
+        t += length_ratio(hp, ctx, "length_ratio_layer_dense{i}_")
+    elif not hp["decoder_only"]:
         if hp["encoder"] == "rnn-with-conv-embed":
             conv, inp = conv_embed(hp, se, None)
             t += conv
@@ -371,7 +380,7 @@ def applies(ckpt: Any) -> bool:
     args = sockeye_args(ckpt)
     if args:
         return sockeye_major(ckpt) == "1" and args.get("decoder", "rnn") == "rnn" \
-            and args.get("encoder") in ("rnn", "rnn-with-conv-embed")
+            and args.get("encoder") in ("rnn", "rnn-with-conv-embed", "transformer")
     # No args.yaml (a bare params file): the sockeye-rnn scheme's detector decides.
     from inspector.grouping import detects
 
@@ -435,6 +444,18 @@ CONV_HPARAMS = (
            "conv embed: filters per width, comma-separated", str),
     HParam("conv_embed_num_highway_layers", 4, "conv embed: highway layers"),
 )
+# --encoder transformer --decoder rnn: the transformer encoder's settings (Sockeye 1 names)
+TRANSFORMER_ENCODER_HPARAMS = (
+    HParam("transformer_model_size", "512:512", "transformer encoder model size", str),
+    HParam("transformer_attention_heads", "8:8", "transformer encoder heads (no shape change)",
+           str),
+    HParam("transformer_feed_forward_num_hidden", "2048:2048", "transformer encoder "
+           "feed-forward size", str),
+    HParam("transformer_positional_embedding_type", "fixed", "transformer encoder positions",
+           str, ("fixed", "learned", "none")),
+    HParam("transformer_preprocess", "n:n", "pre-process steps (n = layer norm)", str),
+    HParam("transformer_postprocess", "dr:dr", "post-process steps (n = layer norm)", str),
+)
 
 HPARAMS = (
     HParam("source_vocab_size", 49410, "source vocabulary size (vocab.src.0.json; seed 000)"),
@@ -462,7 +483,7 @@ HPARAMS = (
     HParam("weight_tying_type", "trg_softmax", "what is tied", str, TYING_TYPES),
     HParam("max_seq_len", "99:99", "max lengths source:target (location attention, copying)",
            str),
-    HParam("encoder", "rnn", "encoder type", str, ("rnn", "rnn-with-conv-embed")),
+    HParam("encoder", "rnn", "encoder type", str, ("rnn", "rnn-with-conv-embed", "transformer")),
     HParam("decoder_only", False, "--decoder-only: no encoder, fixed attention, zero init", bool),
     HParam("source_factor_vocab_sizes", "", "source factor vocabularies (vocab.src.1.json, ...),"
            " comma-separated", str),
@@ -477,7 +498,7 @@ HPARAMS = (
     HParam("weight_normalization", False, "weight-normalised output layer (wn_scale)", bool),
     HParam("attention_based_copying", False, "target vocabulary holds max_seq_len_source "
            "pointers the output layer leaves out", bool),
-) + CONV_HPARAMS
+) + CONV_HPARAMS + TRANSFORMER_ENCODER_HPARAMS
 
 SYMBOLS = (
     Symbol("vs", ("source_vocab_size",), degree=1, help="source vocabulary"),

@@ -278,16 +278,7 @@ def predict(values: Mapping[str, Any]) -> Prediction:
         ls, lt = pair(hp["max_seq_len"], "max_seq_len")
         t.append(param(n["pos"][0], (ls + 1, de), "positional"))
         t.append(param(n["pos"][1], (lt + 1, dd), "positional"))
-    for i in range(ln):
-        p = n["enc"].format(i=i)
-        t += _process(p, pre_e, 0, "self", de, n) + _attention(p, n["self"], de, de, n)
-        t += _process(p, post_e, 1, "self", de, n)
-        t += _process(p, pre_e, 0, "ff", de, n) + _ff(p, de, fe, n, glu)
-        t += _process(p, post_e, 1, "ff", de, n)
-        if lhuc_e:
-            t.append(param(n["lhuc"].format(p=p), (de,), "lhuc"))
-    if "n" in pre_e:
-        t += layer_norm(n["enc_final"], de, sep=sep, names=n["norm"])
+    t += encoder_stack(n, ln, de, fe, pre_e, post_e, glu, lhuc_e)
     for i in range(dn):
         p = n["dec"].format(i=i)
         t += _process(p, pre_d, 0, "dec_self", dd, n)
@@ -306,6 +297,37 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     if hp["neural_vocab_selection"]:  # nvs.py: Linear(encoder model size, target vocabulary)
         t += linear(n["nvs"], hp["target_vocab_size"], de, sep=sep, block="nvs")
     return Prediction("sockeye-transformer", hp, t)
+
+
+def encoder_stack(n: dict, layers: int, d: int, ff: int, pre: str, post: str, glu: bool,
+                  lhuc: bool) -> list[Expected]:
+    """The encoder's layers and final layer norm (no embeddings) in naming ``n``."""
+    t: list[Expected] = []
+    for i in range(layers):
+        p = n["enc"].format(i=i)
+        t += _process(p, pre, 0, "self", d, n) + _attention(p, n["self"], d, d, n)
+        t += _process(p, post, 1, "self", d, n)
+        t += _process(p, pre, 0, "ff", d, n) + _ff(p, d, ff, n, glu)
+        t += _process(p, post, 1, "ff", d, n)
+        if lhuc:
+            t.append(param(n["lhuc"].format(p=p), (d,), "lhuc"))
+    if "n" in pre:
+        t += layer_norm(n["enc_final"], d, sep=n["sep"], names=n["norm"])
+    return t
+
+
+def sockeye1_encoder(hp: Mapping[str, Any], d: int, lhuc: bool) -> list[Expected]:
+    """Sockeye 1's transformer encoder of width ``d`` under another decoder (``--encoder
+    transformer --decoder rnn``): layers, final norm and learned positions, if any."""
+    n = NAMING["1"]
+    ln = pair(hp["num_layers"], "num_layers")[0]
+    fe = pair(hp["transformer_feed_forward_num_hidden"], "transformer_feed_forward_num_hidden")[0]
+    pre, post = _steps(hp["transformer_preprocess"])[0], _steps(hp["transformer_postprocess"])[0]
+    t: list[Expected] = []
+    if hp["transformer_positional_embedding_type"] == "learned":
+        ls = pair(hp["max_seq_len"], "max_seq_len")[0]
+        t.append(param(n["pos"][0], (ls + 1, d), "positional"))
+    return t + encoder_stack(n, ln, d, fe, pre, post, False, lhuc)
 
 
 def _lhuc(hp: Mapping[str, Any], part: str) -> bool:
