@@ -12,7 +12,7 @@ from inspector.adapters.errors import UsageError
 from inspector.adapters.registry import load
 from inspector.formulas import get
 from inspector.formulas.check import check, detect_arch
-from tests.conftest import FIXTURES, load_truth
+from tests.conftest import FIXTURES, load_truth, sockeye_true_count
 
 SOCKEYE = FIXTURES / "sockeye"
 MODELS = sorted(p for p in SOCKEYE.iterdir() if p.is_dir() and "_cnn_" not in p.name)
@@ -60,7 +60,7 @@ def test_fixture_checks_with_its_own_hyperparameters(model):
     # only what args.yaml leaves open (e.g. rnn_attention_num_hidden: null) comes from shapes
     args = load(str(model)).hyperparameters["args"]
     assert all(args.get(k) is None for k in result.inferred())
-    assert result.predicted_total == truth["sockeye_logged_parameter_count"]
+    assert result.predicted_total == sockeye_true_count(truth)
     arch = get(result.arch)
     pred = arch.predict(result.hparams)
     assert pred.shapes() == _truth_shapes(model)
@@ -74,7 +74,7 @@ def test_fixture_checks_from_shapes_alone(model):
     assert result.ok, result.to_dict()
     assert result.inferred()
     truth = load_truth(model / "params.best.truth.json")
-    assert result.predicted_total == truth["sockeye_logged_parameter_count"]
+    assert result.predicted_total == sockeye_true_count(truth)
 
 
 def test_archs_are_recognised_by_family():

@@ -18,7 +18,7 @@ import pytest
 import inspector
 from inspector import grouping
 
-from conftest import FIXTURES, load_truth
+from conftest import FIXTURES, load_truth, sockeye_true_count
 
 
 def _stored_to_canonical(name: str) -> str:
@@ -109,8 +109,7 @@ def test_sockeye_fixture_scheme_and_group_counts(model_dir):
     expected = _truth_counts(truth, classify, truth.get("shared_groups", []))
     assert got == expected
     assert list(got) == [g for g in _order(scheme) if g in got]  # scheme order
-    logged = int(truth["sockeye_logged_parameter_count"])
-    assert sum(got.values()) == logged  # Sockeye's own log line
+    assert sum(got.values()) == sockeye_true_count(truth)  # Sockeye's own log line
 
 
 def _order(scheme: str) -> list[str]:
