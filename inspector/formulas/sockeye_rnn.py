@@ -211,6 +211,19 @@ def conv_embed(hp: Mapping[str, Any], num_embed: int,
     return t, out_dim
 
 
+def infer_conv_embed(shapes: Mapping[str, Any], encoder: str) -> dict[str, Any]:
+    """The conv-embed settings its stored convolutions and highway layers state."""
+    filters = []
+    while (w := shapes.get(f"encoder_char_conv_{len(filters) + 1}_weight")):
+        filters.append(w[0])
+    if not filters:
+        return {}
+    hw = sum(1 for x in shapes if x.startswith("encoder_char_gate_") and x.endswith("_weight"))
+    return {"encoder": encoder, "conv_embed_max_filter_width": len(filters),
+            "conv_embed_num_filters": ",".join(map(str, filters)),
+            "conv_embed_num_highway_layers": hw}
+
+
 def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int,
                wn: bool = False) -> list[Expected]:
     """Source/target embeddings (and source factor embeddings) and the output layer under

@@ -27,6 +27,7 @@ from inspector.formulas.sockeye_rnn import (
     TYING_TYPES,
     conv_embed,
     hparams_from_args,
+    infer_conv_embed,
     ints,
     length_ratio,
     pair,
@@ -366,35 +367,104 @@ def _layer_count(shapes: Mapping[str, Any], base: str, sep: str) -> int:
                 if x.startswith(base) and x[len(base):].split(sep)[0].isdigit()})
 
 
+def _version(shapes: Mapping[str, Any]) -> str | None:
+    """Naming version: MXNet underscores (1), Gluon ``gamma``/``embed_weight`` (2), PyTorch
+    ``weight``/``embedding.weight`` (3)."""
+    names = list(shapes)
+    if any(x.startswith("encoder_transformer_0_") for x in names):
+        return "1"
+    if not any(x.startswith("encoder.layers.0.") for x in names):
+        return None
+    if any(x.endswith((".gamma", ".embed_weight")) for x in names):
+        return "2"
+    return "3"
+
+
 def infer(ckpt: Any) -> dict[str, Any]:
-    """Naming version, layer counts, model and feed-forward sizes, vocabularies from shapes."""
+    """What the stored shapes determine: naming version, layer counts, model and feed-forward
+    sizes per side, vocabularies, tying, positions, pre/post layer norms, factors (sum when a
+    factor has the word embedding's size, else concat), LHUC, GLU, SSRU, length task, NVS, conv
+    embed. Shapes cannot tell average from sum, ratio from length, or fixed from learned
+    positions in Sockeye 2/3; each pair has the same tensors."""
     shapes = {t.name: t.shape for t in ckpt.tensors}
-    out: dict[str, Any] = {}
-    for major, n in NAMING.items():
-        sep = n["sep"]
-        ff1 = join(join(join(n["enc"].format(i=0), n["ff"][0], sep), n["ff"][1], sep), "weight",
-                   sep)
-        norm = join(n["enc_final"], n["norm"][0], sep)
-        if ff1 not in shapes or (major != "1" and norm not in shapes):
+    major = _version(shapes)
+    if major is None:
+        return {}
+    n = NAMING[major]
+    sep = n["sep"]
+    out: dict[str, Any] = {"sockeye_version": major}
+
+    def ff1(side: str) -> Any:
+        return shapes.get(join(join(join(n[side].format(i=0), n["ff"][0], sep), n["ff"][1], sep),
+                               "weight", sep))
+
+    enc, dec = ff1("enc"), ff1("dec")
+    if not enc or not dec:
+        return out
+    (fe, de), (fd, dd) = enc, dec
+    out["transformer_feed_forward_num_hidden"] = f"{fe}:{fd}"
+    ne = _layer_count(shapes, n["enc"].replace("{i}", ""), sep)
+    nd = _layer_count(shapes, n["dec"].replace("{i}", ""), sep)
+    out["num_layers"] = f"{ne}:{nd}"
+    bias = shapes.get(join(n["output"], "bias", sep))
+    if bias:
+        out["target_vocab_size"] = out["source_vocab_size"] = bias[0]
+    out.update(_infer_tying(ckpt, shapes, n, major))
+    out_w = shapes.get(join(n["output"], "weight", sep))
+    src = shapes.get(n["src_embed"]) or shapes.get(n.get("shared_embed") or "") or out_w
+    trg = shapes.get(n["trg_embed"]) or shapes.get(n.get("shared_embed") or "") or out_w
+    se, te = (src[1] if src else de), (trg[1] if trg else dd)
+    src_f = _factor_shapes(shapes, n["src_factor"])
+    trg_f = _factor_shapes(shapes, n.get("trg_factor", "")) if major != "1" else []
+    for side, found, width in (("source", src_f, se), ("target", trg_f, te)):
+        if not found:
             continue
-        f, d = shapes[ff1]
-        out.update(sockeye_version=major, transformer_model_size=f"{d}:{d}", num_embed=f"{d}:{d}",
-                   transformer_feed_forward_num_hidden=f"{f}:{f}")
-        ne = _layer_count(shapes, n["enc"].replace("{i}", ""), sep)
-        nd = _layer_count(shapes, n["dec"].replace("{i}", ""), sep)
-        out["num_layers"] = f"{ne}:{nd}"
-        bias = shapes.get(join(n["output"], "bias", sep))
-        if bias:
-            out["target_vocab_size"] = out["source_vocab_size"] = bias[0]
-        out.update(_infer_tying(ckpt, shapes, n, major))
-        pos = shapes.get(n["pos"][0])
-        if pos:
-            out["transformer_positional_embedding_type"] = "fixed" if major != "1" else "learned"
-            out["max_seq_len"] = f"{pos[0] - 1}:{shapes.get(n['pos'][1], pos)[0] - 1}"
-        elif major != "1":
-            out["transformer_positional_embedding_type"] = "none"
-        break
+        out[f"{side}_factor_vocab_sizes"] = ",".join(str(v) for v, _ in found)
+        out[f"{side}_factors_combine"] = ",".join("sum" if d == width else "concat"
+                                                  for _, d in found)
+        out[f"{side}_factors_num_embed"] = ",".join(str(d) for _, d in found)
+    if major == "3" and src_f:
+        tied = {k: set(v) for k, v in ckpt.shared_with().items()}
+        by_name = {e.stored_name: e.name for e in ckpt.tensors}
+        joined = {by_name.get(x) for k, v in tied.items() for x in [k, *v]}
+        out["source_factors_share_embedding"] = ",".join(
+            str(n["src_factor"].format(i=i) in joined and n["src_embed"] in joined).lower()
+            for i in range(len(src_f)))
+    out["transformer_model_size"] = f"{se}:{dd}"
+    out["num_embed"] = f"{se}:{te}"
+    # heads change no shape; the default 8 must only divide the model sizes the file shows
+    out["transformer_attention_heads"] = ":".join(
+        str(next(h for h in (8, 4, 2, 1) if d % h == 0)) for d in (de, dd))
+    pos = shapes.get(n["pos"][0])
+    if pos:
+        out["transformer_positional_embedding_type"] = "fixed" if major != "1" else "learned"
+        out["max_seq_len"] = f"{pos[0] - 1}:{shapes.get(n['pos'][1], pos)[0] - 1}"
+    elif major != "1":
+        out["transformer_positional_embedding_type"] = "none"
+    pre = any(k in x for x in shapes for k in ("_pre_norm_", ".pre_"))
+    post = any(k in x for x in shapes for k in ("_post_norm_", ".post_"))
+    out["transformer_preprocess"] = "n:n" if pre else ":"
+    out["transformer_postprocess"] = "drn:drn" if post else "dr:dr"
+    lhuc = sorted({side for side in ("encoder", "decoder")
+                   if any(x.startswith(side) and "lhuc" in x for x in shapes)})
+    out["lhuc"] = ",".join(lhuc) or None
+    out["transformer_feed_forward_use_glu"] = any(x.endswith(".ff.linear.weight") for x in shapes)
+    if any(".autoregr_layer.forget_gate." in x for x in shapes):
+        out["decoder"] = "ssru_transformer"
+    layers = [x for x in shapes if x.startswith("length_ratio") and x.endswith("weight")]
+    if layers:
+        out["length_task"], out["length_task_layers"] = "ratio", len(layers)
+    if any(x.startswith("nvs.") for x in shapes):
+        out["neural_vocab_selection"] = "logit_max"
+    out.update(infer_conv_embed(shapes, "transformer-with-conv-embed"))
     return out
+
+
+def _factor_shapes(shapes: Mapping[str, Any], fmt: str) -> list[tuple[int, int]]:
+    found = []
+    while fmt and (s := shapes.get(fmt.format(i=len(found), j=len(found) + 1))):
+        found.append((s[0], s[1]))
+    return found
 
 
 def _infer_tying(ckpt: Any, shapes: Mapping[str, Any], n: dict, major: str) -> dict[str, Any]:
