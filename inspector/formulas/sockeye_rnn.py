@@ -443,6 +443,7 @@ def infer(ckpt: Any) -> dict[str, Any]:
     if not any("enc2decinit" in n for n in shapes):
         out["rnn_decoder_state_init"] = "zero"
     out["rnn_context_gating"] = DEC + "gate_weight" in shapes
+    out.update(_infer_options(shapes, out))
     if "target_output_weight" not in shapes:
         out["weight_tying"] = True
         out["weight_tying_type"] = "src_trg_softmax" if emb else "trg_softmax"
@@ -469,6 +470,75 @@ TRANSFORMER_ENCODER_HPARAMS = (
     HParam("transformer_preprocess", "n:n", "pre-process steps (n = layer norm)", str),
     HParam("transformer_postprocess", "dr:dr", "post-process steps (n = layer norm)", str),
 )
+
+def _infer_options(shapes: Mapping[str, Any], found: Mapping[str, Any]) -> dict[str, Any]:
+    """The shape-changing options the stored names and widths state: cell variants, layer
+    norm, LHUC, factors, length task, weight norm, copying, decoder-only, conv-embed or
+    transformer encoder, and the decoder's extra inputs. Shapes cannot tell the length task's
+    ratio from length; they read as ratio."""
+    out: dict[str, Any] = {}
+    names = list(shapes)
+    base = found.get("rnn_cell_type", "lstm")
+    if any(x.endswith(("_z_scale", "_o_scale")) for x in names):
+        out["rnn_cell_type"] = "lng" + base
+    elif any(x.endswith("_i2h_scale") for x in names):
+        out["rnn_cell_type"] = "ln" + base
+    out["layer_normalization"] = DEC + "hidden_norm_gamma" in shapes
+    parts = [part for part, pat in (("encoder", "encoder_"), ("decoder", DEC + "l"),
+                                    ("state_init", DEC + "enc2decinit_"))
+             if any(x.startswith(pat) and x.endswith("_lhuc") for x in names)]
+    out["lhuc"] = ",".join(parts) or None
+    se, te = pair(found.get("num_embed", "0:0"))
+    factors = []
+    while (f := shapes.get(f"source_embed_factor{len(factors)}_weight")):
+        factors.append(f)
+    if factors:
+        out["source_factor_vocab_sizes"] = ",".join(str(f[0]) for f in factors)
+        summed = all(f[1] == se for f in factors)
+        out["source_factors_combine"] = "sum" if summed else "concat"
+        out["source_factors_num_embed"] = "" if summed else ",".join(str(f[1]) for f in factors)
+    layers = sum(1 for x in names if x.startswith("length_ratio_layer_") and x.endswith("weight"))
+    if layers:
+        out["length_task"], out["length_task_layers"] = "ratio", layers
+    out["weight_normalization"] = "target_output_wn_scale" in shapes
+    trg, outw = shapes.get("target_embed_weight"), shapes.get("target_output_weight")
+    if trg and outw and trg[0] > outw[0]:  # the pointers: max_seq_len_source = max_seq_len + 1
+        out["attention_based_copying"] = True
+        out["target_vocab_size"] = trg[0]
+        out["max_seq_len"] = f"{trg[0] - outw[0] - 1}:{trg[0] - outw[0] - 1}"
+    h = found.get("rnn_num_hidden")
+    if any(x.startswith("encoder_transformer_") for x in names):
+        ff = shapes.get("encoder_transformer_0_ff_i2h_weight")
+        if ff:
+            out["encoder"] = "transformer"
+            out["transformer_model_size"] = f"{ff[1]}:{ff[1]}"
+            out["transformer_feed_forward_num_hidden"] = f"{ff[0]}:{ff[0]}"
+            out["transformer_attention_heads"] = "1:1"  # no shape change
+            sn = len({x.split("_")[2] for x in names
+                      if x.startswith("encoder_transformer_") and x.split("_")[2].isdigit()})
+            tn = pair(found.get("num_layers", "1:1"))[1]
+            out["num_layers"] = f"{sn}:{tn}"
+            pre = any("_pre_norm_" in x for x in names)
+            out["transformer_preprocess"] = "n:n" if pre else ":"
+            out["transformer_postprocess"] = "drn:drn" if any("_post_norm_" in x for x in names) \
+                else "dr:dr"
+            out["transformer_positional_embedding_type"] = \
+                "learned" if "source_pos_embed_weight" in shapes else "fixed"
+    elif not any(x.startswith(("encoder_birnn_", "encoder_char_")) for x in names):
+        out["decoder_only"] = True
+    out.update(infer_conv_embed(shapes, "rnn-with-conv-embed"))
+    ctx = pair(out["transformer_model_size"])[0] if "transformer_model_size" in out else h
+    l0 = shapes.get(DEC + "l0_i2h_weight")
+    if h and ctx and l0 and l0[1] == te + ctx + h:
+        out["rnn_enc_last_hidden_concat_to_embedding"] = True
+    l1 = shapes.get(DEC + "l1_i2h_weight")
+    if h and ctx and l1 and l1[1] == h + ctx:
+        out["rnn_attention_in_upper_layers"] = True
+    q2h = shapes.get(ATT + "q2h_weight")
+    if h and q2h and q2h[1] > h:
+        out["rnn_attention_use_prev_word"] = True
+    return out
+
 
 HPARAMS = (
     HParam("source_vocab_size", 49410, "source vocabulary size (vocab.src.0.json; seed 000)"),
