@@ -351,6 +351,8 @@ INERT_CALLABLES: dict[str, str] = {
     "torch.Size": "tuple of ints",
     "torch.device": "device name",
     "torch.serialization._get_layout": "layout constant by name",
+    "torch.storage.UntypedStorage": "storage type tag in a persistent id (torch >= 2.0)",
+    "torch.storage.TypedStorage": "storage type tag in a persistent id",
     "torch.Tensor": "the tensor class (argument of _rebuild_from_type_v2)",
     "torch._tensor.Tensor": "same, defining module",
     "torch.jit._pickle.build_intlist": "TorchScript data.pkl: list of ints",
@@ -382,3 +384,13 @@ TORCH_CONSTANT_NAMES: tuple[str, ...] = (
     "jagged", "per_tensor_affine", "per_channel_affine", "per_tensor_symmetric",
     "per_channel_symmetric", "per_channel_affine_float_qparams",
 )  # fmt: skip
+
+# Allowlisted callables that call (or construct and initialise) one of their arguments: the
+# argument's global is recorded as called. Position of that argument in the call.
+CALLS_ARGUMENT: dict[str, int] = {
+    "copyreg._reconstructor": 1,  # base.__new__(cls, state); base.__init__(obj, state)
+    "copyreg._reconstruct": 1,  # ditto
+    "torch._tensor._rebuild_from_type_v2": 0,  # func(*args)
+    "torch._tensor._rebuild_from_type": 0,  # func(*args)
+    "collections.defaultdict": -1,  # never during loading (only on a missing key): none
+}

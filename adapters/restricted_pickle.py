@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import pickle_verdicts as verdicts
+from .pickle_lists import CALLS_ARGUMENT
 
 # Text encodings `_codecs.encode` may use (protocol 2 spells bytes as encode(str, 'latin1')).
 _TEXT_ENCODINGS = frozenset(
@@ -92,9 +93,9 @@ def judge(
     v = verdicts.verdict(module, qualname, uses, how)
     if v.level != verdicts.DANGEROUS and written != f"{module}.{qualname}":
         w_module, _, w_name = written.rpartition(".")
-        w = verdicts.verdict(w_module, w_name, uses, how)  # the Python 2 spelling, as written
-        if w.level == verdicts.DANGEROUS:
-            v = w
+        why = verdicts.listed(w_module, w_name)  # the Python 2 spelling, as written
+        if why is not None:
+            v = verdicts.Verdict(verdicts.DANGEROUS, v.use, why)
     return GlobalRef(
         written, f"{module}.{qualname}", v.level == verdicts.SAFE, _SEVERITY[v.level], v
     )
@@ -134,7 +135,13 @@ class Placeholder:
         return obj
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # REDUCE calls cls(*args)
-        mark_called(type(self))
+        cls = type(self)
+        mark_called(cls)
+        at = CALLS_ARGUMENT.get(cls.global_name, -1)
+        if 0 <= at < len(args) and args[at] is not object:
+            # an inert helper a loader calls, which calls this argument (when not implemented
+            # by the reader, it is a placeholder: the argument's call is recorded here)
+            mark_called(args[at], f"by {cls.global_name}")
 
     def __setstate__(self, state: Any) -> None:  # BUILD
         self.state = state
