@@ -97,7 +97,7 @@ def parse_header(f: BinaryIO, where: str) -> tuple[str, tuple[int, ...], int, di
 
 
 def _descr(descr: object, where: str) -> tuple[str, int]:
-    if isinstance(descr, str) and len(descr) >= 3 and descr[0] in "<>|=":
+    if isinstance(descr, str) and len(descr) >= 2 and descr[0] in "<>|=":
         kind, size = descr[1], descr[2:]
         if size.isdigit() and (kind, int(size)) in KINDS:
             return KINDS[(kind, int(size))], int(size)
@@ -142,7 +142,36 @@ def _open_npy(source: Source) -> Checkpoint:
             where,
         )
     entry = _entry("0", dtype, shape, itemsize, offset=info["header_bytes"])
-    return Checkpoint(paths=(where,), format=NAME + "-npy", tensors=[entry], metadata=info)
+    findings: list[Finding] = []
+    if dtype == "object":  # numpy.load(allow_pickle=True) unpickles the rest of the file
+        with open(path, "rb") as f:
+            f.seek(info["header_bytes"])
+            info["pickle_globals"], findings = object_array_globals(
+                f.read(MAX_OBJECT_PICKLE + 1), where
+            )
+    return Checkpoint(
+        paths=(where,), format=NAME + "-npy", tensors=[entry], metadata=info, findings=findings
+    )
+
+
+MAX_OBJECT_PICKLE = 256 << 20
+
+
+def object_array_globals(data: bytes, where: str) -> tuple[list[dict], list[Finding]]:
+    """The globals of an object array's pickle with their verdicts (nothing is run)."""
+    from .pickle_findings import pickle_findings
+    from .restricted_pickle import PickleError, base_allowed, unpickle
+
+    if len(data) > MAX_OBJECT_PICKLE:
+        raise FormatError(f"object array pickle exceeds {MAX_OBJECT_PICKLE} bytes", where)
+    try:
+        _, globals_ = unpickle(data, base_allowed())
+    except PickleError as e:
+        rows, findings = pickle_findings(e.globals or {}, where)
+        if any(f.severity == "danger" for f in findings):
+            return rows, findings + [Finding("warning", f"object array pickle: {e}", where)]
+        raise FormatError(f"object array pickle: {e}", where) from None
+    return pickle_findings(globals_, where)
 
 
 def _member_offset(f: BinaryIO, info: zipfile.ZipInfo) -> int | None:
@@ -174,6 +203,7 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
             raise FormatError(f"{len(infos)} zip members exceed {MAX_MEMBERS}", where)
         headers: dict[str, tuple] = {}
         findings: list[Finding] = []
+        globals_rows: list[dict] = []
         for info in infos:
             member = f"{where}:{info.filename}"
             try:
@@ -198,6 +228,12 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
                     f"{hinfo['header_bytes']} + {data}",
                     member,
                 )
+            if dtype == "object":
+                with z.open(info) as f:
+                    f.seek(hinfo["header_bytes"])
+                    rows, found = object_array_globals(f.read(MAX_OBJECT_PICKLE + 1), member)
+                globals_rows.extend(rows)
+                findings.extend(found)
             base = _member_offset(raw, info)
             offset = None if base is None else base + hinfo["header_bytes"]
             headers[info.filename[: -len(".npy")]] = (dtype, shape, itemsize, offset)
@@ -206,7 +242,8 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
         paths=(where,),
         format=NAME + "-npz",
         tensors=tensors,
-        metadata={"members": len(infos)},
+        metadata={"members": len(infos)}
+        | ({"pickle_globals": globals_rows} if globals_rows else {}),
         findings=findings,
     )
 

@@ -351,6 +351,8 @@ INERT_CALLABLES: dict[str, str] = {
     "torch.Size": "tuple of ints",
     "torch.device": "device name",
     "torch.serialization._get_layout": "layout constant by name",
+    "joblib.numpy_pickle.NumpyArrayWrapper": "joblib's array header (shape, dtype, order); the "
+    "array's bytes follow it raw (fickling lists all of joblib for joblib.load)",
     "torch.storage.UntypedStorage": "storage type tag in a persistent id (torch >= 2.0)",
     "torch.storage.TypedStorage": "storage type tag in a persistent id",
     "torch.Tensor": "the tensor class (argument of _rebuild_from_type_v2)",

@@ -293,19 +293,12 @@ def scan_globals(data: bytes) -> list[tuple[str, int]]:
     return out
 
 
-class RestrictedUnpickler(pickle.Unpickler):
-    """``find_class`` resolves only ``allowed``; everything else is a placeholder type."""
+class _Restricted:
+    """``find_class`` resolves only ``allowed``; everything else is a placeholder type. Mixed
+    into CPython's C unpickler (:class:`RestrictedUnpickler`) and its pure-Python one
+    (:class:`PyRestrictedUnpickler`, for streams that interleave raw data, like joblib's)."""
 
-    def __init__(
-        self,
-        file: Any,
-        allowed: Mapping[str, Any],
-        persistent_load: Callable[[Any], Any] | None = None,
-    ) -> None:
-        if persistent_load is not None:
-            # Before __init__: the C unpickler looks persistent_load up once, there.
-            self.persistent_load = persistent_load  # type: ignore[method-assign]
-        super().__init__(file, fix_imports=False, encoding="latin1")
+    def _setup(self, allowed: Mapping[str, Any]) -> None:
         self._allowed = allowed
         self._types: dict[str, type[Placeholder]] = {}
         # written name -> (module, qualname) in Python 3 spelling, in order of appearance
@@ -348,6 +341,43 @@ class RestrictedUnpickler(pickle.Unpickler):
 
     def persistent_load(self, pid: Any) -> Any:  # replaced per instance when the caller has one
         raise PickleError("the pickle uses persistent ids, which this file kind does not have")
+
+
+class RestrictedUnpickler(_Restricted, pickle.Unpickler):
+    """The C unpickler under :class:`_Restricted`."""
+
+    def __init__(
+        self,
+        file: Any,
+        allowed: Mapping[str, Any],
+        persistent_load: Callable[[Any], Any] | None = None,
+    ) -> None:
+        if persistent_load is not None:
+            # Before __init__: the C unpickler looks persistent_load up once, there.
+            self.persistent_load = persistent_load  # type: ignore[method-assign]
+        pickle.Unpickler.__init__(self, file, fix_imports=False, encoding="latin1")
+        self._setup(allowed)
+
+
+class PyRestrictedUnpickler(_Restricted, pickle._Unpickler):  # type: ignore[name-defined,misc]
+    """The pure-Python unpickler under :class:`_Restricted` (its ``dispatch`` can be extended).
+    Slower; bounded by the same caller-side size caps, and by Python's recursion limit."""
+
+    def __init__(
+        self,
+        file: Any,
+        allowed: Mapping[str, Any],
+        persistent_load: Callable[[Any], Any] | None = None,
+        uses: dict[str, set[str]] | None = None,
+    ) -> None:
+        pickle._Unpickler.__init__(  # type: ignore[attr-defined]
+            self, file, fix_imports=False, encoding="latin1"
+        )
+        if persistent_load is not None:
+            self.persistent_load = persistent_load  # type: ignore[method-assign]
+        self._setup(allowed)
+        if uses is not None:
+            self.uses = uses
 
 
 def unpickle(

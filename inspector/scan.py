@@ -48,6 +48,7 @@ MAX_PICKLES = 16  # pickles read one after another from one stream
 MAX_H5_LINKS = 1_000_000
 MAX_CONFIG_NODES = 2_000_000
 TORCH_MAGIC = 0x1950A86A20F9469CFC6C
+JOBLIB_WRAPPER = "joblib.numpy_pickle.NumpyArrayWrapper"
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 NPY_MAGIC = b"\x93NUMPY"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -235,10 +236,18 @@ class _PersistentId:
 _PID = _PersistentId()
 
 
+def _persistent(pid: Any) -> Any:
+    """A storage reference stands for nothing; legacy torch's ("module", cls, file, source)
+    stands for its class (a placeholder), which NEWOBJ then instantiates."""
+    if type(pid) is tuple and len(pid) == 4 and pid[0] == "module" and isinstance(pid[1], type):
+        return pid[1]
+    return _PID
+
+
 def _unpickle(data: bytes | BinaryIO) -> tuple[dict[str, GlobalRef], str | None]:
     """(globals, error) of one pickle read through the restricted unpickler (nothing runs)."""
     try:
-        _, globals_ = unpickle(data, base_allowed(), lambda pid: _PID)
+        _, globals_ = unpickle(data, base_allowed(), _persistent)
         return globals_, None
     except PickleError as e:
         return e.globals or {}, str(e)
@@ -276,10 +285,19 @@ def _scan_pickle_stream(f: BinaryIO, size: int, res: FileResult, optional: bool 
         if size - start > MAX_PICKLE_BYTES and not legacy and count == 0 and optional:
             return False
         try:
-            obj, globals_ = unpickle(f, base_allowed(), lambda pid: _PID)
+            obj, globals_ = unpickle(f, base_allowed(), _persistent)
             err = None
         except PickleError as e:
             obj, globals_, err = None, e.globals or {}, str(e)
+        if count == 0 and err and any(g.resolved == JOBLIB_WRAPPER for g in globals_.values()):
+            from .scan_joblib import read_joblib
+
+            res.kind = "joblib"
+            globals_, err = read_joblib(f, size, _persistent)
+            _report_globals(res, globals_, "joblib stream")
+            if err:
+                res.add(ERROR, f"joblib stream: {err}")
+            return True
         if count == 0:
             if err and not globals_ and optional:
                 return False
