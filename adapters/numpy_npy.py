@@ -144,7 +144,7 @@ def _open_npy(source: Source) -> Checkpoint:
     entry = _entry("0", dtype, shape, itemsize, offset=info["header_bytes"])
     findings: list[Finding] = []
     if dtype == "object":  # numpy.load(allow_pickle=True) unpickles the rest of the file
-        with open(path, "rb") as f:
+        with source.open() as f:
             f.seek(info["header_bytes"])
             info["pickle_globals"], findings = object_array_globals(
                 f.read(MAX_OBJECT_PICKLE + 1), where
