@@ -168,7 +168,9 @@ class Placeholder:
             self.append(v)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Placeholder:  # REDUCE on an instance
-        mark_called(type(self), "through an instance's __call__")
+        cls = type(self)
+        called = cls.uses is not None and verdicts.CALLED in cls.uses.get(cls.global_name, ())
+        mark_called(cls, "and its result called" if called else "an instance called")
         return _call_result_type(type(self).global_name)(*args, **kwargs)
 
     def __repr__(self) -> str:

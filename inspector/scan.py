@@ -262,7 +262,8 @@ def _report_globals(res: FileResult, globals_: dict[str, GlobalRef], where: str 
              "why": v.why, "where": where}
         )
         if v.level != V.SAFE:
-            res.add(v.level, f"{g.name} ({v.use}: {v.why})", where)
+            also = f" = {g.resolved}" if g.resolved != g.name else ""
+            res.add(v.level, f"{g.name}{also} ({v.use}: {v.why})", where)
 
 
 def _scan_pickle_bytes(data: bytes, res: FileResult, where: str) -> None:
