@@ -101,8 +101,9 @@ class FileResult:
 
 def collect(paths: list[str]) -> tuple[list[Path], list[str]]:
     """The regular files under ``paths`` (recursive, sorted, each real file once) and notes on
-    what was not followed. Symbolic links are followed only when they stay inside the tree being
-    scanned (a link given on the command line is followed as given)."""
+    what was not followed. Inside a directory, symbolic links are not followed: a link to a file
+    of the tree is that file, scanned under its own name; links out of the tree, to
+    directories, dangling or looping are noted. A link given on the command line is followed."""
     files: list[Path] = []
     notes: list[str] = []
     seen: set[tuple[int, int]] = set()
@@ -140,7 +141,8 @@ def collect(paths: list[str]) -> tuple[list[Path], list[str]]:
                         continue
                     if not target.is_relative_to(root):
                         notes.append(f"{p}: link out of the tree not followed")
-                        continue
+                    # a link inside the tree: its target is scanned under its own name
+                    continue
                 add(p)
     return files, notes
 
