@@ -2,8 +2,8 @@
 
 Each peer list is recorded as published (module -> "*" for every global under that module and
 its submodules, or a tuple of qualified names), with where it came from. They were read from the
-peers' repositories, not imported: nothing here runs. :mod:`adapters.pickle_verdicts` applies
-them; ``tests/test_pickle_verdicts.py`` checks that every entry comes out ``dangerous``.
+peers' repositories, not imported: nothing here runs. :mod:`inspector.adapters.pickle_verdicts`
+applies them; ``tests/test_verdict_corpus.py`` checks that every entry comes out ``dangerous``.
 """
 
 from __future__ import annotations
@@ -395,4 +395,12 @@ CALLS_ARGUMENT: dict[str, int] = {
     "torch._tensor._rebuild_from_type_v2": 0,  # func(*args)
     "torch._tensor._rebuild_from_type": 0,  # func(*args)
     "collections.defaultdict": -1,  # never during loading (only on a missing key): none
+}
+
+# Loaders that unpickle bytes held in the file: the call is judged by what those bytes hold
+# (adapters/pickle_nested.py), not by the name alone. picklescan's own comment on such globals:
+# "if this has valid use cases, scan the input bytes instead of flagging the global".
+NESTED_LOADERS: dict[str, str] = {
+    "torch.storage._load_from_bytes": "pickle.dumps of a torch tensor writes each storage so: "
+    "torch.load(BytesIO(b), weights_only=False) of a torch.save file",
 }

@@ -11,7 +11,7 @@ read: its class is a placeholder and its ``__dict__`` arrives as the recorded BU
 
 Every global the pickle names is recorded (:class:`GlobalRef`) with how the pickle uses it
 (called, constructed or only named: the placeholders record it) and the verdict
-:mod:`adapters.pickle_verdicts` gives it.
+:mod:`inspector.adapters.pickle_verdicts` gives it.
 
 Other ways a pickle can reach code, and how they are closed:
 
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import pickle_verdicts as verdicts
-from .pickle_lists import CALLS_ARGUMENT
+from .pickle_lists import CALLS_ARGUMENT, NESTED_LOADERS
 
 # Text encodings `_codecs.encode` may use (protocol 2 spells bytes as encode(str, 'latin1')).
 _TEXT_ENCODINGS = frozenset(
@@ -74,7 +74,7 @@ class GlobalRef:
     2), the Python 3 name it stands for (``builtins.set``, used for the verdict), whether it is
     on the allowlist of inert callables (``allowed``, i.e. verdict ``safe``), the finding
     severity (None when safe, "warning" when foreign, "danger" when dangerous) and the
-    :class:`~adapters.pickle_verdicts.Verdict` (level, how a loader would use it, why)."""
+    :class:`~inspector.adapters.pickle_verdicts.Verdict` (level, how a loader would use it, why)."""
 
     name: str
     resolved: str
@@ -87,10 +87,27 @@ _SEVERITY = {verdicts.SAFE: None, verdicts.FOREIGN: "warning", verdicts.DANGEROU
 
 
 def judge(
-    written: str, module: str, qualname: str, uses: set[str] | frozenset[str], how: str = ""
+    written: str,
+    module: str,
+    qualname: str,
+    uses: set[str] | frozenset[str],
+    how: str = "",
+    nested: set[str] | None = None,
 ) -> GlobalRef:
-    """The :class:`GlobalRef` of one global from its names and the uses a load recorded."""
+    """The :class:`GlobalRef` of one global from its names and the uses a load recorded
+    (``nested``: for a nested loader, "level\tsummary" of each blob it would load)."""
     v = verdicts.verdict(module, qualname, uses, how)
+    if nested and f"{module}.{qualname}" in NESTED_LOADERS and v.use == verdicts.CALLED:
+        results = [r.split("\t", 1) for r in sorted(nested)]
+        level = verdicts.worst({lv for lv, _ in results})
+        if level != verdicts.DANGEROUS:  # every blob examined and none dangerous
+            level = verdicts.FOREIGN
+        top = max((lv for lv, _ in results), key=verdicts.RANK.__getitem__)
+        text = next(t for lv, t in results if lv == top)
+        why = f"the nested bytes were examined: {text}"
+        if level == verdicts.DANGEROUS:
+            why = f"{v.why}; the nested bytes: {text}"
+        v = verdicts.Verdict(level, "called on torch.save bytes held in the file", why)
     if v.level != verdicts.DANGEROUS and written != f"{module}.{qualname}":
         w_module, _, w_name = written.rpartition(".")
         why = verdicts.listed(w_module, w_name)  # the Python 2 spelling, as written
@@ -137,6 +154,11 @@ class Placeholder:
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # REDUCE calls cls(*args)
         cls = type(self)
         mark_called(cls)
+        if cls.global_name in NESTED_LOADERS and cls.uses is not None:
+            from .pickle_nested import examine  # bytes of a file inside the file
+
+            level, summary = examine(args[0] if args else None)
+            cls.uses.setdefault("nested:" + cls.global_name, set()).add(f"{level}\t{summary}")
         at = CALLS_ARGUMENT.get(cls.global_name, -1)
         if 0 <= at < len(args) and args[at] is not object:
             # an inert helper a loader calls, which calls this argument (when not implemented
@@ -338,7 +360,8 @@ class _Restricted:
             if dotted in self._allowed and not uses:
                 uses = {verdicts.CALLED}  # an implemented builder: called or not, it is inert
             how = ", ".join(sorted(self.uses.get("how:" + dotted, ())))
-            out[written] = judge(written, module, qualname, frozenset(uses), how)
+            nested = self.uses.get("nested:" + dotted)
+            out[written] = judge(written, module, qualname, frozenset(uses), how, nested)
         return out
 
     def persistent_load(self, pid: Any) -> Any:  # replaced per instance when the caller has one

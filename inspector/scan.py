@@ -4,8 +4,9 @@ Every file is recognised by its content (never by its extension alone) and exami
 loader of that format would run code:
 
 * pickles (torch zip with any root or extension, legacy torch, plain pickle and joblib streams,
-  the pickle members of any zip, object ``.npy``/``.npz`` arrays): every global gets the verdict
-  of :mod:`adapters.pickle_verdicts` from how a loader would use it; nothing is imported or run;
+  compressed or not, the pickle members of any zip, object ``.npy``/``.npz`` arrays): every
+  global gets the verdict of :mod:`inspector.adapters.pickle_verdicts` from how a loader would
+  use it; nothing is imported or run;
 * Keras ``.keras``/``.h5`` configs: a ``Lambda`` layer holding marshalled bytecode (Keras runs it
   when it loads the model) is dangerous, a config naming a listed module is dangerous;
 * TorchScript archives: their ``code/`` sections are reported (torch.jit.load compiles and runs
@@ -31,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from adapters import pickle_verdicts as V
-from adapters.errors import InspectorError
-from adapters.restricted_pickle import GlobalRef, PickleError, base_allowed, unpickle
+from inspector.adapters import pickle_verdicts as V
+from inspector.adapters.errors import InspectorError
+from inspector.adapters.restricted_pickle import GlobalRef, PickleError, base_allowed, unpickle
 
 SCHEMA = "inspector.scan/1"
 SAFE, FOREIGN, DANGEROUS, ERROR = V.SAFE, V.FOREIGN, V.DANGEROUS, "error"
@@ -188,6 +189,8 @@ def _dispatch(path: Path, f: BinaryIO, head: bytes, size: int, res: FileResult) 
         _scan_pickle_stream(f, size, res)
     elif head and _scan_pickle_stream(f, size, res, optional=True):
         pass  # a protocol 0/1 pickle
+    elif head.startswith(COMPRESSED) and _scan_compressed(f, head, res):
+        pass  # joblib.dump(..., compress=...) and friends
     elif path.suffix == ".py":
         res.kind = "python"
         res.add(FOREIGN, "Python source: runs when imported (e.g. trust_remote_code)")
@@ -199,6 +202,60 @@ def _dispatch(path: Path, f: BinaryIO, head: bytes, size: int, res: FileResult) 
         res.kind = "empty"
     else:
         res.add(FOREIGN, "unrecognised binary content: not examined")
+
+
+# zlib (joblib compress=N), gzip, bz2, xz: joblib's compressors (numpy_pickle_utils / compressor)
+COMPRESSED = (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda", b"\x1f\x8b", b"BZh",
+              b"\xfd7zXZ\x00")
+
+
+def _scan_compressed(f: BinaryIO, head: bytes, res: FileResult) -> bool:
+    """A compressed pickle stream (decompressed to at most MAX_PICKLE_BYTES): False when the
+    content is not a pickle."""
+    import bz2
+    import gzip
+    import lzma
+    import zlib
+
+    f.seek(0)
+    if head.startswith(b"\x1f\x8b"):
+        stream: Any = gzip.GzipFile(fileobj=f)
+    elif head.startswith(b"BZh"):
+        stream = bz2.BZ2File(f)
+    elif head.startswith(b"\xfd7zXZ"):
+        stream = lzma.LZMAFile(f)
+    else:
+        stream = _ZlibReader(f, zlib.decompressobj())
+    try:
+        data = stream.read(MAX_PICKLE_BYTES + 1)
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError):
+        return False
+    if len(data) > MAX_PICKLE_BYTES:
+        res.add(ERROR, f"decompresses past {MAX_PICKLE_BYTES:,} bytes: not examined")
+        return True
+    inner = FileResult(res.path)
+    if not _scan_pickle_stream(io.BytesIO(data), len(data), inner, optional=True):
+        return False
+    res.kind = "compressed-" + inner.kind
+    res.items, res.globals = inner.items, inner.globals
+    return True
+
+
+class _ZlibReader:
+    def __init__(self, f: BinaryIO, d: Any) -> None:
+        self.f, self.d = f, d
+
+    def read(self, limit: int) -> bytes:
+        out = bytearray()
+        while len(out) <= limit:
+            chunk = self.f.read(1 << 20)
+            if not chunk:
+                out += self.d.flush()
+                break
+            out += self.d.decompress(chunk, limit + 1 - len(out))
+            if self.d.unconsumed_tail:
+                break  # past the limit
+        return bytes(out)
 
 
 def _is_text(head: bytes) -> bool:
@@ -392,7 +449,7 @@ def _scan_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, res: FileResult) -> 
 
 
 def _npy_is_object(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> bool:
-    from adapters.numpy_npy import parse_header
+    from inspector.adapters.numpy_npy import parse_header
 
     with z.open(info) as m:
         dtype, *_ = parse_header(m, info.filename)  # type: ignore[arg-type]
@@ -417,7 +474,7 @@ def _npy_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, res: FileResult) -> N
 
 
 def _scan_npy(f: BinaryIO, size: int, res: FileResult, where: str | None) -> None:
-    from adapters.numpy_npy import parse_header
+    from inspector.adapters.numpy_npy import parse_header
 
     f.seek(0)
     dtype, shape, _, info = parse_header(f, where or res.path)
@@ -440,7 +497,7 @@ def _scan_npy(f: BinaryIO, size: int, res: FileResult, where: str | None) -> Non
 
 
 def _scan_safetensors(path: Path, res: FileResult) -> None:
-    from adapters.registry import load
+    from inspector.adapters.registry import load
 
     load(path, "safetensors")  # header length, JSON, dtypes and offsets checked: else an error
 
@@ -583,7 +640,7 @@ def summary(results: list[FileResult], notes: list[str]) -> dict[str, Any]:
 
 def line(r: FileResult) -> str:
     """``verdict  path  [kind]  what``: one line per file."""
-    from .render import sanitize
+    from .reports.render import sanitize
 
     shown = [i for i in r.items if i.level == r.verdict] or r.items
     text = "; ".join(sanitize(i.text) for i in shown[:5])

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from test_malicious_corpus import _Call, _TorchName
 
-from adapters import pickle_lists as L
-from adapters import pickle_verdicts as V
+from inspector.adapters import pickle_lists as L
+from inspector.adapters import pickle_verdicts as V
 from inspector.scan import scan_file
 
 from conftest import run_cli
@@ -432,3 +432,35 @@ def test_scan_exit_codes(tmp_path):
     assert run_cli("scan", str(tmp_path / "missing")).returncode == 2
     assert run_cli("scan").returncode == 2
     assert not marker.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# pickles inside a pickle: torch.storage._load_from_bytes(b"<a torch.save file>")
+
+
+def _nested(tmp_path: Path, inner_body: bytes) -> bytes:
+    """A plain pickle calling torch.storage._load_from_bytes on a torch zip's bytes."""
+    inner = write_zip(tmp_path / "inner.pt", pkl(inner_body, PROTO2), {"0": floats(4)})
+    blob = inner.read_bytes()
+    arg = b"C" + bytes([len(blob)]) + blob if len(blob) < 256 else (
+        b"B" + struct.pack("<I", len(blob)) + blob
+    )
+    return b"\x80\x03" + g("torch.storage", "_load_from_bytes") + tup(arg) + REDUCE + b"."
+
+
+def test_nested_torch_save_with_a_payload_is_dangerous(tmp_path):
+    marker = tmp_path / "pwned"
+    body = g("os", "system") + tup(s(f"touch {marker}")) + REDUCE
+    path = tmp_path / "outer.pkl"
+    path.write_bytes(_nested(tmp_path, body))
+    assert_dangerous(path, "the nested bytes: os.system", marker)
+    for container in containers(tmp_path, path.read_bytes(), "nested"):
+        assert_dangerous(container, "os.system", marker)
+
+
+def test_nested_torch_save_of_a_tensor_is_foreign_not_safe(tmp_path):
+    path = tmp_path / "outer.pkl"
+    path.write_bytes(_nested(tmp_path, tensor("0", 4, (2, 2))))
+    r = scan_file(path)
+    assert r.verdict == "foreign", r.to_dict()
+    assert "nested bytes were examined" in r.items[0].text

@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adapters.errors import UsageError
+    from inspector.adapters.errors import UsageError
     from inspector.scan import SCHEMA, collect, line, scan_file, summary, summary_line
 
     missing = [p for p in args.paths if not _exists(p)]
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                "summary": s}
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
-        from inspector.render import sanitize
+        from inspector.reports.render import sanitize
 
         for note in notes:
             sys.stdout.write(f"note: {sanitize(note)}\n")
