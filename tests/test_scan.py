@@ -178,3 +178,40 @@ def test_scan_text_line_format(tmp_path):
     assert lines[1].startswith("safe       ") and "[torch-zip]" in lines[1]
     assert lines[2] == "scanned 2 files: 1 safe, 0 foreign, 1 dangerous, 0 error"
     assert os.path.exists(path)
+
+
+def test_hdf5_external_data_is_reported(tmp_path):
+    import h5py
+    import numpy as np
+
+    beside = tmp_path / "beside.h5"
+    with h5py.File(beside, "w") as f:
+        f["w"] = np.zeros(4, "f4")
+    path = tmp_path / "links.h5"
+    with h5py.File(path, "w") as f:
+        f["local"] = np.ones(2, "f4")
+        f["near"] = h5py.ExternalLink("beside.h5", "/w")
+        f["far"] = h5py.ExternalLink("/etc/passwd", "/x")
+        layout = h5py.VirtualLayout(shape=(4,), dtype="f4")
+        layout[:] = h5py.VirtualSource("../up.h5", "w", shape=(4,))
+        f.create_virtual_dataset("vds", layout)
+        f.create_dataset("ext", (4,), "f4", external=[("/tmp/raw.bin", 0, 16)])
+    r = scan_file(path)
+    text = {i.text.split(" (data")[0]: i.level for i in r.items}
+    assert r.verdict == "dangerous", r.to_dict()
+    assert text["external link /near -> beside.h5:/w"] == "foreign"
+    assert text["external link /far -> /etc/passwd:/x"] == "dangerous"
+    assert text["virtual dataset /vds reads ../up.h5:w"] == "dangerous"
+    assert text["dataset /ext stores its data in external file /tmp/raw.bin"] == "dangerous"
+
+
+def test_safetensors_header_bounds(tmp_path):
+    import struct
+
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes(struct.pack("<Q", 2**40) + b'{"a": 1}')
+    r = scan_file(path)
+    assert r.kind == "safetensors" and r.verdict == "error"
+    assert "header length" in r.items[0].text
+    good = FIXTURES / "safetensors" / "dtype_zoo.safetensors"
+    assert scan_file(good).verdict == "safe"
