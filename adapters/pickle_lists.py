@@ -184,7 +184,11 @@ INSPECTOR: dict[str, str | tuple[str, ...]] = {
     "code": ALL,  # interactive interpreters: interact(), InteractiveConsole.push
     "codecs": ("open", "EncodedFile", "StreamReaderWriter"),  # file access
     "io": ("open", "open_code", "FileIO", "BufferedReader", "BufferedWriter", "TextIOWrapper"),
-    "pathlib": ALL,  # Path.write_text/read_bytes/unlink reach the file system
+    # pathlib: constructing a path touches nothing (on the allowlist below); its methods
+    # (Path.write_text, Path.unlink) reach the file system
+    "pathlib": ("Path.write_text", "Path.write_bytes", "Path.read_text", "Path.read_bytes",
+                "Path.unlink", "Path.open", "Path.touch", "Path.mkdir", "Path.rmdir",
+                "Path.rename", "Path.replace", "Path.symlink_to", "Path.chmod"),
     "tempfile": ALL,  # creates files
     "dill": ALL,  # nested pickles that carry code
     "cloudpickle": ALL,  # ditto
@@ -307,6 +311,16 @@ INERT_CALLABLES: dict[str, str] = {
     "copyreg.__newobj__": "NEWOBJ as a function: constructs `cls` without __init__",
     "copyreg.__newobj_ex__": "NEWOBJ_EX as a function: constructs `cls` without __init__",
     "copyreg._reconstruct": "old spelling of _reconstructor",
+    # -- paths: a value (hyperparameters such as Lightning's default_root_dir); no I/O on build
+    "pathlib.PosixPath": "path object built from its parts",
+    "pathlib.WindowsPath": "path object built from its parts",
+    "pathlib.PurePosixPath": "path object built from its parts",
+    "pathlib.PureWindowsPath": "path object built from its parts",
+    "pathlib.Path": "path object built from its parts",
+    "pathlib._local.PosixPath": "same, Python 3.13 module path",
+    "pathlib._local.WindowsPath": "same, Python 3.13 module path",
+    "pathlib._local.PurePosixPath": "same, Python 3.13 module path",
+    "pathlib._local.PureWindowsPath": "same, Python 3.13 module path",
     # -- datetime / decimal / fractions / uuid-free value types
     "datetime.datetime": "value type built from bytes and a tzinfo",
     "datetime.date": "value type",
