@@ -311,6 +311,15 @@ INERT_CALLABLES: dict[str, str] = {
     "copyreg.__newobj__": "NEWOBJ as a function: constructs `cls` without __init__",
     "copyreg.__newobj_ex__": "NEWOBJ_EX as a function: constructs `cls` without __init__",
     "copyreg._reconstruct": "old spelling of _reconstructor",
+    # -- enums: calling an Enum class with a value looks a member up (EnumMeta.__call__); these
+    # are the ones transformers' Trainer pickles into every training_args.bin (checked to be Enum
+    # subclasses by fixtures/security/make_fixtures.py, transformers 5.23.0, accelerate)
+    "transformers.trainer_utils.IntervalStrategy": "Enum member by value",
+    "transformers.trainer_utils.SaveStrategy": "Enum member by value",
+    "transformers.trainer_utils.HubStrategy": "Enum member by value",
+    "transformers.trainer_utils.SchedulerType": "Enum member by value",
+    "transformers.training_args.OptimizerNames": "Enum member by value",
+    "accelerate.utils.dataclasses.DistributedType": "Enum member by value",
     # -- paths: a value (hyperparameters such as Lightning's default_root_dir); no I/O on build
     "pathlib.PosixPath": "path object built from its parts",
     "pathlib.WindowsPath": "path object built from its parts",
