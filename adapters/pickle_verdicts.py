@@ -134,7 +134,7 @@ def verdict(module: str, qualname: str, uses: set[str] | frozenset[str], how: st
         return Verdict(
             DANGEROUS, said, "would be called and is not on the allowlist of inert callables"
         )
-    return Verdict(FOREIGN, said, "foreign: not on the allowlist, nothing known to run")
+    return Verdict(FOREIGN, said, "not on the allowlist; nothing known to run")
 
 
 def worst(levels: list[str] | tuple[str, ...] | set[str]) -> str:
