@@ -118,13 +118,6 @@ def judge(
     )
 
 
-def severity(name: str) -> str:
-    """'danger' when a loader would run ``name`` however it is used, else 'warning' (a global
-    only named; called globals off the allowlist are judged by :func:`judge`)."""
-    module, _, qualname = name.rpartition(".")
-    return "danger" if verdicts.listed(module, qualname) else "warning"
-
-
 class Placeholder:
     """An inert stand-in for a global (subclassed once per dotted name) or for its instances.
 

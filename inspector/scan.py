@@ -335,8 +335,9 @@ def _scan_pickle_bytes(data: bytes, res: FileResult, where: str) -> None:
 def _scan_pickle_stream(f: BinaryIO, size: int, res: FileResult, optional: bool = False) -> bool:
     """Pickles one after another from the start of ``f``: a plain pickle, a joblib stream or a
     legacy torch file (magic, version, sys_info, the data pickle, the storage keys). With
-    ``optional``, a stream whose first pickle neither parses nor names a global is not a pickle:
-    returns False and reports nothing."""
+    ``optional`` (no PROTO opcode: protocol 0/1 or not a pickle at all), a stream whose first
+    pickle does not parse and names no dangerous global is not a pickle: returns False and
+    reports nothing."""
     f.seek(0)
     count = 0
     legacy = False
@@ -359,8 +360,11 @@ def _scan_pickle_stream(f: BinaryIO, size: int, res: FileResult, optional: bool 
                 res.add(ERROR, f"joblib stream: {err}")
             return True
         if count == 0:
-            if err and not globals_ and optional:
-                return False
+            dangerous = any(
+                g.verdict is not None and g.verdict.level == V.DANGEROUS for g in globals_.values()
+            )
+            if err and optional and not dangerous:
+                return False  # text that happens to start like a pickle opcode
             legacy = obj == TORCH_MAGIC and type(obj) is int
             res.kind = "torch-legacy" if legacy else "pickle"
         where = f"pickle at offset {start}"
