@@ -275,20 +275,23 @@ class Checkpoint:
             f"{totals['parameters']:,} parameters>"
         )
 
-    def shared_with(self) -> dict[str, tuple[str, ...]]:
-        """stored_name -> the other stored names that are the same tensor (only tied ones)."""
+    def tie_groups(self) -> dict[str, list[str]]:
+        """stored_name -> its tied group (one list shared by every member, in stored order; only
+        tied tensors). Linear in the number of tensors however large a group is."""
         if not _may_share(self.tensors):
             return {}
         groups: dict[tuple, list[str]] = {}
         for t in self.tensors:
             if t.identity is not None:
                 groups.setdefault(t.identity, []).append(t.stored_name)
-        out: dict[str, tuple[str, ...]] = {}
-        for names in groups.values():
-            if len(names) > 1:
-                for n in names:
-                    out[n] = tuple(x for x in names if x != n)
-        return out
+        return {n: names for names in groups.values() if len(names) > 1 for n in names}
+
+    def shared_with(self) -> Mapping[str, tuple[str, ...]]:
+        """stored_name -> the other stored names that are the same tensor (only tied ones).
+
+        A read-only mapping that builds each tuple when asked: one tensor stored under 100,000
+        names must not become 10^10 strings."""
+        return SharedWith(self.tie_groups())
 
     def unique(self, tensors: Iterable[TensorEntry] | None = None) -> list[TensorEntry]:
         """The entries with aliases removed (first name of each tied group kept)."""
@@ -324,6 +327,22 @@ class Checkpoint:
             if t.nbytes is not None:
                 out[t.dtype] = out.get(t.dtype, 0) + t.nbytes
         return dict(sorted(out.items()))
+
+
+class SharedWith(Mapping[str, tuple[str, ...]]):
+    """stored_name -> the other names of its tied group, computed per lookup."""
+
+    def __init__(self, groups: dict[str, list[str]]) -> None:
+        self._groups = groups
+
+    def __getitem__(self, name: str) -> tuple[str, ...]:
+        return tuple(x for x in self._groups[name] if x != name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._groups)
+
+    def __len__(self) -> int:
+        return len(self._groups)
 
 
 def _may_share(tensors: list[TensorEntry]) -> bool:

@@ -137,14 +137,20 @@ def _open_npy(source: Source) -> Checkpoint:
     with source.open() as f:
         dtype, shape, itemsize, info = parse_header(f, where)
     if dtype == "object":
+        # numpy.load(allow_pickle=True) unpickles the rest of the file: its globals with their
+        # verdicts (for the policy), then the arrays inside, read through the same unpickler
         from .pickled import object_array_entries
 
         start = info["header_bytes"]
-        entries, findings = object_array_entries(source.read(start, size - start), where)
+        if size - start > MAX_OBJECT_PICKLE:
+            raise FormatError(f"object array pickle exceeds {MAX_OBJECT_PICKLE} bytes", where)
+        body = source.read(start, size - start)
+        info["pickle_globals"], findings = object_array_globals(body, where)
+        entries, _ = object_array_entries(body, where)
         return Checkpoint(paths=(where,), format=NAME + "-npy", tensors=entries,
                           metadata={**info, "pickled_object": True}, findings=findings)
     data = math.prod(shape) * itemsize
-    if dtype != "object" and info["header_bytes"] + data > size:
+    if info["header_bytes"] + data > size:
         raise FormatError(
             f"truncated: shape {list(shape)} of {dtype} needs {data} data bytes, "
             f"{size - info['header_bytes']} present",
@@ -152,6 +158,26 @@ def _open_npy(source: Source) -> Checkpoint:
         )
     entry = _entry("0", dtype, shape, itemsize, offset=info["header_bytes"])
     return Checkpoint(paths=(where,), format=NAME + "-npy", tensors=[entry], metadata=info)
+
+
+MAX_OBJECT_PICKLE = 256 << 20
+
+
+def object_array_globals(data: bytes, where: str) -> tuple[list[dict], list[Finding]]:
+    """The globals of an object array's pickle with their verdicts (nothing is run)."""
+    from .pickle_findings import pickle_findings
+    from .restricted_pickle import PickleError, base_allowed, unpickle
+
+    if len(data) > MAX_OBJECT_PICKLE:
+        raise FormatError(f"object array pickle exceeds {MAX_OBJECT_PICKLE} bytes", where)
+    try:
+        _, globals_ = unpickle(data, base_allowed())
+    except PickleError as e:
+        rows, findings = pickle_findings(e.globals or {}, where)
+        if any(f.severity == "danger" for f in findings):
+            return rows, findings + [Finding("warning", f"object array pickle: {e}", where)]
+        raise FormatError(f"object array pickle: {e}", where) from None
+    return pickle_findings(globals_, where)
 
 
 def _member_offset(f: BinaryIO, info: zipfile.ZipInfo) -> int | None:
@@ -184,6 +210,7 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
         headers: dict[str, tuple] = {}
         findings: list[Finding] = []
         pickled: dict[str, list[TensorEntry]] = {}  # object members: the arrays inside them
+        globals_rows: list[dict] = []
         for info in infos:
             member = f"{where}:{info.filename}"
             try:
@@ -209,13 +236,15 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
                 with z.open(info) as f:
                     raw_member = f.read()
                 key = info.filename[: -len(".npy")]
-                pickled[key], more = object_array_entries(
-                    raw_member[hinfo["header_bytes"] :], member, key
-                )
-                findings.extend(more)
+                body = raw_member[hinfo["header_bytes"] :]
+                # the globals with their verdicts (for the policy), then the arrays inside
+                rows, found = object_array_globals(body[: MAX_OBJECT_PICKLE + 1], member)
+                globals_rows.extend(rows)
+                findings.extend(found)
+                pickled[key], _ = object_array_entries(body, member, key)
                 continue
             data = math.prod(shape) * itemsize
-            if dtype != "object" and hinfo["header_bytes"] + data != info.file_size:
+            if hinfo["header_bytes"] + data != info.file_size:
                 raise FormatError(
                     f"member holds {info.file_size} bytes, header says "
                     f"{hinfo['header_bytes']} + {data}",
@@ -236,7 +265,8 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
         paths=(where,),
         format=NAME + "-npz",
         tensors=tensors,
-        metadata={"members": len(infos)},
+        metadata={"members": len(infos)}
+        | ({"pickle_globals": globals_rows} if globals_rows else {}),
         findings=findings,
     )
 

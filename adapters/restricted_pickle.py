@@ -9,8 +9,9 @@ record their arguments in a new placeholder instance. Nothing is imported, no at
 object is read, nothing from the file is executed. This is how a whole pickled ``nn.Module`` is
 read: its class is a placeholder and its ``__dict__`` arrives as the recorded BUILD state.
 
-Every global the pickle names is recorded (:class:`GlobalRef`), with a severity from a small
-table of known-dangerous modules and callables (:func:`severity`).
+Every global the pickle names is recorded (:class:`GlobalRef`) with how the pickle uses it
+(called, constructed or only named: the placeholders record it) and the verdict
+:mod:`inspector.adapters.pickle_verdicts` gives it.
 
 Other ways a pickle can reach code, and how they are closed:
 
@@ -44,78 +45,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# Modules whose every global is treated as dangerous (the root package is compared, so
-# "os.path" counts as "os"). Sources: fickling's UNSAFE_IMPORTS and the modules torch's
-# weights_only unpickler documents as the usual payloads.
-DANGEROUS_MODULES = frozenset(
-    {
-        "os",
-        "posix",
-        "nt",
-        "subprocess",
-        "sys",
-        "runpy",
-        "importlib",
-        "socket",
-        "shutil",
-        "pty",
-        "ctypes",
-        "multiprocessing",
-        "code",
-        "codeop",
-        "pickle",
-        "_pickle",
-        "marshal",
-        "types",
-        "operator",
-        "_operator",
-        "functools",
-        "webbrowser",
-        "urllib",
-        "http",
-        "pathlib",
-        "io",
-        "_io",
-        "tempfile",
-        "asyncio",
-        "signal",
-        "threading",
-        "_thread",
-        "pkgutil",
-        "zipimport",
-        "commands",
-        "platform",
-        "dill",
-        "cloudpickle",
-    }
-)
-# Single callables that run code or touch the outside world.
-DANGEROUS_GLOBALS = frozenset(
-    {
-        "builtins.eval",
-        "builtins.exec",
-        "builtins.compile",
-        "builtins.open",
-        "builtins.getattr",
-        "builtins.setattr",
-        "builtins.delattr",
-        "builtins.__import__",
-        "builtins.input",
-        "builtins.breakpoint",
-        "builtins.globals",
-        "builtins.locals",
-        "builtins.vars",
-        "builtins.execfile",
-        "builtins.apply",
-        "builtins.file",
-        "builtins.reload",
-        "numpy.testing._private.utils.runstring",
-        "torch.load",
-        "torch.serialization.load",
-        "torch.hub.load",
-        "torch.hub.load_state_dict_from_url",
-    }
-)
+from . import pickle_verdicts as verdicts
+from .pickle_lists import CALLS_ARGUMENT, NESTED_LOADERS
+
 # Text encodings `_codecs.encode` may use (protocol 2 spells bytes as encode(str, 'latin1')).
 _TEXT_ENCODINGS = frozenset(
     {"latin1", "latin-1", "latin_1", "iso-8859-1", "utf-8", "utf8", "ascii"}
@@ -128,37 +60,78 @@ _RENDER_STR = 2000
 
 
 class PickleError(Exception):
-    """The pickle is malformed or asks for something refused; ``str()`` is one line."""
+    """The pickle is malformed or asks for something refused; ``str()`` is one line.
+
+    ``globals`` holds the globals read before the error (a broken pickle can still be a
+    dangerous one: it runs up to the point of breaking under a real loader)."""
+
+    globals: dict[str, GlobalRef] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class GlobalRef:
     """One global a pickle named: its dotted name as written (``__builtin__.set`` in protocol
-    2), the Python 3 name it stands for (``builtins.set``, used for the allowlist and the
-    severity), whether the allowlist had it, and its severity."""
+    2), the Python 3 name it stands for (``builtins.set``, used for the verdict), whether it is
+    on the allowlist of inert callables (``allowed``, i.e. verdict ``safe``), the finding
+    severity (None when safe, "warning" when foreign, "danger" when dangerous) and the
+    :class:`~inspector.adapters.pickle_verdicts.Verdict` (level, how a loader would use it, why)."""
 
     name: str
     resolved: str
     allowed: bool
-    severity: str | None  # None when allowed, else "danger" | "warning"
+    severity: str | None
+    verdict: verdicts.Verdict | None = None
 
 
-def severity(name: str) -> str:
-    """'danger' for the known-dangerous table, 'warning' for any other foreign global."""
-    root = name.split(".", 1)[0]
-    if root in DANGEROUS_MODULES or name in DANGEROUS_GLOBALS:
-        return "danger"
-    return "warning"
+_SEVERITY = {verdicts.SAFE: None, verdicts.FOREIGN: "warning", verdicts.DANGEROUS: "danger"}
+
+
+def judge(
+    written: str,
+    module: str,
+    qualname: str,
+    uses: set[str] | frozenset[str],
+    how: str = "",
+    nested: set[str] | None = None,
+) -> GlobalRef:
+    """The :class:`GlobalRef` of one global from its names and the uses a load recorded
+    (``nested``: for a nested loader, "level\tsummary" of each blob it would load)."""
+    v = verdicts.verdict(module, qualname, uses, how)
+    if nested and f"{module}.{qualname}" in NESTED_LOADERS and v.use == verdicts.CALLED:
+        results = [r.split("\t", 1) for r in sorted(nested)]
+        level = verdicts.worst({lv for lv, _ in results})
+        if level != verdicts.DANGEROUS:  # every blob examined and none dangerous
+            level = verdicts.FOREIGN
+        top = max((lv for lv, _ in results), key=verdicts.RANK.__getitem__)
+        text = next(t for lv, t in results if lv == top)
+        why = f"the nested bytes were examined: {text}"
+        if level == verdicts.DANGEROUS:
+            why = f"{v.why}; the nested bytes: {text}"
+        v = verdicts.Verdict(level, "called on torch.save bytes held in the file", why)
+    if v.level != verdicts.DANGEROUS and written != f"{module}.{qualname}":
+        w_module, _, w_name = written.rpartition(".")
+        why = verdicts.listed(w_module, w_name)  # the Python 2 spelling, as written
+        if why is not None:
+            v = verdicts.Verdict(verdicts.DANGEROUS, v.use, why)
+    return GlobalRef(
+        written, f"{module}.{qualname}", v.level == verdicts.SAFE, _SEVERITY[v.level], v
+    )
 
 
 class Placeholder:
     """An inert stand-in for a global (subclassed once per dotted name) or for its instances.
 
-    ``global_name`` is the dotted name; instances record what the pickle did to them.
+    ``global_name`` is the dotted name; instances record what the pickle did to them. The
+    per-load types also record how a loader would use their global in ``uses`` (a dict shared
+    by one load: name -> {"called", "constructed"} and name -> how): ``__new__`` runs for every
+    instantiation (NEWOBJ, copyreg._reconstructor), ``__init__`` only when the type is called
+    (REDUCE, and INST/OBJ because ``__getinitargs__`` exists, as for a function global).
     """
 
     __slots__ = ("args", "kwargs", "state", "items", "listitems")
     global_name = "?"
+    uses: dict[str, set[str]] | None = None
+    __getinitargs__ = None  # INST/OBJ call the global (as a loader would a function) -> __init__
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Placeholder:
         obj = object.__new__(cls)
@@ -167,13 +140,33 @@ class Placeholder:
         obj.state = None
         obj.items = None
         obj.listitems = None
+        if cls.uses is not None:
+            cls.uses.setdefault(cls.global_name, set()).add(verdicts.CONSTRUCTED)
         return obj
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # REDUCE calls cls(*args)
-        pass
+        cls = type(self)
+        mark_called(cls)
+        if cls.global_name in NESTED_LOADERS and cls.uses is not None:
+            from .pickle_nested import examine  # bytes of a file inside the file
+
+            level, summary = examine(args[0] if args else None)
+            cls.uses.setdefault("nested:" + cls.global_name, set()).add(f"{level}\t{summary}")
+        at = CALLS_ARGUMENT.get(cls.global_name, -1)
+        if 0 <= at < len(args) and args[at] is not object:
+            # an inert helper a loader calls, which calls this argument (when not implemented
+            # by the reader, it is a placeholder: the argument's call is recorded here)
+            mark_called(args[at], f"by {cls.global_name}")
 
     def __setstate__(self, state: Any) -> None:  # BUILD
         self.state = state
+        # A BUILD state can plant __setstate__/append/extend on the instance; a loader looks
+        # them up on the instance and calls them on the next BUILD/APPEND(S).
+        for d in state if isinstance(state, tuple) else (state,):
+            if isinstance(d, dict):
+                for key in _PLANTED:
+                    if key in d:
+                        mark_called(d[key], f"through a planted {key}")
 
     def __setitem__(self, key: Any, value: Any) -> None:  # SETITEM(S)
         if self.items is None:
@@ -190,20 +183,39 @@ class Placeholder:
             self.append(v)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Placeholder:  # REDUCE on an instance
+        cls = type(self)
+        called = cls.uses is not None and verdicts.CALLED in cls.uses.get(cls.global_name, ())
+        mark_called(cls, "and its result called" if called else "an instance called")
         return _call_result_type(type(self).global_name)(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<placeholder {type(self).global_name}>"
 
 
+_PLANTED = ("__setstate__", "append", "extend")
+
+
+def mark_called(obj: Any, how: str = "") -> None:
+    """Record that a loader would call ``obj`` (a placeholder type, or an instance: its class's
+    ``__call__``); anything else (an allowed callable, a plain value) is left alone."""
+    cls = obj if is_placeholder_type(obj) else type(obj) if isinstance(obj, Placeholder) else None
+    if cls is None or cls.uses is None:
+        return
+    cls.uses.setdefault(cls.global_name, set()).add(verdicts.CALLED)
+    if how:
+        cls.uses.setdefault("how:" + cls.global_name, set()).add(how)
+
+
 def is_placeholder_type(obj: Any) -> bool:
     return isinstance(obj, type) and issubclass(obj, Placeholder)
 
 
-def _make_type(name: str) -> type[Placeholder]:
+def _make_type(name: str, uses: dict[str, set[str]] | None = None) -> type[Placeholder]:
     qual = name.rsplit(".", 1)[-1] or "placeholder"
     return type(
-        qual, (Placeholder,), {"__slots__": (), "global_name": name, "__module__": __name__}
+        qual,
+        (Placeholder,),
+        {"__slots__": (), "global_name": name, "__module__": __name__, "uses": uses},
     )
 
 
@@ -222,7 +234,11 @@ def base_allowed() -> dict[str, Any]:
 
     def reconstructor(cls: Any, base: Any = None, state: Any = None) -> Any:
         # copyreg._reconstructor: the protocol 0/1 spelling of NEWOBJ, for placeholder classes.
+        # A loader calls base.__new__(cls, state) and base.__init__(obj, state) unless base is
+        # object: a foreign base is code that runs.
         if is_placeholder_type(cls):
+            if base is not object and base is not None:
+                mark_called(base, "as copyreg._reconstructor's base")
             return cls.__new__(cls)
         raise PickleError(
             f"copyreg._reconstructor on {type(cls).__name__}, not a class of the file"
@@ -294,8 +310,77 @@ def scan_globals(data: bytes) -> list[tuple[str, int]]:
     return out
 
 
-class RestrictedUnpickler(pickle.Unpickler):
-    """``find_class`` resolves only ``allowed``; everything else is a placeholder type."""
+class _Restricted:
+    """``find_class`` resolves only ``allowed``; everything else is a placeholder type. Mixed
+    into CPython's C unpickler (:class:`RestrictedUnpickler`) and its pure-Python one
+    (:class:`PyRestrictedUnpickler`, for streams that interleave raw data, like joblib's)."""
+
+    def _setup(self, allowed: Mapping[str, Any]) -> None:
+        self._allowed = allowed
+        self._types: dict[str, type[Placeholder]] = {}
+        # written name -> (module, qualname) in Python 3 spelling, in order of appearance
+        self._seen: dict[str, tuple[str, str]] = {}
+        self.uses: dict[str, set[str]] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        written = f"{module}.{name}"
+        seen = self._seen.get(written)
+        if seen is None:
+            # Python 2 spellings (protocol < 3): __builtin__.set is builtins.set, copy_reg is
+            # copyreg; the allowlist and the lists of dangerous globals use Python 3 names.
+            key = (module, name)
+            if key in _compat_pickle.NAME_MAPPING:
+                module, name = _compat_pickle.NAME_MAPPING[key]
+            elif module in _compat_pickle.IMPORT_MAPPING:
+                module = _compat_pickle.IMPORT_MAPPING[module]
+            seen = self._seen[written] = (module, name)
+        dotted = f"{seen[0]}.{seen[1]}"
+        found = self._allowed.get(dotted)
+        if found is not None:
+            if dotted in NESTED_LOADERS:  # a stand-in too is judged by the bytes it loads
+                return self._examining(dotted, found)
+            return found
+        t = self._types.get(dotted)
+        if t is None:
+            t = self._types[dotted] = _make_type(dotted, self.uses)
+        return t
+
+    def _examining(self, dotted: str, loader: Callable[..., Any]) -> Callable[..., Any]:
+        """``loader`` (a reader's stand-in for a nested loader such as
+        ``torch.storage._load_from_bytes``) behind the same examination of the bytes a placeholder
+        gets, so the verdict does not depend on which reader implemented it."""
+        uses = self.uses
+
+        def load(*args: Any) -> Any:
+            from .pickle_nested import examine
+
+            level, summary = examine(args[0] if args else None)
+            uses.setdefault("nested:" + dotted, set()).add(f"{level}\t{summary}")
+            uses.setdefault(dotted, set()).add(verdicts.CALLED)
+            return loader(*args)
+
+        return load
+
+    @property
+    def globals(self) -> dict[str, GlobalRef]:
+        """Every global named so far (written name -> :class:`GlobalRef` with its verdict)."""
+        out = {}
+        for written, (module, qualname) in self._seen.items():
+            dotted = f"{module}.{qualname}"
+            uses = self.uses.get(dotted, ())
+            if dotted in self._allowed and not uses:
+                uses = {verdicts.CALLED}  # an implemented builder: called or not, it is inert
+            how = ", ".join(sorted(self.uses.get("how:" + dotted, ())))
+            nested = self.uses.get("nested:" + dotted)
+            out[written] = judge(written, module, qualname, frozenset(uses), how, nested)
+        return out
+
+    def persistent_load(self, pid: Any) -> Any:  # replaced per instance when the caller has one
+        raise PickleError("the pickle uses persistent ids, which this file kind does not have")
+
+
+class RestrictedUnpickler(_Restricted, pickle.Unpickler):
+    """The C unpickler under :class:`_Restricted`."""
 
     def __init__(
         self,
@@ -306,36 +391,29 @@ class RestrictedUnpickler(pickle.Unpickler):
         if persistent_load is not None:
             # Before __init__: the C unpickler looks persistent_load up once, there.
             self.persistent_load = persistent_load  # type: ignore[method-assign]
-        super().__init__(file, fix_imports=False, encoding="latin1")
-        self._allowed = allowed
-        self._types: dict[str, type[Placeholder]] = {}
-        self.globals: dict[str, GlobalRef] = {}
+        pickle.Unpickler.__init__(self, file, fix_imports=False, encoding="latin1")
+        self._setup(allowed)
 
-    def find_class(self, module: str, name: str) -> Any:
-        written = f"{module}.{name}"
-        ref = self.globals.get(written)
-        if ref is None:
-            # Python 2 spellings (protocol < 3): __builtin__.set is builtins.set, copy_reg is
-            # copyreg; the allowlist and the danger table use the Python 3 names.
-            key = (module, name)
-            if key in _compat_pickle.NAME_MAPPING:
-                module, name = _compat_pickle.NAME_MAPPING[key]
-            elif module in _compat_pickle.IMPORT_MAPPING:
-                module = _compat_pickle.IMPORT_MAPPING[module]
-            dotted = f"{module}.{name}"
-            allowed = dotted in self._allowed
-            ref = GlobalRef(written, dotted, allowed, None if allowed else severity(dotted))
-            self.globals[written] = ref
-        dotted = ref.resolved
-        if ref.allowed:
-            return self._allowed[dotted]
-        t = self._types.get(dotted)
-        if t is None:
-            t = self._types[dotted] = _make_type(dotted)
-        return t
 
-    def persistent_load(self, pid: Any) -> Any:  # replaced per instance when the caller has one
-        raise PickleError("the pickle uses persistent ids, which this file kind does not have")
+class PyRestrictedUnpickler(_Restricted, pickle._Unpickler):  # type: ignore[name-defined,misc]
+    """The pure-Python unpickler under :class:`_Restricted` (its ``dispatch`` can be extended).
+    Slower; bounded by the same caller-side size caps, and by Python's recursion limit."""
+
+    def __init__(
+        self,
+        file: Any,
+        allowed: Mapping[str, Any],
+        persistent_load: Callable[[Any], Any] | None = None,
+        uses: dict[str, set[str]] | None = None,
+    ) -> None:
+        pickle._Unpickler.__init__(  # type: ignore[attr-defined]
+            self, file, fix_imports=False, encoding="latin1"
+        )
+        if persistent_load is not None:
+            self.persistent_load = persistent_load  # type: ignore[method-assign]
+        self._setup(allowed)
+        if uses is not None:
+            self.uses = uses
 
 
 def unpickle(
@@ -364,30 +442,40 @@ def unpickle(
     try:
         with gc_paused(), address_space_capped(max(MEMORY_FLOOR, MEMORY_PER_BYTE * size)):
             obj = unpickler.load()
-    except PickleError:
-        raise
-    except RecursionError:
-        raise PickleError("the pickle nests too deeply") from None
-    except MemoryError:
-        raise PickleError(
-            "the pickle asks for more memory than is available (hostile sizes?)"
-        ) from None
-    except (pickle.UnpicklingError, EOFError) as e:
-        raise PickleError(f"malformed pickle: {e or 'truncated'}") from None
-    except (
-        ValueError,
-        TypeError,
-        KeyError,
-        IndexError,
-        AttributeError,
-        struct.error,
-        UnicodeDecodeError,
-        OverflowError,
-    ) as e:
-        if "extension code" in str(e):
-            raise PickleError("EXT opcode (copyreg extension registry) is not supported") from None
-        raise PickleError(f"malformed pickle ({type(e).__name__}: {e})") from None
+    except (PickleError, RecursionError, MemoryError, *_LOAD_ERRORS) as e:
+        err = _as_pickle_error(e)
+        err.globals = unpickler.globals
+        raise err from None
     return obj, unpickler.globals
+
+
+_LOAD_ERRORS = (
+    pickle.UnpicklingError,
+    EOFError,
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    struct.error,
+    UnicodeDecodeError,
+    OverflowError,
+)
+
+
+def _as_pickle_error(e: BaseException) -> PickleError:
+    """One-line :class:`PickleError` for what a hostile or broken pickle makes the load raise."""
+    if isinstance(e, PickleError):
+        return e
+    if isinstance(e, RecursionError):
+        return PickleError("the pickle nests too deeply")
+    if isinstance(e, MemoryError):
+        return PickleError("the pickle asks for more memory than is available (hostile sizes?)")
+    if isinstance(e, (pickle.UnpicklingError, EOFError)):
+        return PickleError(f"malformed pickle: {e or 'truncated'}")
+    if "extension code" in str(e):
+        return PickleError("EXT opcode (copyreg extension registry) is not supported")
+    return PickleError(f"malformed pickle ({type(e).__name__}: {e})")
 
 
 # A legitimate pickle never needs more than a small multiple of its own size; the floor covers

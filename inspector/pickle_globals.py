@@ -17,15 +17,16 @@ from inspector.adapters.model import Checkpoint
 
 SCHEMA = "inspector.globals/1"
 VERDICTS = {
-    "allowed": "known (torch rebuild, storage or container)",
+    "allowed": "safe",
     "warning": "foreign: read as an inert placeholder",
-    "danger": "can execute code: read as an inert placeholder, never called",
+    "danger": "dangerous, can execute code: read as an inert placeholder, never called",
 }
 
 
 def globals_report(ckpt: Checkpoint) -> dict[str, Any]:
     """``{"schema", "path", "format", "pickle", "globals": [{"name", "allowed", "severity",
-    "where"}]}``; ``pickle`` is False for formats that hold no pickle."""
+    "where", "use", "verdict", "why"}]}``; ``pickle`` is False for formats that hold no pickle.
+    ``verdict`` is safe/foreign/dangerous (:mod:`adapters.pickle_verdicts`)."""
     listed = ckpt.metadata.get("pickle_globals")
     found = {f.subject: f for f in ckpt.findings if f.subject}
     rows = []
@@ -38,6 +39,10 @@ def globals_report(ckpt: Checkpoint) -> dict[str, Any]:
                 "allowed": g["allowed"],
                 "severity": severity,
                 "where": finding.where if finding else None,
+                # how a loader would use it (called/constructed/named), the verdict and why
+                "use": g.get("use"),
+                "verdict": g.get("verdict"),
+                "why": g.get("why"),
             }
         )
     return {
@@ -67,9 +72,16 @@ def render_globals(report: dict[str, Any], fmt: str) -> str:
     head = f"{sanitize(report['path'])}  [{report['format']}]\n\n"
     if not report["pickle"]:
         return head + "no pickle in this format: it cannot reference Python globals\n"
-    table = [[sanitize(r["name"]), VERDICTS.get(r["severity"], r["severity"])] for r in rows]
+    table = [
+        [
+            sanitize(r["name"]),
+            r["use"] or "",
+            VERDICTS.get(r["severity"], r["severity"]) + (f" ({r['why']})" if r["why"] else ""),
+        ]
+        for r in rows
+    ]
     style = "github" if fmt == "markdown" else "simple"
-    body = tabulate(table, ["global", "verdict"], style) if table else "(no globals)"
+    body = tabulate(table, ["global", "use", "verdict"], style) if table else "(no globals)"
     danger = sum(r["severity"] == "danger" for r in rows)
     foot = f"\n\n{len(rows)} globals, {danger} that can execute code (none was run)\n"
     return head + body + foot

@@ -228,11 +228,12 @@ def test_persistent_load_abuse_is_a_clean_error(tmp_path, pid, needle):
 
 @pytest.mark.parametrize("container", ["zip", "legacy"])
 def test_globals_view_lists_what_the_pickle_references(tmp_path, container):
-    """`show --globals` is never refused: it is how a user looks before trusting a file."""
+    """`show --globals` is never refused: it is how a user looks before trusting a file; it
+    exits 1 when a global is dangerous (as `scan` does)."""
     marker = tmp_path / "pwned"
     path = _evil_checkpoint(tmp_path, container, 4, "getattr-chain")
     proc = run_cli("show", "--globals", "--format", "json", str(path))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
     verdict = {g["name"]: g["severity"] for g in doc["globals"]}
     assert verdict["torch._utils._rebuild_tensor_v2"] == "allowed"
@@ -240,7 +241,7 @@ def test_globals_view_lists_what_the_pickle_references(tmp_path, container):
     assert verdict["builtins.getattr"] == "danger"
     assert verdict["builtins.__import__"] == "danger"
     table = run_cli("show", "--globals", str(path))
-    assert table.returncode == 0 and "can execute code" in table.stdout
+    assert table.returncode == 1 and "can execute code" in table.stdout
     assert not marker.exists(), "the payload ran"
 
 

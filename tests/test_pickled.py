@@ -39,8 +39,12 @@ def test_pickled_weights_match_the_producer(name):
         assert report["totals"]["buffers"] == truth["buffer_count"]
     for group in truth.get("same_object", []):
         assert set(got[group[1]].get("shared_with", [])) == {group[0]}
-    # the stand-ins for NumPy/torch/joblib are understood: no foreign-global warnings
-    assert not [f for f in ckpt.findings if f.severity != "info"], ckpt.findings
+    # the stand-ins for NumPy/torch/joblib are understood: no foreign-global warnings, except
+    # the one call a loader makes on nested torch.save bytes (pickle.dumps of a tensor), whose
+    # verdict is the examined bytes': foreign (a warning), never dangerous for plain tensors
+    nested = "torch.storage._load_from_bytes"
+    assert not [f for f in ckpt.findings if f.severity != "info" and f.subject != nested]
+    assert not [f for f in ckpt.findings if f.severity == "danger"], ckpt.findings
 
 
 def test_fortran_order_is_kept():
@@ -61,7 +65,7 @@ def test_nothing_from_a_plain_pickle_runs(tmp_path):
         p = tmp_path / f"evil{proto}.pkl"
         p.write_bytes(pickle.dumps({"w": Payload()}, protocol=proto))
         proc = run_cli("show", str(p))
-        assert proc.returncode == 2 and "can execute code" in proc.stderr, proc.stderr
+        assert proc.returncode == 2 and "refused" in proc.stderr and "eval" in proc.stderr, proc.stderr
         assert not marker.exists()
     # the same bytes do run under pickle.loads: the test would notice
     pickle.loads(p.read_bytes())

@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import zipfile
+from collections import OrderedDict
 from pathlib import Path
 
 import pytest
@@ -595,12 +596,14 @@ def test_legacy_key_list_must_match(tmp_path):
         open_file(path)
 
 
-def test_plain_pickle_is_refused_clearly(tmp_path):
+def test_plain_pickle_is_read_for_its_globals(tmp_path):
+    """A plain pickle holds no tensors, but its globals get verdicts like any data.pkl's."""
     path = tmp_path / "x.pkl"
-    path.write_bytes(pickle.dumps({"a": 1}, protocol=2))
+    path.write_bytes(pickle.dumps({"a": 1, "b": OrderedDict()}, protocol=2))
     assert T.sniff(read_head(LocalSource(path)), LocalSource(path)) == "pickle"
-    with pytest.raises(FormatError, match="plain Python pickle"):
-        T.open_checkpoint(LocalSource(path), "pickle")
+    ck = T.open_checkpoint(LocalSource(path), "pickle")
+    assert ck.format == "pickle" and ck.tensors == [] and ck.findings == []
+    assert [g["verdict"] for g in ck.metadata["pickle_globals"]] == ["safe"]
 
 
 def test_tar_format_is_refused_clearly(tmp_path):

@@ -51,6 +51,7 @@ from ..restricted_pickle import gc_paused
 from ..source import Source
 from .constants import MAGIC_NUMBER, MAX_DEPTH, NAME, TAR_MAGIC, TAR_MEMBERS, ZIP_LOCAL_MAGIC
 from .legacy import open_legacy
+from .plain import open_plain, protocol_0_1_pickle
 from .zip_archive import central_directory, find_data_pkl, open_zip
 
 __all__ = ["ADAPTER", "MAGIC_NUMBER", "MAX_DEPTH", "NAME", "open_checkpoint", "sniff"]
@@ -60,7 +61,8 @@ __all__ = ["ADAPTER", "MAGIC_NUMBER", "MAX_DEPTH", "NAME", "open_checkpoint", "s
 
 
 def sniff(head: bytes, source: Source) -> str | None:
-    """'zip', 'legacy', 'tar' (refused on open) or 'pickle' (a non-torch pickle, refused)."""
+    """'zip', 'legacy', 'tar' (refused on open) or 'pickle' (a plain pickle, read for its
+    globals and values: it holds no storages)."""
     if source.is_dir():
         return None
     if head.startswith(ZIP_LOCAL_MAGIC):
@@ -71,7 +73,9 @@ def sniff(head: bytes, source: Source) -> str | None:
     if magic == MAGIC_NUMBER:
         return "legacy"
     if len(head) > 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
-        return "pickle"  # a protocol 2-5 pickle, but not torch's: refused with a clear message
+        return "pickle"  # a protocol 2-5 pickle, but not torch's
+    if protocol_0_1_pickle(head):
+        return "pickle"
     return None
 
 
@@ -121,11 +125,8 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
             where,
         )
     if variant == "pickle":
-        raise FormatError(
-            "a plain Python pickle, not a torch.save checkpoint (it is neither a zip with "
-            "data.pkl nor starts with torch's magic number); not opened",
-            where,
-        )
+        with gc_paused():
+            return open_plain(source)
     raise FormatError(f"unsupported torch variant {variant!r}", where)
 
 

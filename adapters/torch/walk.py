@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..model import Checkpoint, Finding, Role, TensorEntry
+from ..pickle_findings import pickle_findings
 from ..restricted_pickle import (
     GlobalRef,
     Placeholder,
@@ -175,19 +176,7 @@ def build_checkpoint(
     tensors, hyper, container = _classify(obj, budget, where)
     tensors = align_optimizer_state(obj, tensors)
     meta["container"] = container
-    meta["pickle_globals"] = [{"name": g.name, "allowed": g.allowed} for g in globals_.values()]
-    findings = [
-        Finding(
-            g.severity or "warning",
-            f"pickle global {g.name}"
-            + (f" ({g.resolved})" if g.resolved != g.name else "")
-            + " is not on the allowlist; read as an inert placeholder",
-            member,
-            g.name,
-        )
-        for g in globals_.values()
-        if not g.allowed
-    ]
+    meta["pickle_globals"], findings = pickle_findings(globals_, member)
     if meta.get("byteorder") == "big":
         findings.append(Finding("info", "big-endian tensor data (metadata read as usual)", member))
     return Checkpoint(

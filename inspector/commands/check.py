@@ -16,6 +16,8 @@ import argparse
 import sys
 from typing import Any
 
+from inspector.pickle_policy import add_allow_unsafe, dangerous, load_checked
+
 NAME = "check"
 HELP = "compare a checkpoint's tensors and group counts with the formula prediction"
 FORMATS = ("table", "markdown", "json")
@@ -45,18 +47,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheme", help="grouping scheme name or YAML file (default: the arch's)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
     p.add_argument("--input-format", metavar="NAME", help="skip detection and read as this format")
+    add_allow_unsafe(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.adapters.registry import load
     from inspector.formulas import get
     from inspector.formulas.check import check
 
-    ckpt = load(args.path, args.input_format)
+    ckpt = load_checked(args.path, args.input_format, args.allow_unsafe)
     arch = get(args.arch) if args.arch else None
     result = check(ckpt, arch, parse_sets(args.set), args.scheme)
-    sys.stdout.write(render(result.to_dict(), args.format))
-    return 0 if result.ok else 1
+    report = result.to_dict()
+    unsafe = dangerous(ckpt)
+    if unsafe:  # listed under --allow-unsafe: never verified
+        report["status"] = "unsafe"
+        report["notes"].append("not verified: the pickle references " + "; ".join(unsafe))
+    sys.stdout.write(render(report, args.format))
+    return 0 if result.ok and not unsafe else 1
 
 
 def _shape(shape: list[int] | None) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from inspector.pickle_policy import add_allow_unsafe, load_checked
+
 NAME = "diff"
 HELP = "compare two checkpoints: added, removed, reshaped, retyped and (--values) changed tensors"
 
@@ -37,21 +39,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheme", metavar="NAME|FILE", default=None,
                    help="grouping scheme for the per-group deltas (default: auto)")
     p.add_argument("--input-format", metavar="NAME", help="read both files as this format")
-    p.add_argument("--allow-unsafe", action="store_true",
-                   help="diff pickles that reference code-execution globals (nothing is run)")
+    add_allow_unsafe(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.adapters.registry import load
-    from inspector.commands.show import refuse_if_unsafe
     from inspector.diff import diff, report
     from inspector.reports.render_diff import render
 
     ckpts = []
     for path in (args.a, args.b):
-        ckpt = load(path, args.input_format)
-        refuse_if_unsafe(ckpt, args.allow_unsafe)
-        ckpts.append(ckpt)
+        ckpts.append(load_checked(path, args.input_format, args.allow_unsafe))
     result = diff(
         ckpts[0],
         ckpts[1],

@@ -6,7 +6,9 @@ import argparse
 import gc
 import sys
 
-from inspector.adapters.errors import UnsafeContentError
+from inspector.pickle_policy import add_allow_unsafe, refuse_if_unsafe
+
+__all__ = ["refuse_if_unsafe"]  # kept importable from here
 
 NAME = "show"
 HELP = "list every tensor with its shape, dtype, count and role"
@@ -47,25 +49,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--globals",
         action="store_true",
         help="list the Python globals the checkpoint's pickle references (allowed, foreign, "
-        "or able to execute code) instead of the tensors; never refused, nothing is run",
+        "or able to execute code) instead of the tensors; never refused, nothing is run; "
+        "exit 1 when any global is dangerous",
     )
-    p.add_argument(
-        "--allow-unsafe",
-        action="store_true",
-        help="list a pickle that references code-execution globals (os.system, eval, ...) "
-        "instead of refusing it; nothing from the file is run either way",
-    )
-
-
-def refuse_if_unsafe(ckpt, allow_unsafe: bool) -> None:
-    """Raise :class:`UnsafeContentError` when a pickle referenced code-execution globals."""
-    danger = sorted({f.subject or f.message for f in ckpt.findings if f.severity == "danger"})
-    if danger and not allow_unsafe:
-        raise UnsafeContentError(
-            f"refused: the pickle references {', '.join(danger)}, which can execute code "
-            "(nothing was run; --allow-unsafe lists it anyway)",
-            ckpt.path,
-        )
+    add_allow_unsafe(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,8 +76,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.globals:
         from inspector.pickle_globals import globals_report, render_globals
 
-        sys.stdout.write(render_globals(globals_report(ckpt), args.format))
-        return 0
+        report = globals_report(ckpt)
+        sys.stdout.write(render_globals(report, args.format))
+        return 1 if any(r["severity"] == "danger" for r in report["globals"]) else 0
     refuse_if_unsafe(ckpt, args.allow_unsafe)
     params = {"depth": args.depth} if args.depth is not None else None
     report = listing(ckpt, args.match, args.sort, args.scheme, params)

@@ -483,10 +483,15 @@ def _infer_tying(ckpt: Any, shapes: Mapping[str, Any], n: dict, major: str) -> d
              (False, True, True): "src_trg"}.get(present, "none")
         vs = shapes.get(src)
     else:
-        tied = {k: set(v) for k, v in ckpt.shared_with().items()}
-        by_name = {e.stored_name: e.name for e in ckpt.tensors}
-        joined = {(by_name.get(k), by_name.get(x)) for k, v in tied.items() for x in v}
-        st, so = (src, trg) in joined, (trg, out) in joined
+        # one tie group per tensor (linear: a tensor stored under 100,000 names stays cheap)
+        groups = ckpt.tie_groups()
+        stored = {e.name: e.stored_name for e in ckpt.tensors}
+
+        def same(a: str, b: str) -> bool:
+            ga = groups.get(stored.get(a, ""))
+            return ga is not None and ga is groups.get(stored.get(b, ""))
+
+        st, so = same(src, trg), same(trg, out)
         t = "src_trg_softmax" if st and so else "src_trg" if st else "trg_softmax" if so else "none"
         vs = shapes.get(src)
     result: dict[str, Any] = {"weight_tying": t != "none", "weight_tying_type": t}

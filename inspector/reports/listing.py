@@ -10,7 +10,10 @@ Schema (``"schema": "inspector.listing/1"``), fields never change meaning, later
 - ``tensors``: in stored order (or ``sort``), each ``name`` (canonical), ``stored_name`` (as the
   file stores it), ``shape`` (list), ``dtype``, ``role`` (parameter|buffer|optimizer|other),
   ``numel``, ``nbytes`` (null if unknown), ``offset`` (absolute byte offset or null), ``file``
-  (shard, or null), and ``shared_with`` (list of stored names, only on tied tensors).
+  (shard, or null), and on tied tensors only: ``tied_to`` (the first stored name of the tie
+  group: the group's id, the name every alias points to), ``tie_size`` (names in the group) and
+  ``shared_with`` (the other stored names, at most 16; ``shared_with_omitted`` counts the rest,
+  so the report stays linear when one tensor is stored under 100,000 names).
 - ``totals``: element counts ``parameters``, ``buffers``, ``optimizer``, ``other``, ``all``
   (every stored tensor, a tensor tied under several names counted once; logical sizes, also for
   sparse arrays), ``stored_elements`` (only when sparse arrays store fewer), plus ``tensors``
@@ -107,7 +110,7 @@ def listing(
     from inspector import grouping
 
     entries = select(ckpt, match, sort)
-    shared = ckpt.shared_with()
+    ties = ckpt.tie_groups()
     unique = ckpt.unique(entries)
     chosen = grouping.resolve(scheme, [t.name for t in ckpt.tensors], ckpt.format, scheme_params)
     groups = grouping.summarize(chosen, entries, unique)
@@ -130,7 +133,7 @@ def listing(
             "auto": scheme in (None, grouping.AUTO),
             "parameters": dict(chosen.parameters),
         },
-        "tensors": [_tensor(t, shared.get(t.stored_name), chosen.assign(t.name)) for t in entries],
+        "tensors": [_tensor(t, ties.get(t.stored_name), chosen.assign(t.name)) for t in entries],
         "totals": sums,
         "groups": groups,
         "bytes_by_dtype": ckpt.bytes_by_dtype(unique),
@@ -144,7 +147,26 @@ def listing(
     return report
 
 
-def _tensor(t: TensorEntry, shared: tuple[str, ...] | None, where: Assignment) -> dict[str, Any]:
+SHARED_WITH_LIMIT = 16
+
+
+def tie_fields(name: str, group: list[str]) -> dict[str, Any]:
+    """``tied_to`` (the group's first stored name), ``tie_size`` and ``shared_with`` (the other
+    names, at most :data:`SHARED_WITH_LIMIT`, with ``shared_with_omitted`` counting the rest):
+    linear output however many names share one tensor."""
+    others: list[str] = []
+    for x in group:
+        if x != name:
+            if len(others) == SHARED_WITH_LIMIT:
+                break
+            others.append(x)
+    out: dict[str, Any] = {"tied_to": group[0], "tie_size": len(group), "shared_with": others}
+    if len(group) - 1 > len(others):
+        out["shared_with_omitted"] = len(group) - 1 - len(others)
+    return out
+
+
+def _tensor(t: TensorEntry, group: list[str] | None, where: Assignment) -> dict[str, Any]:
     row: dict[str, Any] = {
         "name": t.name,
         "stored_name": t.stored_name,
@@ -158,8 +180,8 @@ def _tensor(t: TensorEntry, shared: tuple[str, ...] | None, where: Assignment) -
     }
     if t.stored_numel is not None:
         row["stored_numel"] = t.stored_numel
-    if shared:
-        row["shared_with"] = list(shared)
+    if group:
+        row.update(tie_fields(t.stored_name, group))
     row["group"] = where.group
     for key in ("layer", "direction", "block"):
         if getattr(where, key) is not None:

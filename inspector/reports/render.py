@@ -51,20 +51,21 @@ def _tied_marker(row: dict[str, Any], first_of: dict[str, str]) -> str:
     others = row.get("shared_with")
     if not others:
         return ""
-    first = first_of[row["stored_name"]]
+    first = first_of[row["tied_to"]]
     if first == row["stored_name"]:
-        return "tied: " + ", ".join(sanitize(o) for o in others)
+        more = row.get("shared_with_omitted")
+        return "tied: " + ", ".join(sanitize(o) for o in others) + (
+            f" and {more:,} more" if more else ""
+        )
     return f"= {sanitize(first)} (not counted)"
 
 
 def _first_names(report: dict[str, Any]) -> dict[str, str]:
-    """stored_name -> the first stored name of its tied group, in listing order."""
+    """tie group (``tied_to``) -> the first stored name of the group in listing order."""
     out: dict[str, str] = {}
     for row in report["tensors"]:
-        for name in row.get("shared_with", ()):
-            out.setdefault(name, row["stored_name"])
-        if row.get("shared_with"):
-            out.setdefault(row["stored_name"], row["stored_name"])
+        if row.get("tied_to") is not None:
+            out.setdefault(row["tied_to"], row["stored_name"])
     return out
 
 

@@ -1,0 +1,429 @@
+"""Data only: the published lists of dangerous pickle globals, ours, and the inert allowlist.
+
+Each peer list is recorded as published (module -> "*" for every global under that module and
+its submodules, or a tuple of qualified names), with where it came from. They were read from the
+peers' repositories, not imported: nothing here runs. :mod:`inspector.adapters.pickle_verdicts`
+applies them; ``tests/test_verdict_corpus.py`` checks that every entry comes out ``dangerous``.
+"""
+
+from __future__ import annotations
+
+ALL = "*"
+
+SOURCES = {
+    "picklescan": "github.com/mmaitre314/picklescan src/picklescan/scanner.py `_unsafe_globals` "
+    "(commit f15d54da3dec, 2026-07-01)",
+    "fickling": "github.com/trailofbits/fickling fickling/fickle.py `UNSAFE_IMPORTS` (modules, "
+    "with `SAFE_BUILTINS` exempt from builtins) and fickling/analysis.py `UnsafeImportsML` "
+    "(commit 854c99acd263, 2026-08-14)",
+    "modelscan": "github.com/protectai/modelscan modelscan/settings.py `unsafe_globals` "
+    "CRITICAL and HIGH (commit 8b8ed4b8ed4b, 2025-08-06)",
+    "inspector": "this project: callables that run code or reach the outside world, found "
+    "reading the standard library and torch (each entry says why)",
+}
+
+# picklescan: module -> "*" or qualified names.
+PICKLESCAN: dict[str, str | tuple[str, ...]] = {
+    "__builtin__": ("eval", "compile", "getattr", "apply", "exec", "open", "breakpoint"),
+    "builtins": ("eval", "compile", "getattr", "apply", "exec", "open", "breakpoint"),
+    "cloudpickle.cloudpickle": (
+        "_builtin_type",
+        "_make_function",
+        "_function_setstate",
+        "_make_cell",
+        "_make_empty_cell",
+        "subimport",
+    ),
+    "types": ("CodeType",),
+    "aiohttp": ALL,
+    "asyncio": ALL,
+    "bdb": ALL,
+    "commands": ALL,
+    "ctypes": ALL,
+    "functools": ("partial",),
+    "httplib": ALL,
+    "logging": ("FileHandler",),
+    "_io": ("FileIO",),
+    "numpy.f2py": ALL,
+    "numpy.testing._private.utils": ALL,
+    "nt": ALL,
+    "posix": ALL,
+    "_operator": ("attrgetter", "itemgetter", "methodcaller"),
+    "operator": ("attrgetter", "itemgetter", "methodcaller"),
+    "os": ALL,
+    "requests.api": ALL,
+    "runpy": ALL,
+    "shutil": ALL,
+    "socket": ALL,
+    "ssl": ALL,
+    "subprocess": ALL,
+    "sys": ALL,
+    "code": ("InteractiveInterpreter.runcode",),
+    "cProfile": ALL,
+    "distutils.file_util": ALL,
+    "doctest": ("debug_script",),
+    "ensurepip": ("_run_pip",),
+    "idlelib.autocomplete": ("AutoComplete.get_entity", "AutoComplete.fetch_completions"),
+    "idlelib.calltip": ("Calltip.fetch_tip", "get_entity"),
+    "idlelib.debugobj": ("ObjectTreeItem.SetText",),
+    "idlelib.pyshell": ("ModifiedInterpreter.runcode", "ModifiedInterpreter.runcommand"),
+    "idlelib.run": ("Executive.runcode",),
+    "imaplib": ("IMAP4_stream",),
+    "lib2to3.pgen2.grammar": ("Grammar.loads",),
+    "lib2to3.pgen2.pgen": ("ParserGenerator.make_label",),
+    "pdb": ALL,
+    "pickle": ALL,
+    "_pickle": ALL,
+    "pip": ALL,
+    "pkgutil": ("resolve_name",),
+    "pty": ALL,
+    "profile": ALL,
+    "pydoc": ALL,
+    "test": ALL,
+    "timeit": ALL,
+    "torch._dynamo.guards": ("GuardBuilder.get",),
+    "torch._inductor.codecache": ("compile_file",),
+    "torch.fx.experimental.symbolic_shapes": ("ShapeEnv.evaluate_guards_expression",),
+    "torch.jit.unsupported_tensor_ops": ("execWrapper",),
+    "torch.serialization": ("load",),
+    "torch.utils._config_module": ("ConfigModule.load_config",),
+    "torch.utils.bottleneck.__main__": ("run_cprofile", "run_autograd_prof"),
+    "torch.utils.collect_env": ("run",),
+    "torch.utils.data.datapipes.utils.decoder": ("basichandlers",),
+    "trace": ("Trace.run", "Trace.runctx"),
+    "urllib.request": ALL,
+    "uuid": ALL,
+    "venv": ALL,
+    "webbrowser": ALL,
+    "_osx_support": ALL,
+    "_aix_support": ALL,
+    "_pyrepl": ALL,
+}
+
+# fickling UNSAFE_IMPORTS: every global of these modules (any component of the dotted name).
+FICKLING_MODULES: tuple[str, ...] = (
+    "__builtin__", "__builtins__", "builtins", "os", "posix", "nt", "subprocess", "sys", "pty",
+    "commands", "multiprocessing", "_posixsubprocess", "code", "codeop", "runpy", "marshal",
+    "types", "compile", "exec", "eval", "doctest", "_interpreters", "_xxsubinterpreters",
+    "importlib", "_frozen_importlib", "_frozen_importlib_external", "_imp", "imp", "pkgutil",
+    "zipimport", "gc", "site", "unittest", "inspect", "test", "_operator", "operator",
+    "functools", "cProfile", "profile", "pdb", "bdb", "timeit", "trace", "socket", "ssl",
+    "httplib", "http", "urllib", "urllib2", "requests", "aiohttp", "asyncio", "webbrowser",
+    "smtplib", "imaplib", "ftplib", "poplib", "telnetlib", "nntplib", "ctypes", "_ctypes",
+    "pickle", "_pickle", "dill", "cloudpickle", "joblib", "shutil", "tempfile", "filecmp",
+    "distutils", "pydoc", "pexpect", "pipes", "venv", "ensurepip", "pip", "idlelib", "lib2to3",
+    "socketserver", "xmlrpc", "signal", "_signal", "threading", "_thread", "atexit", "sqlite3",
+    "_sqlite3", "fileinput", "glob", "platform", "linecache", "difflib", "compileall",
+    "py_compile", "mmap", "select", "selectors", "logging", "syslog", "tarfile", "zipfile",
+    "shelve", "uuid", "_osx_support", "_aix_support",
+)  # fmt: skip
+# fickling SAFE_BUILTINS: the builtins fickling itself does not flag (its exemption, kept so
+# the lists are applied as published; our own rule still makes any *called* one dangerous
+# unless it is on INERT_CALLABLES below).
+FICKLING_SAFE_BUILTINS: tuple[str, ...] = (
+    "bool", "int", "float", "complex", "str", "bytes", "bytearray", "list", "tuple", "set",
+    "frozenset", "dict", "len", "abs", "sum", "min", "max", "round", "pow", "divmod", "sorted",
+    "reversed", "enumerate", "zip", "range", "map", "filter", "slice", "iter", "next", "all",
+    "any", "hash", "id", "repr", "ascii", "bin", "hex", "oct", "ord", "chr", "isinstance",
+    "issubclass", "object", "callable", "format",
+)  # fmt: skip
+# fickling flags every private (underscore) standard-library module except these exact names.
+FICKLING_PRIVATE_STDLIB_EXEMPT: tuple[str, ...] = ("_codecs.encode",)
+# fickling UnsafeImportsML: whole modules, then single names.
+FICKLING_ML_MODULES: tuple[str, ...] = (
+    "torch.hub", "torch._dynamo", "torch._inductor", "torch.jit", "torch.compile",
+    "numpy.f2py", "numpy.distutils",
+)  # fmt: skip
+FICKLING_ML_NAMES: dict[str, tuple[str, ...]] = {
+    "torch": ("load", "compile"),
+    "torch.storage": ("_load_from_bytes",),
+    "torch.utils._config_module": ("ConfigModule",),
+    "torch.distributed.elastic.rendezvous.api": ("basichandlers",),
+    "numpy.testing._private.utils": ("runstring",),
+    "_io": ("FileIO", "open"),
+    "io": ("FileIO", "open"),
+}
+
+# modelscan unsafe_globals, CRITICAL and HIGH.
+MODELSCAN: dict[str, str | tuple[str, ...]] = {
+    "__builtin__": (
+        "eval", "compile", "getattr", "apply", "exec", "open", "breakpoint", "__import__",
+    ),
+    "builtins": (
+        "eval", "compile", "getattr", "apply", "exec", "open", "breakpoint", "__import__",
+    ),
+    "runpy": ALL,
+    "os": ALL,
+    "nt": ALL,
+    "posix": ALL,
+    "socket": ALL,
+    "subprocess": ALL,
+    "sys": ALL,
+    "operator": ("attrgetter",),
+    "pty": ALL,
+    "pickle": ALL,
+    "_pickle": ALL,
+    "bdb": ALL,
+    "pdb": ALL,
+    "shutil": ALL,
+    "asyncio": ALL,
+    "webbrowser": ALL,
+    "httplib": ALL,
+    "requests.api": ALL,
+    "aiohttp.client": ALL,
+}  # fmt: skip
+
+# Ours, beyond the peers' lists: module -> "*" or names; the comment says why.
+INSPECTOR: dict[str, str | tuple[str, ...]] = {
+    "builtins": (
+        "setattr", "delattr", "__import__", "input", "globals", "locals", "vars", "execfile",
+        "file", "reload", "memoryview", "help", "exit", "quit",
+    ),  # attribute/namespace access, import machinery, interpreter control
+    "antigravity": ALL,  # importing it opens a web browser
+    "this": ALL,  # importing it prints (import side effect)
+    "code": ALL,  # interactive interpreters: interact(), InteractiveConsole.push
+    "codecs": ("open", "EncodedFile", "StreamReaderWriter"),  # file access
+    "io": ("open", "open_code", "FileIO", "BufferedReader", "BufferedWriter", "TextIOWrapper"),
+    # pathlib: constructing a path touches nothing (on the allowlist below); its methods
+    # (Path.write_text, Path.unlink) reach the file system
+    "pathlib": ("Path.write_text", "Path.write_bytes", "Path.read_text", "Path.read_bytes",
+                "Path.unlink", "Path.open", "Path.touch", "Path.mkdir", "Path.rmdir",
+                "Path.rename", "Path.replace", "Path.symlink_to", "Path.chmod"),
+    "tempfile": ALL,  # creates files
+    "dill": ALL,  # nested pickles that carry code
+    "cloudpickle": ALL,  # ditto
+    "marshal": ALL,  # loads(code bytes) -> a code object
+    "zipimport": ALL,  # imports code from archives
+    "numpy": ("load", "loads", "fromfile", "memmap", "save", "savez", "tofile"),  # files, pickles
+    "numpy.lib.npyio": ALL,  # numpy.load with allow_pickle
+    "numpy.lib.format": ("read_array", "write_array", "open_memmap"),  # nested pickle / files
+    "numpy.ctypeslib": ALL,  # load_library loads a shared object
+    "numpy.distutils": ALL,  # build commands
+    "pandas.io.pickle": ALL,  # read_pickle: a pickle inside the pickle
+    "pandas": ("read_pickle", "eval"),  # nested pickle; expression evaluation
+    "scipy.io": ALL,  # reads/writes files
+    "joblib": ALL,  # nested pickles
+    "torch": ("load", "save", "compile"),  # nested pickle, file write, compilation
+    "torch.hub": ALL,  # downloads and runs code (load, load_state_dict_from_url)
+    "torch.serialization": ("load", "save", "_load", "_legacy_load"),
+    "torch.storage": ("_load_from_bytes",),  # torch.load of bytes inside the pickle
+    "torch.jit": ALL,  # compiles and runs TorchScript (load, _pickle excepted in the allowlist)
+    "torch._dynamo": ALL,  # guards evaluate expressions
+    "torch._inductor": ALL,  # compiles and runs generated code
+    "torch.utils.cpp_extension": ALL,  # compiles and loads native code
+    "torch.utils.collect_env": ALL,  # runs commands
+    "torch.ops": ALL,  # loads operator libraries (load_library)
+    "torch.package": ALL,  # PackageImporter imports code from an archive
+    "torch.distributed": ALL,  # network rendezvous and RPC
+    "torch.multiprocessing": ALL,  # processes
+    "torch._C": ALL,  # raw bindings, e.g. _jit_* compile paths
+    "torch.testing._internal": ALL,  # runs subprocesses
+    "numba": ALL,  # compiles code
+    "Cython": ALL,  # compiles code
+    "IPython": ALL,  # shells, magics
+    "jinja2": ALL,  # templates run expressions
+    "yaml": ("load", "unsafe_load", "full_load", "load_all", "unsafe_load_all"),  # tags -> code
+    "xmlrpc": ALL,  # network
+    "smtplib": ALL,  # network
+    "ftplib": ALL,  # network
+    "poplib": ALL,  # network
+    "telnetlib": ALL,  # network
+    "nntplib": ALL,  # network
+    "http": ALL,  # network (http.client, http.server)
+    "urllib": ALL,  # network (urlopen, urlretrieve)
+    "urllib3": ALL,  # network
+    "requests": ALL,  # network
+    "httpx": ALL,  # network
+    "aiohttp": ALL,  # network
+    "paramiko": ALL,  # ssh
+    "fabric": ALL,  # ssh
+    "boto3": ALL,  # cloud APIs
+    "botocore": ALL,  # cloud APIs
+    "_xxsubinterpreters": ALL,  # run source in a subinterpreter
+    "_interpreters": ALL,  # ditto (3.13+)
+    "_posixsubprocess": ALL,  # fork_exec
+    "posixpath": ("expanduser",),  # reads the environment (harmless alone; kept off the allowlist)
+    "copyreg": ("add_extension", "pickle", "constructor", "remove_extension"),  # registry changes
+    "importlib": ALL,  # import_module and friends
+    "_frozen_importlib": ALL,  # import machinery
+    "_frozen_importlib_external": ALL,  # import machinery
+    "imp": ALL,  # load_source
+    "site": ALL,  # addsitedir executes .pth files
+    "ctypes": ALL,  # native calls
+    "_ctypes": ALL,  # native calls
+    "multiprocessing": ALL,  # processes
+    "concurrent": ALL,  # executors run callables
+    "threading": ALL,  # Thread(target=...).start
+    "_thread": ALL,  # start_new_thread
+    "signal": ALL,  # handlers
+    "atexit": ALL,  # register(callable)
+    "sched": ALL,  # scheduler runs callables
+    "weakref": ("finalize",),  # runs a callable at collection time
+    "contextlib": ALL,  # ExitStack.callback and friends
+    "gc": ALL,  # get_objects/get_referrers reach every object
+    "inspect": ALL,  # getattr_static etc.
+    "operator": ALL,  # attrgetter/methodcaller/call reach any attribute or method
+    "_operator": ALL,  # ditto
+    "functools": ALL,  # partial/reduce call their arguments
+    "itertools": ("starmap",),  # calls its function argument
+    "builtins.type": ALL,  # type(name, bases, dict) makes classes; __subclasses__
+}  # fmt: skip
+
+# Dunder attributes whose presence anywhere in a dotted chain reaches interpreter internals
+# (function globals, builtins, subclass lists, frames, code): `nn.Module.__init__.__globals__`.
+DANGEROUS_ATTRIBUTES: tuple[str, ...] = (
+    "__globals__", "__builtins__", "__subclasses__", "__getattribute__", "__getattr__",
+    "__code__", "__closure__", "__func__", "__self__", "__dict__", "__class__", "__base__",
+    "__bases__", "__mro__", "__import__", "__loader__", "__spec__", "__reduce__",
+    "__reduce_ex__", "__call__", "__init__", "__new__", "__setattr__", "__delattr__",
+    "__setstate__", "__getstate__", "__init_subclass__", "__class_getitem__", "f_globals",
+    "f_locals", "f_back", "gi_frame", "cr_frame", "tb_frame",
+)  # fmt: skip
+
+# The allowlist: callables a loader may call that are inert (they build plain values and
+# neither call their arguments nor reach the outside world). A global on it is `safe` however
+# the pickle uses it. Keys are the Python 3 dotted names; values say why each one is inert.
+INERT_CALLABLES: dict[str, str] = {
+    # -- containers and scalars from builtins (all in fickling's SAFE_BUILTINS)
+    "collections.OrderedDict": "dict subclass; torch state dicts are OrderedDicts",
+    "collections.Counter": "dict subclass built from the given mapping",
+    "collections.defaultdict": "dict subclass; the factory is recorded, called only on "
+    "missing keys (never during loading)",
+    "builtins.set": "set of the given items",
+    "builtins.frozenset": "frozenset of the given items",
+    "builtins.dict": "dict of the given items",
+    "builtins.list": "list of the given items",
+    "builtins.tuple": "tuple of the given items",
+    "builtins.slice": "slice object, no evaluation",
+    "builtins.complex": "number from numbers",
+    "builtins.float": "number from a number or numeric string",
+    "builtins.int": "number from a number or numeric string",
+    "builtins.bool": "truth value",
+    "builtins.str": "text (protocol 0 writes some text this way)",
+    "builtins.object": "the base class; the usual `base` of copyreg._reconstructor",
+    "builtins.bytes": "bytes from bytes or (str, encoding); size-capped by the reader",
+    "builtins.bytearray": "bytearray from bytes or (str, encoding); size-capped by the reader",
+    "builtins.range": "lazy integer range",
+    # -- the pickle protocol's own helpers
+    "_codecs.encode": "protocol 2 spells bytes as encode(str, 'latin1'); text codecs only",
+    "copyreg._reconstructor": "protocol 0/1 NEWOBJ: constructs `cls`; a foreign `base` is "
+    "recorded as called",
+    "copyreg.__newobj__": "NEWOBJ as a function: constructs `cls` without __init__",
+    "copyreg.__newobj_ex__": "NEWOBJ_EX as a function: constructs `cls` without __init__",
+    "copyreg._reconstruct": "old spelling of _reconstructor",
+    # -- enums: calling an Enum class with a value looks a member up (EnumMeta.__call__); these
+    # are the ones transformers' Trainer pickles into every training_args.bin (checked to be Enum
+    # subclasses by fixtures/security/make_fixtures.py, transformers 5.23.0, accelerate)
+    "transformers.trainer_utils.IntervalStrategy": "Enum member by value",
+    "transformers.trainer_utils.SaveStrategy": "Enum member by value",
+    "transformers.trainer_utils.HubStrategy": "Enum member by value",
+    "transformers.trainer_utils.SchedulerType": "Enum member by value",
+    "transformers.training_args.OptimizerNames": "Enum member by value",
+    "accelerate.utils.dataclasses.DistributedType": "Enum member by value",
+    # -- paths: a value (hyperparameters such as Lightning's default_root_dir); no I/O on build
+    "pathlib.PosixPath": "path object built from its parts",
+    "pathlib.WindowsPath": "path object built from its parts",
+    "pathlib.PurePosixPath": "path object built from its parts",
+    "pathlib.PureWindowsPath": "path object built from its parts",
+    "pathlib.Path": "path object built from its parts",
+    "pathlib._local.PosixPath": "same, Python 3.13 module path",
+    "pathlib._local.WindowsPath": "same, Python 3.13 module path",
+    "pathlib._local.PurePosixPath": "same, Python 3.13 module path",
+    "pathlib._local.PureWindowsPath": "same, Python 3.13 module path",
+    # -- datetime / decimal / fractions / uuid-free value types
+    "datetime.datetime": "value type built from bytes and a tzinfo",
+    "datetime.date": "value type",
+    "datetime.time": "value type",
+    "datetime.timedelta": "value type",
+    "datetime.timezone": "value type",
+    "decimal.Decimal": "number from text, no evaluation",
+    "fractions.Fraction": "number from numbers or text",
+    # -- NumPy array and scalar reconstruction
+    "numpy.core.multiarray._reconstruct": "empty ndarray of a dtype; data comes from BUILD",
+    "numpy._core.multiarray._reconstruct": "same, NumPy 2 module path",
+    "numpy.core.multiarray.scalar": "scalar from a dtype and its raw bytes",
+    "numpy._core.multiarray.scalar": "same, NumPy 2 module path",
+    "numpy.ndarray": "the array type (argument of _reconstruct)",
+    "numpy.dtype": "dtype from a type code; no code runs",
+    "numpy.core.numeric._frombuffer": "array from bytes (NumPy >= 1.24 pickles)",
+    "numpy._core.numeric._frombuffer": "same, NumPy 2 module path",
+    "numpy.random._pickle.__randomstate_ctor": "RandomState of a named bit generator",
+    "numpy.random._pickle.__bit_generator_ctor": "bit generator of a named kind",
+    "numpy.random._pickle.__generator_ctor": "Generator of a named bit generator",
+    # -- torch: the rebuild functions torch.save writes, with the reader's own implementations
+    "torch._utils._rebuild_tensor": "tensor view of a storage (metadata only)",
+    "torch._utils._rebuild_tensor_v2": "tensor view of a storage (metadata only)",
+    "torch._utils._rebuild_tensor_v3": "tensor view of a storage with a dtype",
+    "torch._utils._rebuild_parameter": "Parameter around a rebuilt tensor",
+    "torch._utils._rebuild_parameter_with_state": "Parameter with recorded attributes",
+    "torch._utils._rebuild_qtensor": "quantized tensor view",
+    "torch._utils._rebuild_sparse_tensor": "sparse tensor from index/value tensors",
+    "torch._utils._rebuild_sparse_csr_tensor": "CSR tensor from tensors",
+    "torch._utils._rebuild_nested_tensor": "nested tensor from buffers",
+    "torch._utils._rebuild_device_tensor_from_cpu_tensor": "device copy of a tensor",
+    "torch._utils._rebuild_device_tensor_from_numpy": "tensor from an array",
+    "torch._utils._rebuild_xla_tensor": "tensor from an array",
+    "torch._utils._rebuild_meta_tensor_no_storage": "meta tensor: shape and dtype only",
+    "torch._utils._rebuild_wrapper_subclass": "wrapper subclass shell (the subclass is "
+    "recorded as constructed)",
+    "torch._tensor._rebuild_from_type_v2": "calls its `func` argument (recorded as called) and "
+    "re-types the result",
+    "torch._tensor._rebuild_from_type": "older spelling of the above",
+    "torch.nn.parameter.Parameter": "Parameter wrapper of a tensor",
+    "torch.nn.Parameter": "same, short path",
+    "torch.Size": "tuple of ints",
+    "torch.device": "device name",
+    "torch.serialization._get_layout": "layout constant by name",
+    "joblib.numpy_pickle.NumpyArrayWrapper": "joblib's array header (shape, dtype, order); the "
+    "array's bytes follow it raw (fickling lists all of joblib for joblib.load)",
+    "torch.storage.UntypedStorage": "storage type tag in a persistent id (torch >= 2.0)",
+    "torch.storage.TypedStorage": "storage type tag in a persistent id",
+    "torch.Tensor": "the tensor class (argument of _rebuild_from_type_v2)",
+    "torch._tensor.Tensor": "same, defining module",
+    "torch.jit._pickle.build_intlist": "TorchScript data.pkl: list of ints",
+    "torch.jit._pickle.build_floatlist": "TorchScript data.pkl: list of floats",
+    "torch.jit._pickle.build_boollist": "TorchScript data.pkl: list of bools",
+    "torch.jit._pickle.build_tensorlist": "TorchScript data.pkl: list of tensors",
+    "torch.jit._pickle.build_doublelist": "TorchScript data.pkl: list of floats",
+    "torch.jit._pickle.restore_type_tag": "TorchScript data.pkl: returns its first argument",
+}
+
+# Named constants (not callables) a loader resolves and never calls: torch dtypes, storage
+# types, memory formats, layouts, quantization schemes. Matched by prefix + exact suffix set.
+TORCH_CONSTANT_NAMES: tuple[str, ...] = (
+    # dtypes
+    "float32", "float", "float64", "double", "float16", "half", "bfloat16", "complex32",
+    "complex64", "complex128", "cfloat", "cdouble", "chalf", "uint8", "int8", "int16", "short",
+    "int32", "int", "int64", "long", "bool", "quint8", "qint8", "qint32", "quint4x2",
+    "quint2x4", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "float8_e8m0fnu", "float4_e2m1fn_x2", "uint16", "uint32", "uint64", "bits8", "bits16",
+    "bits1x8", "bits2x4", "bits4x2",
+    # storage types
+    "FloatStorage", "DoubleStorage", "HalfStorage", "BFloat16Storage", "LongStorage",
+    "IntStorage", "ShortStorage", "CharStorage", "ByteStorage", "BoolStorage",
+    "ComplexFloatStorage", "ComplexDoubleStorage", "QUInt8Storage", "QInt8Storage",
+    "QInt32Storage", "QUInt4x2Storage", "QUInt2x4Storage", "UntypedStorage", "TypedStorage",
+    # memory formats, layouts, qschemes
+    "contiguous_format", "channels_last", "channels_last_3d", "preserve_format", "strided",
+    "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "_mkldnn",
+    "jagged", "per_tensor_affine", "per_channel_affine", "per_tensor_symmetric",
+    "per_channel_symmetric", "per_channel_affine_float_qparams",
+)  # fmt: skip
+
+# Allowlisted callables that call (or construct and initialise) one of their arguments: the
+# argument's global is recorded as called. Position of that argument in the call.
+CALLS_ARGUMENT: dict[str, int] = {
+    "copyreg._reconstructor": 1,  # base.__new__(cls, state); base.__init__(obj, state)
+    "copyreg._reconstruct": 1,  # ditto
+    "torch._tensor._rebuild_from_type_v2": 0,  # func(*args)
+    "torch._tensor._rebuild_from_type": 0,  # func(*args)
+    "collections.defaultdict": -1,  # never during loading (only on a missing key): none
+}
+
+# Loaders that unpickle bytes held in the file: the call is judged by what those bytes hold
+# (adapters/pickle_nested.py), not by the name alone. picklescan's own comment on such globals:
+# "if this has valid use cases, scan the input bytes instead of flagging the global".
+NESTED_LOADERS: dict[str, str] = {
+    "torch.storage._load_from_bytes": "pickle.dumps of a torch tensor writes each storage so: "
+    "torch.load(BytesIO(b), weights_only=False) of a torch.save file",
+}

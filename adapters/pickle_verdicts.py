@@ -1,0 +1,142 @@
+"""The verdict on one pickle global, from what a real loader would do with it.
+
+A loader (``pickle.load``, ``torch.load(weights_only=False)``, ``joblib.load``) does one of three
+things with a global the pickle names:
+
+* **calls** it: REDUCE, INST, OBJ, an allowed helper that calls its argument
+  (``copyreg._reconstructor``'s ``base``, ``torch._tensor._rebuild_from_type_v2``'s ``func``),
+  a ``__setstate__``/``append``/``extend`` planted in an object's state, or calling an instance;
+* **constructs** it: NEWOBJ/NEWOBJ_EX or ``copyreg._reconstructor`` (``cls.__new__`` only; the
+  class's ``__setstate__`` then gets the BUILD state), as ``torch.save(model)`` and
+  ``argparse.Namespace`` pickle;
+* only **names** it (a dict key, a type argument).
+
+Verdicts, in order:
+
+1. ``dangerous`` when the dotted name (or any attribute chain inside it) is on a known-dangerous
+   list (:mod:`inspector.adapters.pickle_lists`: picklescan, fickling, modelscan and ours),
+   whatever the use (a nested loader is judged by the bytes it would load, when it is called
+   on bytes in the file: :mod:`inspector.adapters.pickle_nested`);
+2. ``safe`` when it is on the allowlist of inert callables or named constants;
+3. ``dangerous`` when it would be called and is not on the allowlist;
+4. ``foreign`` otherwise (constructed or named): reported, read as an inert placeholder.
+
+An unknown global is therefore never ``safe``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from . import pickle_lists as L
+
+SAFE, FOREIGN, DANGEROUS = "safe", "foreign", "dangerous"
+CALLED, CONSTRUCTED, NAMED = "called", "constructed", "named"
+RANK = {SAFE: 0, FOREIGN: 1, DANGEROUS: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """``level`` is safe/foreign/dangerous; ``use`` how a loader would use the global; ``why``
+    one phrase (which list, or the rule)."""
+
+    level: str
+    use: str
+    why: str
+
+
+def _entries() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(exact-name entries, whole-module entries): dotted prefix -> the lists it is on."""
+    exact: dict[str, set[str]] = {}
+    whole: dict[str, set[str]] = {}
+
+    def add(table: dict[str, set[str]], key: str, source: str) -> None:
+        table.setdefault(key, set()).add(source)
+
+    for source, listing in (
+        ("picklescan", L.PICKLESCAN),
+        ("modelscan", L.MODELSCAN),
+        ("inspector", L.INSPECTOR),
+        ("fickling", L.FICKLING_ML_NAMES),
+    ):
+        for module, names in listing.items():
+            if names == L.ALL:
+                add(whole, module, source)
+            else:
+                for n in names:
+                    add(exact, f"{module}.{n}", source)
+    for module in L.FICKLING_MODULES + L.FICKLING_ML_MODULES:
+        add(whole, module, "fickling")
+    return exact, whole
+
+
+EXACT, WHOLE = _entries()
+INERT = frozenset(L.INERT_CALLABLES) | frozenset(f"torch.{n}" for n in L.TORCH_CONSTANT_NAMES)
+# Names a whole-module entry does not cover: fickling's own builtins exemption and our inert
+# allowlist (torch.jit._pickle builders under fickling's `torch.jit`). Exact entries always win.
+_WHOLE_EXEMPT = INERT | frozenset(
+    f"{m}.{n}"
+    for m in ("builtins", "__builtin__", "__builtins__")
+    for n in L.FICKLING_SAFE_BUILTINS
+)
+_DUNDERS = frozenset(L.DANGEROUS_ATTRIBUTES)
+_PRIVATE_EXEMPT = frozenset(L.FICKLING_PRIVATE_STDLIB_EXEMPT)
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
+
+
+def listed(module: str, qualname: str) -> str | None:
+    """Why ``module.qualname`` is known-dangerous (the lists or the rule), or None."""
+    full = f"{module}.{qualname}"
+    parts = full.split(".")
+    sources: set[str] = set()
+    for i in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:i])
+        sources |= EXACT.get(prefix, set())
+        if full not in _WHOLE_EXEMPT:
+            sources |= WHOLE.get(prefix, set())
+    if sources:
+        return "on the " + ", ".join(sorted(sources)) + " list" + "s" * (len(sources) > 1)
+    chain = qualname.split(".")
+    for part in chain:
+        if part in _DUNDERS:
+            return f"reaches {part} through an attribute chain"
+    # An attribute chain through a module: torch.serialization + os.system is os.system.
+    for j in range(len(chain) - 1):
+        sub = chain[j:]
+        for i in range(2, len(sub) + 1):
+            prefix = ".".join(sub[:i])
+            if prefix in EXACT or ".".join(sub[: i - 1]) in WHOLE:
+                return f"reaches {'.'.join(sub)} through an attribute chain"
+    root = module.split(".", 1)[0]
+    if (
+        root.startswith("_")
+        and root in _STDLIB
+        and root != "__future__"
+        and full not in _PRIVATE_EXEMPT
+        and full not in INERT
+    ):
+        return "a private standard-library module (fickling's rule)"
+    return None
+
+
+def verdict(module: str, qualname: str, uses: set[str] | frozenset[str], how: str = "") -> Verdict:
+    """The verdict for one global, given how the pickle uses it (``uses`` from the unpickler;
+    ``how`` optionally says how it would be called, e.g. "as copyreg._reconstructor's base")."""
+    use = CALLED if CALLED in uses else CONSTRUCTED if CONSTRUCTED in uses else NAMED
+    said = f"{use} {how}".strip()
+    why = listed(module, qualname)
+    if why is not None:
+        return Verdict(DANGEROUS, said, why)
+    if f"{module}.{qualname}" in INERT:
+        return Verdict(SAFE, said, "on the allowlist of inert callables")
+    if use == CALLED:
+        return Verdict(
+            DANGEROUS, said, "would be called and is not on the allowlist of inert callables"
+        )
+    return Verdict(FOREIGN, said, "not on the allowlist; nothing known to run")
+
+
+def worst(levels: list[str] | tuple[str, ...] | set[str]) -> str:
+    """The most severe of some verdict levels (``safe`` for none)."""
+    return max(levels, key=RANK.__getitem__, default=SAFE)

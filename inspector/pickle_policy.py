@@ -1,0 +1,60 @@
+"""One policy for every verb that opens a checkpoint: a `dangerous` pickle is refused.
+
+A file whose pickle names a global with the verdict ``dangerous``
+(:mod:`inspector.adapters.pickle_verdicts`) is refused with exit 2 and one line naming the
+global and how a loader would use it. ``--allow-unsafe`` lists it anyway (nothing from the file
+runs either way); ``check`` never reports such a file as verified.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from inspector.adapters.errors import UnsafeContentError
+from inspector.adapters.model import Checkpoint
+
+ALLOW_HELP = (
+    "read a pickle whose globals a loader would run (os.system, eval, ...) instead of refusing "
+    "it; nothing from the file is run either way"
+)
+
+
+def add_allow_unsafe(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-unsafe", action="store_true", help=ALLOW_HELP)
+
+
+def dangerous(ckpt: Checkpoint) -> list[str]:
+    """``"os.system (would be called: on the picklescan list)"`` per dangerous global."""
+    rows = {g["name"]: g for g in ckpt.metadata.get("pickle_globals") or ()}
+    out = []
+    for f in ckpt.findings:
+        if f.severity != "danger":
+            continue
+        g = rows.get(f.subject or "")
+        if g and g.get("use"):
+            out.append(f"{f.subject} (would be {g['use']}: {g['why']})")
+        else:
+            out.append(f.subject or f.message)
+    return sorted(set(out))
+
+
+def refuse_if_unsafe(ckpt: Checkpoint, allow_unsafe: bool) -> None:
+    """Raise :class:`UnsafeContentError` when the checkpoint's pickle is dangerous."""
+    found = dangerous(ckpt)
+    if found and not allow_unsafe:
+        more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+        raise UnsafeContentError(
+            f"refused: the pickle references {'; '.join(found[:3])}{more}; nothing was run "
+            "(--allow-unsafe lists it anyway)",
+            ckpt.path,
+        )
+
+
+def load_checked(path: str | Path, fmt: str | None, allow_unsafe: bool) -> Checkpoint:
+    """:func:`inspector.adapters.registry.load` under the policy."""
+    from inspector.adapters.registry import load
+
+    ckpt = load(path, fmt)
+    refuse_if_unsafe(ckpt, allow_unsafe)
+    return ckpt

@@ -1,0 +1,101 @@
+"""joblib streams: a pickle whose NumPy arrays are written raw between its opcodes.
+
+``joblib.dump`` pickles each array as a ``NumpyArrayWrapper`` (shape, dtype, order, alignment)
+and writes the array's bytes right after that object's BUILD opcode (an object array as a nested
+pickle instead); ``joblib.load`` reads them there. This reader does the same without running
+anything: the restricted pure-Python unpickler, which skips a plain array's bytes and reads an
+object array's nested pickle through the same restrictions.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import pickle
+from typing import Any, BinaryIO
+
+from inspector.adapters.restricted_pickle import (
+    GlobalRef,
+    PickleError,
+    Placeholder,
+    PyRestrictedUnpickler,
+    _as_pickle_error,
+    base_allowed,
+)
+
+WRAPPER = "joblib.numpy_pickle.NumpyArrayWrapper"
+MAX_NESTED = 64  # object arrays inside object arrays
+
+
+class JoblibUnpickler(PyRestrictedUnpickler):
+    dispatch = dict(PyRestrictedUnpickler.dispatch)
+
+    def __init__(self, file: BinaryIO, size: int, persistent_load: Any, depth: int = 0) -> None:
+        super().__init__(file, base_allowed(), persistent_load)
+        self.file_handle = file
+        self.size = size
+        self.depth = depth
+
+    def load_build(self) -> None:
+        pickle._Unpickler.load_build(self)  # type: ignore[attr-defined]
+        top = self.stack[-1]
+        if isinstance(top, Placeholder) and type(top).global_name == WRAPPER:
+            self._skip_array(top.state)
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+    def _skip_array(self, state: Any) -> None:
+        if not isinstance(state, dict):
+            raise PickleError("NumpyArrayWrapper state is not a dict")
+        shape, dtype = state.get("shape"), state.get("dtype")
+        if not (isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)):
+            raise PickleError(f"NumpyArrayWrapper shape {shape!r:.60} is not a tuple of ints")
+        code, itemsize = _dtype(dtype)
+        fh = self.file_handle
+        if code.startswith("O"):  # joblib: pickle.dump(array, file_handle, protocol=2)
+            if self.depth >= MAX_NESTED:
+                raise PickleError("object arrays nest too deeply")
+            nested = JoblibUnpickler(fh, self.size, self.persistent_load, self.depth + 1)
+            nested._seen, nested.uses, nested._types = self._seen, self.uses, self._types
+            nested.load()
+            return
+        align = state.get("numpy_array_alignment_bytes")
+        if align is not None:
+            pad = fh.read(1)
+            if len(pad) != 1:
+                raise PickleError("truncated joblib array padding")
+            fh.seek(pad[0], io.SEEK_CUR)
+        n = math.prod(shape) * itemsize
+        if fh.tell() + n > self.size:
+            raise PickleError(f"joblib array of {n:,} bytes runs past the end of the file")
+        fh.seek(n, io.SEEK_CUR)
+
+
+def _dtype(dtype: Any) -> tuple[str, int]:
+    """(type code, item size) of a pickled ``numpy.dtype(code, align, copy)`` placeholder."""
+    if not isinstance(dtype, Placeholder) or not dtype.args or not isinstance(dtype.args[0], str):
+        raise PickleError("NumpyArrayWrapper dtype is not a numpy.dtype")
+    code = dtype.args[0].lstrip("<>|=")
+    state = dtype.state
+    if isinstance(state, tuple) and len(state) > 5 and type(state[5]) is int and state[5] > 0:
+        return code, state[5]  # elsize of flexible types (U/S/V)
+    digits = "".join(c for c in code if c.isdigit())
+    if code.startswith("O"):
+        return code, 8
+    if not digits:
+        raise PickleError(f"numpy dtype {code!r} has no item size")
+    return code, int(digits)
+
+
+def read_joblib(
+    f: BinaryIO, size: int, persistent_load: Any
+) -> tuple[dict[str, GlobalRef], str | None]:
+    """(globals, error) of a joblib stream from the start of ``f``."""
+    f.seek(0)
+    u = JoblibUnpickler(f, size, persistent_load)
+    try:
+        u.load()
+    except (PickleError, RecursionError, MemoryError, pickle.UnpicklingError, EOFError,
+            ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
+        return u.globals, str(_as_pickle_error(e))
+    return u.globals, None

@@ -1,0 +1,223 @@
+"""``inspector scan``: real benign files come out safe or foreign; hostile inputs end quickly.
+
+The benign files are the repository's fixtures, written by their producers (torch, numpy,
+joblib, lightning, keras, mxnet, safetensors); ``fixtures/security/*.truth.json`` record what the
+producers' own readers saw in them (the stdlib unpickler's globals, torch's weights_only view).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import resource
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from inspector.scan import scan_file
+
+from conftest import FIXTURES, ROOT, load_truth, run_cli
+from test_torch_adapter import dict_of, floats, pkl, tensor, write_zip
+
+SECURITY = FIXTURES / "security"
+SECURITY_FILES = sorted(p for p in SECURITY.iterdir() if p.suffix not in (".json", ".py", ".md"))
+
+
+def test_scan_of_all_fixtures_exits_0():
+    proc = run_cli("scan", str(FIXTURES))
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    lines = proc.stdout.splitlines()
+    assert not [x for x in lines if x.startswith(("dangerous", "error"))]
+    assert lines[-1].startswith("scanned ") and " 0 dangerous, 0 error" in lines[-1]
+
+
+@pytest.mark.parametrize("path", SECURITY_FILES, ids=lambda p: p.name)
+def test_benign_security_fixture(path):
+    truth = load_truth(path.with_name(path.name + ".truth.json"))
+    r = scan_file(path)
+    assert r.verdict in ("safe", "foreign"), r.to_dict()
+    # the globals the stdlib's (joblib's) own unpickler resolved at generation time
+    assert sorted({g["name"] for g in r.globals}) == truth["pickle_globals"]
+    unsafe = {g["name"] for g in r.globals if g["verdict"] != "safe"}
+    if "torch_unsafe_globals" in truth:
+        # everything torch's weights_only loader rejects is reported, unless our allowlist
+        # holds it on purpose (transformers' Enum classes, checked by the generator)
+        from inspector.adapters.pickle_lists import INERT_CALLABLES
+
+        assert set(truth["torch_unsafe_globals"]) - set(INERT_CALLABLES) <= unsafe
+        assert set(truth["torch_unsafe_globals"]) & set(INERT_CALLABLES) <= set(
+            truth.get("enum_classes", ())
+        )
+    if truth.get("torch_weights_only_loads"):
+        assert r.verdict == "safe"
+    if path.suffix != ".joblib":  # listed by default, never refused
+        proc = run_cli("show", str(path))
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_every_pickle_fixture_is_listed_by_default():
+    """Every fixture the tool opens is listed without --allow-unsafe (nothing is dangerous)."""
+    from inspector.adapters.errors import InspectorError, UnsafeContentError
+    from inspector.adapters.registry import load
+    from inspector.pickle_policy import dangerous
+
+    opened = 0
+    for p in sorted(FIXTURES.rglob("*")):
+        if p.suffix in (".pt", ".ckpt", ".pkl", ".npy", ".npz", ".bin") and p.is_file():
+            try:
+                ckpt = load(p)
+            except UnsafeContentError:
+                raise
+            except InspectorError:
+                continue  # a look-alike or broken fixture: refused for what it is, not unsafe
+            opened += 1
+            assert dangerous(ckpt) == [], p
+    assert opened > 80
+
+
+# ---------------------------------------------------------------------------------------------
+# hostile inputs: a verdict or an error within seconds, bounded memory, and the scan goes on
+
+
+def _zip_bomb(path: Path) -> Path:
+    """A torch zip whose data.pkl declares 40 GB uncompressed (zip64 central directory)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("archive/data.pkl", b"\x80\x02}q\x00." + b"\0" * 1000)
+        z.filelist[0].file_size = 40 * 10**9
+    assert zipfile.ZipFile(path).infolist()[0].file_size == 40 * 10**9
+    return path
+
+
+def _huge_memo(path: Path) -> Path:
+    """LONG_BINPUT 10**9: CPython sizes its memo table from the largest index (8-16 GB)."""
+    path.write_bytes(b"\x80\x02N" + b"r" + (10**9).to_bytes(4, "little") + b".")
+    return path
+
+
+def _deep(path: Path, depth: int = 1_000_000) -> Path:
+    path.write_bytes(b"\x80\x02" + b"]" * depth + b"a" * (depth - 1) + b".")
+    return path
+
+
+def _deep_evil(path: Path, depth: int = 100_000) -> Path:
+    evil = b"cos\nsystem\n(X\x02\x00\x00\x00idtR"
+    path.write_bytes(b"\x80\x02" + b"]" * depth + evil + b"a" * depth + b".")
+    return path
+
+
+def _tree(tmp: Path) -> Path:
+    root = tmp / "tree"
+    (root / "sub").mkdir(parents=True)
+    _zip_bomb(root / "bomb.pt")
+    _huge_memo(root / "memo.pkl")
+    _deep(root / "deep.pkl")
+    _deep_evil(root / "deep_evil.pkl")
+    (root / "sub" / "loop").symlink_to(root, target_is_directory=True)  # a directory loop
+    (root / "self").symlink_to(root / "self")  # a link to itself
+    (root / "out").symlink_to("/etc/passwd")  # out of the tree
+    (root / "inside").symlink_to(root / "memo.pkl")  # inside: the same file, scanned once
+    outside = tmp / "outside.pkl"
+    outside.write_bytes(pickle.dumps({"a": 1}))
+    (root / "to_outside").symlink_to(outside)
+    write_zip(root / "z_benign.pt", pkl(dict_of(("w", tensor("0", 4, (2, 2))))), {"0": floats(4)})
+    return root
+
+
+def test_hostile_tree_is_scanned_quickly_and_carries_on(tmp_path):
+    root = _tree(tmp_path)
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "inspector", "scan", "--format", "json", str(root)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    seconds = time.monotonic() - start
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    assert proc.returncode == 1, proc.stderr  # deep_evil.pkl is dangerous
+    assert seconds < 30, seconds
+    assert rss < 2 * 2**30, rss
+    doc = json.loads(proc.stdout)
+    by_name = {Path(f["path"]).name: f for f in doc["files"]}
+    assert set(by_name) == {"bomb.pt", "memo.pkl", "deep.pkl", "deep_evil.pkl", "z_benign.pt"}
+    assert by_name["bomb.pt"]["verdict"] == "error"
+    assert "40,000,000,000" in json.dumps(by_name["bomb.pt"])
+    assert by_name["memo.pkl"]["verdict"] == "error"
+    assert "memory" in json.dumps(by_name["memo.pkl"])
+    assert by_name["deep.pkl"]["verdict"] == "safe"
+    assert by_name["deep_evil.pkl"]["verdict"] == "dangerous"
+    assert by_name["z_benign.pt"]["verdict"] == "safe"  # the scan carried on to the end
+    notes = " ".join(doc["not_followed"])
+    assert "loop" in notes and "self" in notes and "out of the tree" in notes
+    assert doc["summary"] == {"files": 5, "safe": 2, "foreign": 0, "dangerous": 1, "error": 2,
+                              "not_followed": 4}
+
+
+@pytest.mark.parametrize("make", [_zip_bomb, _huge_memo])
+def test_hostile_file_is_one_line_for_show(tmp_path, make):
+    path = make(tmp_path / "x.pt")
+    start = time.monotonic()
+    proc = run_cli("show", str(path))
+    assert time.monotonic() - start < 30
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_progress_only_on_a_terminal(tmp_path):
+    for i in range(8):
+        (tmp_path / f"{i}.pkl").write_bytes(pickle.dumps(i))
+    proc = run_cli("scan", str(tmp_path))
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert len(proc.stdout.splitlines()) == 9
+
+
+def test_scan_text_line_format(tmp_path):
+    path = tmp_path / "evil.pkl"
+    path.write_bytes(b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.")
+    proc = run_cli("scan", str(path), str(FIXTURES / "torch" / "gru.pt"))
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1
+    assert lines[0].startswith(f"dangerous  {path}  [pickle]  os.system (called: on the ")
+    assert lines[1].startswith("safe       ") and "[torch-zip]" in lines[1]
+    assert lines[2] == "scanned 2 files: 1 safe, 0 foreign, 1 dangerous, 0 error"
+    assert os.path.exists(path)
+
+
+def test_hdf5_external_data_is_reported(tmp_path):
+    import h5py
+    import numpy as np
+
+    beside = tmp_path / "beside.h5"
+    with h5py.File(beside, "w") as f:
+        f["w"] = np.zeros(4, "f4")
+    path = tmp_path / "links.h5"
+    with h5py.File(path, "w") as f:
+        f["local"] = np.ones(2, "f4")
+        f["near"] = h5py.ExternalLink("beside.h5", "/w")
+        f["far"] = h5py.ExternalLink("/etc/passwd", "/x")
+        layout = h5py.VirtualLayout(shape=(4,), dtype="f4")
+        layout[:] = h5py.VirtualSource("../up.h5", "w", shape=(4,))
+        f.create_virtual_dataset("vds", layout)
+        f.create_dataset("ext", (4,), "f4", external=[("/tmp/raw.bin", 0, 16)])
+    r = scan_file(path)
+    text = {i.text.split(" (data")[0]: i.level for i in r.items}
+    assert r.verdict == "dangerous", r.to_dict()
+    assert text["external link /near -> beside.h5:/w"] == "foreign"
+    assert text["external link /far -> /etc/passwd:/x"] == "dangerous"
+    assert text["virtual dataset /vds reads ../up.h5:w"] == "dangerous"
+    assert text["dataset /ext stores its data in external file /tmp/raw.bin"] == "dangerous"
+
+
+def test_safetensors_header_bounds(tmp_path):
+    import struct
+
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes(struct.pack("<Q", 2**40) + b'{"a": 1}')
+    r = scan_file(path)
+    assert r.kind == "safetensors" and r.verdict == "error"
+    assert "header length" in r.items[0].text
+    good = FIXTURES / "safetensors" / "dtype_zoo.safetensors"
+    assert scan_file(good).verdict == "safe"
