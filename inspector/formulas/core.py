@@ -115,7 +115,8 @@ class Arch:
     them is ``not modelled`` (an unrecognised tensor), not ``unexpected``. Empty: every name is
     modelled. ``unmodelled`` names the parts of a checkpoint (options from its config, ...) the
     architecture does not model. ``aliases`` map a producer's other names for a hyperparameter
-    (its config keys, its command-line names) to the name used here.
+    (its config keys, its command-line names) to the name used here; a command-line form
+    (``--rnn-num-hidden``, ``rnn-num-hidden``) of a hyperparameter's name is accepted too.
     """
 
     name: str
@@ -135,11 +136,15 @@ class Arch:
         """``values`` with aliases replaced by the hyperparameter names (a name given twice,
         once by alias, raises UsageError)."""
         out: dict[str, Any] = {}
+        given: dict[str, str] = {}
+        known = {h.name for h in self.hparams}
         for k, v in values.items():
-            name = self.aliases.get(k, k)
-            if name in out and name != k:
-                raise UsageError(f"{k} and {name} name the same hyperparameter; give one")
-            out[name] = v
+            dashed = k.lstrip("-").replace("-", "_")  # --rnn-num-hidden as on the command line
+            name = self.aliases.get(k, dashed if dashed in known else k)
+            if name in out:
+                raise UsageError(f"{given[name]} and {k} are one hyperparameter ({name}); "
+                                 "give it once")
+            out[name], given[name] = v, k
         return out
 
     def defaults(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import (
     MX_GATES,
     MX_LN_CELLS,
@@ -263,7 +264,7 @@ def predict(values: Mapping[str, Any]) -> Prediction:
 def applies(ckpt: Any) -> bool:
     args = sockeye_args(ckpt)
     if args:
-        return sockeye_major(ckpt) == "1" and args.get("encoder") == "rnn"
+        return sockeye_major(ckpt) == "1" and args.get("encoder") in ("rnn", "rnn-with-conv-embed")
     # No args.yaml (a bare params file): the sockeye-rnn scheme's detector decides.
     from inspector.grouping import detects
 
@@ -369,5 +370,8 @@ ARCH = register(
         infer=infer,
         applies=applies,
         symbols=SYMBOLS,
+        modelled=options.MODELLED["sockeye-rnn"],
+        unmodelled=lambda ckpt: options.unmodelled("sockeye-rnn", ckpt),
+        aliases=options.ALIASES,
     )
 )

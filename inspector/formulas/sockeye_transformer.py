@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import (
     join,
     layer_norm,
@@ -200,7 +201,8 @@ def _steps(value: Any) -> tuple[str, str]:
 def applies(ckpt: Any) -> bool:
     args = sockeye_args(ckpt)
     if args:
-        return sockeye_major(ckpt) in NAMING and args.get("encoder") == "transformer"
+        return sockeye_major(ckpt) in NAMING and args.get("encoder") in (
+            "transformer", "transformer-with-conv-embed")
     names = [t.name for t in ckpt.tensors]
     return any(x.startswith(("encoder_transformer_0_", "encoder.layers.0.self_attention."))
                for x in names)
@@ -319,5 +321,8 @@ ARCH = register(
         infer=infer,
         applies=applies,
         symbols=SYMBOLS,
+        modelled=options.MODELLED["sockeye-transformer"],
+        unmodelled=lambda ckpt: options.unmodelled("sockeye-transformer", ckpt),
+        aliases=options.ALIASES,
     )
 )
