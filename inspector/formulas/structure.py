@@ -181,10 +181,7 @@ def _keras_state(opt: Sequence[TensorEntry], params: Sequence[TensorEntry]):
             continue
         looked += 1
         if t.shape != p.shape:
-            findings.append(_finding(
-                "optimizer_state", t.name,
-                f"optimizer state {t.name} has shape {_text(t.shape)}; its parameter "
-                f"{p.name} has {_text(p.shape)}", p.shape, t.shape))
+            findings.append(_moment_finding(t, p))
     return findings, [], looked
 
 
@@ -196,42 +193,47 @@ def _torch_state(opt: Sequence[TensorEntry], params: Sequence[TensorEntry]):
             slots.setdefault((m["opt"], m["n"]), {})[m["key"]] = t
     if not slots:
         return [], [], 0
-    findings, shapes = [], {}
-    for key, moments in slots.items():
-        common, n = Counter(t.shape for t in moments.values()).most_common(1)[0]
-        shapes[key] = common
-        for t in moments.values():
-            if t.shape != common:
-                findings.append(_finding(
-                    "optimizer_state", t.name,
-                    f"{t.name} has shape {_text(t.shape)}; the other moments of its parameter "
-                    f"have {_text(common)}", common, t.shape))
     param_shapes = Counter(p.shape for p in params)
-    if not any(s in param_shapes for s in shapes.values()):
-        return findings, ["optimizer state not checked: no moment has a parameter's shape "
-                          "(factored or flattened state)"], len(slots)
-    opts = sorted({o for o, _ in slots})
+    if not any(t.shape in param_shapes for moments in slots.values() for t in moments.values()):
+        return [], ["optimizer state not checked: no moment has a parameter's shape "
+                    "(factored or flattened state)"], len(slots)
     keys = list(slots)
-    if len(opts) == 1 and all(n.isdigit() and len(n) < 12 for _, n in keys):
-        keys.sort(key=lambda k: int(k[1]))
-    ordered = [shapes[k] for k in keys]
-    if len(opts) == 1 and len(ordered) == len(params) and ordered == [p.shape for p in params]:
-        return findings, [], len(slots)
-    left = Counter(param_shapes)
-    in_order = len(opts) == 1 and len(ordered) == len(params)
-    for k, (key, shape) in enumerate(zip(keys, ordered, strict=True)):
+    single = len({o for o, _ in keys}) == 1
+    if single and all(n.isdigit() and len(n) < 12 for _, n in keys):
+        keys.sort(key=lambda k: int(k[1]))  # torch numbers parameters in optimizer order
+    # In parameter order when the counts agree and every slot but at most one has a moment of
+    # its in-order parameter's shape (several param groups reorder them: then as a multiset).
+    if single and len(keys) == len(params) and len(keys) >= 3:
+        misses = sum(all(t.shape != p.shape for t in slots[k].values())
+                     for k, p in zip(keys, params, strict=True))
+        if misses <= 1:
+            return [_moment_finding(t, p) for k, p in zip(keys, params, strict=True)
+                    for t in slots[k].values() if t.shape != p.shape], [], len(slots)
+    findings, left = [], Counter(param_shapes)
+    for k in keys:
+        moments = slots[k]
+        shapes = Counter(t.shape for t in moments.values())
+        if len(shapes) > 1:
+            findings.append(_finding(
+                "optimizer_state", f"{k[0]}state.{k[1]}",
+                f"the moments of optimizer state {k[0]}state.{k[1]} disagree: "
+                + ", ".join(f"{n} {_text(t.shape)}" for n, t in moments.items())))
+            continue
+        shape = next(iter(shapes))
         if left[shape] > 0:
             left[shape] -= 1
             continue
-        t = next(iter(slots[key].values()))
-        hint = f" (in model order: {params[k].name} {_text(params[k].shape)})" if in_order \
-            else ""
         findings.append(_finding(
-            "optimizer_state", t.name,
-            f"optimizer state {key[0]}state.{key[1]} has shape {_text(shape)}, which no "
-            f"remaining parameter has{hint}",
-            params[k].shape if in_order else None, shape))
+            "optimizer_state", f"{k[0]}state.{k[1]}",
+            f"optimizer state {k[0]}state.{k[1]} has shape {_text(shape)}, which no remaining "
+            "parameter has", None, shape))
     return findings, [], len(slots)
+
+
+def _moment_finding(t: TensorEntry, p: TensorEntry):
+    return _finding("optimizer_state", t.name,
+                    f"{t.name} has shape {_text(t.shape)}; its parameter {p.name} has "
+                    f"{_text(p.shape)}", p.shape, t.shape)
 
 
 def _flags(tree: Any, depth: int = 0) -> bool:
