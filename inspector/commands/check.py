@@ -141,7 +141,7 @@ def render(report: dict[str, Any], fmt: str) -> str:
     tot = report["totals"]
     if report.get("audit") == "structure":
         c = report.get("checked", {})
-        out += ["", f"structure: {c.get('tensors', 0):,} tensors, {tot['found']:,} parameters; "
+        out += ["", f"structural audit: {c.get('tensors', 0):,} tensors, {tot['found']:,} parameters; "
                     f"checked {c.get('block_families', 0)} repeated-block families, "
                     f"{c.get('optimizer_slots', 0)} optimizer slots, {c.get('tie_pairs', 0)} "
                     f"tied pairs: {verdict_text(report)}"]
@@ -151,7 +151,8 @@ def render(report: dict[str, Any], fmt: str) -> str:
         out += ["", f"total: found {tot['found']:,}{extra}, predicted {tot['predicted']:,}, "
                     f"delta {_signed(tot['delta'])}: {verdict_text(report)}"]
     out += [f"note: {esc(n)}" for n in report["notes"]]
-    return "\n".join(out) + "\n"
+    lines = [x for i, x in enumerate(out) if x or i == 0 or out[i - 1]]  # no double blanks
+    return "\n".join(lines) + "\n"
 
 
 def _parts(report: dict[str, Any], esc: Any, tf: str, md: bool) -> list[str]:
