@@ -243,3 +243,27 @@ def test_help_documents_the_verdicts_and_exit_codes():
     for word in ("verified", "mismatch", "incomplete", "--strict", "structure consistent"):
         assert word in out
     assert "0" in out and "3" in out
+
+
+def test_keras_unknown_layer_is_incomplete_and_the_rest_still_checked(tmp_path: Path):
+    """The real stacked-LSTM model checked against its own config with the middle layer's
+    class renamed to one inspector does not know."""
+    model = FIXTURES / "keras" / "stacked_lstm.keras"
+    with zipfile.ZipFile(model) as z:
+        config = json.loads(z.read("config.json"))
+    layers = config["config"]["layers"]
+    assert [layer["class_name"] for layer in layers] == ["InputLayer", "LSTM", "LSTM", "LSTM"]
+    layers[2]["class_name"] = "MysteryRNN"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    r = run_cli("check", str(model), "--set", f"config={path}", "--format", "json")
+    assert r.returncode == 3, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["verdict"] == "incomplete"
+    parts = {p["name"]: p for p in rep["parts"]}
+    assert set(parts) == {"layer lstm_1 (MysteryRNN)", "layer lstm_2 (LSTM)"}
+    assert "does not know this class" in parts["layer lstm_1 (MysteryRNN)"]["reason"]
+    assert {t["status"] for t in rep["tensors"]} == {"not_modelled"}
+    # the modelled first LSTM is still checked: a wrong width there is a mismatch
+    r = run_cli("check", str(model), "--set", f"config={path}", "--set", "edit=lstm.units=5")
+    assert r.returncode == 1 and "MISMATCH" in r.stdout

@@ -141,8 +141,8 @@ def render(report: dict[str, Any], fmt: str) -> str:
     tot = report["totals"]
     if report.get("audit") == "structure":
         c = report.get("checked", {})
-        out += ["", f"structural audit: {c.get('tensors', 0):,} tensors, {tot['found']:,} parameters; "
-                    f"checked {c.get('block_families', 0)} repeated-block families, "
+        out += ["", f"structural audit: {c.get('tensors', 0):,} tensors, {tot['found']:,} "
+                    f"parameters; checked {c.get('block_families', 0)} repeated-block families, "
                     f"{c.get('optimizer_slots', 0)} optimizer slots, {c.get('tie_pairs', 0)} "
                     f"tied pairs: {verdict_text(report)}"]
     else:
