@@ -271,3 +271,17 @@ def test_keras_unknown_layer_is_incomplete_and_the_rest_still_checked(tmp_path: 
     # the modelled first LSTM is still checked: a wrong width there is a mismatch
     r = run_cli("check", str(model), "--set", f"config={path}", "--set", "edit=lstm.units=5")
     assert r.returncode == 1 and "MISMATCH" in r.stdout
+
+
+def test_recognised_but_unpredictable_file_gets_the_structural_audit():
+    """A Keras weights file carries no model config: the structure is audited and the note
+    says what a full check needs; asking for the architecture explicitly is still an error."""
+    weights = FIXTURES / "keras" / "lstm.weights.h5"
+    r = run_cli("check", str(weights), "--format", "json")
+    assert r.returncode == 3, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["audit"] == "structure" and rep["verdict"] == "incomplete"
+    assert "config=PATH" in rep["notes"][0]
+    assert run_cli("check", str(weights), "--arch", "keras").returncode == 2
+    config = FIXTURES / "keras" / "lstm.keras"
+    assert run_cli("check", str(weights), "--set", f"config={config}").returncode == 0

@@ -113,7 +113,7 @@ def render(report: dict[str, Any], fmt: str) -> str:
     md = fmt == "markdown"
     tf = "github" if md else "simple"
     esc = (lambda s: sanitize(s).replace("|", "\\|")) if md else sanitize
-    arch = report["arch"] or "no architecture recognised: structural audit"
+    arch = report["arch"] or "structural audit: no architecture applies"
     out = [f"{'## ' if md else ''}{esc(report['path'])}  [{arch}, "
            f"scheme {esc(report['scheme'])}]", ""]
     hp = report["hyperparameters"]

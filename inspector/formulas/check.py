@@ -389,18 +389,29 @@ def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, An
     structural audit alone (:mod:`inspector.formulas.structure`)."""
     from inspector.formulas import structure
 
+    given = arch is not None
     arch = arch or find_arch(ckpt)
     if arch is None:
         if overrides:
             raise UsageError("--set needs an architecture: none recognised for this "
                              "checkpoint; pass --arch (`inspector archs` lists them)", ckpt.path)
         return structure.audit(ckpt, scheme_name)
-    values, provenance, notes = resolve_hparams(arch, ckpt, overrides or {})
+    try:
+        values, provenance, notes = resolve_hparams(arch, ckpt, overrides or {})
+        pred = arch.predict(values)
+    except UsageError as e:
+        if given or overrides:
+            raise
+        # Recognised, but the file alone does not say enough (a Keras weights file without
+        # its model config): the structure is still audited, and the note says what is missing.
+        audit = structure.audit(ckpt, scheme_name)
+        audit.notes.insert(0, f"looks like {arch.name}, but cannot predict it from this file "
+                              f"alone: {e.message}")
+        return audit
     parts = arch.unmodelled(ckpt) if arch.unmodelled is not None else []
     shard = shard_part(ckpt.path)
     parts += [shard] if shard else []
-    result = compare(arch.predict(values), ckpt, scheme_name or arch.scheme, provenance, parts,
-                     arch.modelled)
+    result = compare(pred, ckpt, scheme_name or arch.scheme, provenance, parts, arch.modelled)
     result.findings, state_notes, result.checked = structure.training_state(ckpt)
     result.notes = notes + result.notes + state_notes
     return result
