@@ -343,17 +343,12 @@ def breakdown(arch: core.Arch, pred: core.Prediction,
     """Parameters per group of ``scheme`` (default: the architecture's own, when it exists),
     else per formula block; tied tensors counted once."""
     items = [(t.name, t.numel) for t in pred.tensors if t.tied_to is None and t.role == "parameter"]
-    name = scheme or arch.scheme
-    if name:
+    if scheme or arch.scheme:
         from inspector import grouping
+        from inspector.compare import choose_scheme
 
-        try:
-            s = grouping.get_scheme(name)
-        except UsageError:
-            if scheme:
-                raise
-        else:
-            return grouping.group_counts(s, items), f"scheme {s.name}"
+        s = choose_scheme(scheme, [n for n, _ in items], default=arch.scheme)
+        return grouping.group_counts(s, items), f"scheme {s.name}"
     out: dict[str, int] = {}
     for t in pred.tensors:
         if t.tied_to is None and t.role == "parameter":

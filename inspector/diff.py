@@ -4,7 +4,8 @@
 >>> result = diff("before.pt", "after.safetensors", values=True)  # doctest: +SKIP
 >>> [(r.name, r.op) for r in result.records if r.op != "unchanged"]  # doctest: +SKIP
 
-Tensors are aligned by canonical name after normalisation (:func:`normalise`: MXNet ``arg:`` /
+Tensors are aligned by the shared engine (:mod:`inspector.compare`, also behind ``check``), by
+canonical name after normalisation (:func:`normalise`: MXNet ``arg:`` /
 ``aux:``, wrapper prefixes ``module.``, ``_orig_mod.``, ``model.``, user prefixes, then regex
 renames applied to both sides), never by position; ``align="shapes"`` then pairs the leftovers
 whose shape is unique on both sides. Each aligned pair or lone tensor is one :class:`TensorDiff`
@@ -18,32 +19,32 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inspector import compare as engine
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, TensorEntry
+from inspector.compare import (  # noqa: F401  (the shared vocabulary, re-exported)
+    ADDED,
+    ALIGN_MODES,
+    BUILTIN_PREFIXES,
+    REMOVED,
+    RESHAPED,
+    RETYPED,
+    UNCHANGED,
+    Keys,
+    Rename,
+    rename,
+)
 
 SCHEMA = "inspector.diff/1"
-ADDED, REMOVED, RESHAPED, RETYPED, UNCHANGED, CHANGED = (
-    "added", "removed", "reshaped", "retyped", "unchanged", "changed"
-)
+CHANGED = "changed"  # diff's own op: aligned, same structure, contents differ (--values)
 OPS = (REMOVED, ADDED, RESHAPED, RETYPED, CHANGED, UNCHANGED)
 STRUCTURAL = (ADDED, REMOVED, RESHAPED, RETYPED)
-# Stripped from the start of every name, repeatedly, in this order.
-BUILTIN_PREFIXES = ("arg:", "aux:", "module.", "_orig_mod.", "model.")
-ALIGN_MODES = ("names", "shapes")
 _DIGITS = re.compile(r"\d+")
-
-
-@dataclass(frozen=True, slots=True)
-class Rename:
-    """One ``--map`` rule: ``re.sub(pattern, replacement, name)``."""
-
-    pattern: re.Pattern[str]
-    replacement: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,84 +137,24 @@ def load_map(path: str | Path) -> list[Rename]:
         if " -> " not in line:
             raise UsageError("expected 'REGEX -> REPLACEMENT'", str(p), f"line {n}")
         pattern, replacement = (s.strip() for s in line.split(" -> ", 1))
-        rules.append(_rename(pattern, replacement, f"{p}:{n}"))
+        rules.append(rename(pattern, replacement, f"{p}:{n}"))
     return rules
-
-
-def _rename(pattern: str, replacement: str, where: str) -> Rename:
-    try:
-        rx = re.compile(pattern)
-        rx.sub(replacement, "")  # validates group references in the replacement
-    except (re.error, IndexError) as e:
-        raise UsageError(f"bad rename {pattern!r} -> {replacement!r} ({e})", where) from None
-    return Rename(rx, replacement)
 
 
 def normalise(name: str, prefixes: Sequence[str] = BUILTIN_PREFIXES,
               renames: Sequence[Rename] = ()) -> str:
     """The name both sides are aligned by: prefixes stripped (repeatedly), renames applied."""
-    changed = True
-    while changed:
-        changed = False
-        for p in prefixes:
-            if p and name.startswith(p) and len(name) > len(p):
-                name, changed = name[len(p):], True
-    for r in renames:
-        name = r.pattern.sub(r.replacement, name)
-    return name
-
-
-def _keyed(entries: Iterable[TensorEntry], prefixes: Sequence[str],
-           renames: Sequence[Rename]) -> dict[str, TensorEntry]:
-    """Normalised name -> entry. Two entries normalising to one name keep their canonical names
-    (so nothing is silently merged)."""
-    entries = list(entries)
-    keys = [normalise(t.name, prefixes, renames) for t in entries]
-    clash = {k for k, n in Counter(keys).items() if n > 1}
-    out: dict[str, TensorEntry] = {}
-    for t, k in zip(entries, keys, strict=True):
-        out[t.name if k in clash else k] = t
-    return out
-
-
-def _classify(name: str, a: TensorEntry, b: TensorEntry, how: str) -> TensorDiff:
-    if a.shape != b.shape:
-        return TensorDiff(name, RESHAPED, a, b, how)
-    if a.dtype != b.dtype:
-        return TensorDiff(name, RETYPED, a, b, how)
-    return TensorDiff(name, UNCHANGED, a, b, how)
+    return Keys(tuple(prefixes), tuple(renames))(name)
 
 
 def align(a: Sequence[TensorEntry], b: Sequence[TensorEntry], *,
           strip_prefixes: Sequence[str] = (), renames: Sequence[Rename] = (),
           align_mode: str = "names") -> list[TensorDiff]:
-    """Structural records, values not looked at: A's order, then B's additions."""
-    if align_mode not in ALIGN_MODES:
-        raise UsageError(f"unknown alignment {align_mode!r}; choose from {', '.join(ALIGN_MODES)}")
-    prefixes = (*BUILTIN_PREFIXES, *strip_prefixes)
-    ka, kb = _keyed(a, prefixes, renames), _keyed(b, prefixes, renames)
-    paired: dict[str, tuple[str, str]] = {k: (k, "name") for k in ka if k in kb}
-    if align_mode == "shapes":
-        left_a = [k for k in ka if k not in kb]
-        left_b = [k for k in kb if k not in ka]
-        shapes_a = Counter(ka[k].shape for k in left_a)
-        shapes_b = Counter(kb[k].shape for k in left_b)
-        by_shape_b = {kb[k].shape: k for k in left_b}
-        for k in left_a:
-            s = ka[k].shape
-            if shapes_a[s] == 1 and shapes_b.get(s) == 1:
-                paired[k] = (by_shape_b[s], "shape")
-    used_b = {kb_key for kb_key, _ in paired.values()}
-    out = []
-    for k, ta in ka.items():
-        if k in paired:
-            kb_key, how = paired[k]
-            name = k if how == "name" else f"{k} ~ {kb_key}"
-            out.append(_classify(name, ta, kb[kb_key], how))
-        else:
-            out.append(TensorDiff(k, REMOVED, ta, None))
-    out.extend(TensorDiff(k, ADDED, None, tb) for k, tb in kb.items() if k not in used_b)
-    return out
+    """Structural records, values not looked at: A's order, then B's additions
+    (the shared engine, :func:`inspector.compare.align`)."""
+    keys = Keys((*BUILTIN_PREFIXES, *strip_prefixes), tuple(renames))
+    return [TensorDiff(o.key, o.op, o.a, o.b, o.aligned_by)
+            for o in engine.align(a, b, keys, align_mode)]
 
 
 def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[TensorDiff],
@@ -252,7 +193,7 @@ def group_deltas(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Tenso
 
     names = [r.name for r in records]
     fmt = ckpt_a.format if ckpt_a.format == ckpt_b.format else None
-    sch = grouping.resolve(scheme, names, fmt)
+    sch = engine.choose_scheme(scheme, names, fmt)
     ua = {id(t) for t in ckpt_a.unique()}
     ub = {id(t) for t in ckpt_b.unique()}
     counts_a = grouping.group_counts(

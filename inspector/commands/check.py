@@ -7,7 +7,8 @@ Example::
 
 Hyperparameters come from the checkpoint's own config (Sockeye ``args.yaml``, ...), ``--set``
 overrides them, and what neither gives is inferred from the shapes where they determine it
-(reported as ``inferred``). Exit 0 when everything matches, 1 on any mismatch, 2 on error.
+(reported as ``inferred``). Three verdicts (:mod:`inspector.formulas.check`) and their exit codes:
+0 verified, 1 mismatch, 3 incomplete (``--strict``: 1), 2 error.
 """
 
 from __future__ import annotations
@@ -21,6 +22,18 @@ from inspector.pickle_policy import add_allow_unsafe, dangerous, load_checked
 NAME = "check"
 HELP = "compare a checkpoint's tensors and group counts with the formula prediction"
 FORMATS = ("table", "markdown", "json")
+EXIT = {"verified": 0, "mismatch": 1, "incomplete": 3}
+EPILOG = """verdicts and exit codes:
+  verified    0  every stored tensor was predicted with its exact shape, every predicted
+                 tensor was found
+  mismatch    1  a wrong shape, a missing or unexpected tensor of a part the architecture
+                 models, or an inconsistent structure (a repeated block, optimizer state or
+                 tied pair whose shape disagrees)
+  incomplete  3  parts are not modelled (unknown option or layer, unrecognised tensors; each
+                 named with the reason, its tensors listed as not_modelled; everything else is
+                 still checked), or no architecture applies and only the structure was audited
+                 ("incomplete (structure consistent)"); with --strict: exit 1
+  error       2  unreadable file, bad arguments"""
 
 
 def add_set_argument(p: argparse.ArgumentParser) -> None:
@@ -48,6 +61,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
     p.add_argument("--input-format", metavar="NAME", help="skip detection and read as this format")
     add_allow_unsafe(p)
+    p.add_argument("--strict", action="store_true",
+                   help="an incomplete check fails too (exit 1 instead of 3)")
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,10 +77,13 @@ def run(args: argparse.Namespace) -> int:
     report = result.to_dict()
     unsafe = dangerous(ckpt)
     if unsafe:  # listed under --allow-unsafe: never verified
-        report["status"] = "unsafe"
+        report["status"] = report["verdict"] = "unsafe"
         report["notes"].append("not verified: the pickle references " + "; ".join(unsafe))
     sys.stdout.write(render(report, args.format))
-    return 0 if result.ok and not unsafe else 1
+    if unsafe:
+        return 1
+    code = EXIT[result.verdict]
+    return 1 if code == 3 and args.strict else code
 
 
 def _shape(shape: list[int] | None) -> str:
@@ -73,8 +93,16 @@ def _shape(shape: list[int] | None) -> str:
 
 
 def _status(g: dict) -> str:
-    n = g["issues"]
+    n = g["issues"] or g.get("not_modelled", 0)
     return g["status"] if not n else f"{g['status']} ({n} tensor{'s' if n != 1 else ''})"
+
+
+def verdict_text(report: dict[str, Any]) -> str:
+    """``VERIFIED``, ``MISMATCH``, ``INCOMPLETE`` or ``INCOMPLETE (structure consistent)``."""
+    v = report.get("verdict", "verified" if report["status"] == "ok" else report["status"])
+    if v == "incomplete" and report.get("audit") == "structure":
+        return "INCOMPLETE (structure consistent)"
+    return v.upper()
 
 
 def _signed(n: int) -> str:
@@ -94,7 +122,8 @@ def render(report: dict[str, Any], fmt: str) -> str:
     md = fmt == "markdown"
     tf = "github" if md else "simple"
     esc = (lambda s: sanitize(s).replace("|", "\\|")) if md else sanitize
-    out = [f"{'## ' if md else ''}{esc(report['path'])}  [{report['arch']}, "
+    arch = report["arch"] or "structural audit: no architecture applies"
+    out = [f"{'## ' if md else ''}{esc(report['path'])}  [{arch}, "
            f"scheme {esc(report['scheme'])}]", ""]
     hp = report["hyperparameters"]
     shown = [(k, v) for k, v in hp.items() if v["source"] != "default"]
@@ -107,17 +136,47 @@ def render(report: dict[str, Any], fmt: str) -> str:
     rows = [[esc(g["name"]), f"{g['found']:,}", f"{g['predicted']:,}", _signed(g["delta"]),
              _status(g)]
             for g in report["groups"]]
-    out.append(tabulate(rows, ["group", "found", "predicted", "delta", "status"], tf,
-                        disable_numparse=True, colalign=("left", "right", "right", "right",
-                                                         "left")))
+    if rows:
+        out.append(tabulate(rows, ["group", "found", "predicted", "delta", "status"], tf,
+                            disable_numparse=True, colalign=("left", "right", "right", "right",
+                                                             "left")))
     if report["tensors"]:
         out += ["", "### Tensors" if md else "tensors:"]
         rows = [[t["status"], esc(t["name"]), esc(t["group"]), _shape(t["expected"]),
                  _shape(t["found"])] for t in report["tensors"]]
         out.append(tabulate(rows, ["status", "name", "group", "expected", "found"], tf,
                             disable_numparse=True))
+    out += _parts(report, esc, tf, md)
     tot = report["totals"]
-    out += ["", f"total: found {tot['found']:,}, predicted {tot['predicted']:,}, delta "
-                f"{_signed(tot['delta'])}: {report['status'].upper()}"]
+    if report.get("audit") == "structure":
+        c = report.get("checked", {})
+        out += ["", f"structural audit: {c.get('tensors', 0):,} tensors, {tot['found']:,} "
+                    f"parameters; checked {c.get('block_families', 0)} repeated-block families, "
+                    f"{c.get('optimizer_slots', 0)} optimizer slots, {c.get('tie_pairs', 0)} "
+                    f"tied pairs: {verdict_text(report)}"]
+    else:
+        nm = tot.get("not_modelled", 0)
+        extra = f" (not modelled {nm:,})" if nm else ""
+        out += ["", f"total: found {tot['found']:,}{extra}, predicted {tot['predicted']:,}, "
+                    f"delta {_signed(tot['delta'])}: {verdict_text(report)}"]
     out += [f"note: {esc(n)}" for n in report["notes"]]
-    return "\n".join(out) + "\n"
+    lines = [x for i, x in enumerate(out) if x or i == 0 or out[i - 1]]  # no double blanks
+    return "\n".join(lines) + "\n"
+
+
+def _parts(report: dict[str, Any], esc: Any, tf: str, md: bool) -> list[str]:
+    """The parts not modelled and the structural findings, as lines."""
+    from tabulate import tabulate
+
+    out: list[str] = []
+    if report.get("parts"):
+        out += ["", "### Not modelled" if md else "not modelled:"]
+        rows = [[esc(p["name"]), f"{p['tensors']:,}", f"{p['elements']:,}", esc(p["reason"])]
+                for p in report["parts"]]
+        out.append(tabulate(rows, ["part", "tensors", "elements", "reason"], tf,
+                            disable_numparse=True))
+    if report.get("findings"):
+        out += ["", "### Structure" if md else "structure:"]
+        rows = [[f["kind"], esc(f["message"])] for f in report["findings"]]
+        out.append(tabulate(rows, ["finding", "detail"], tf, disable_numparse=True))
+    return out

@@ -1,10 +1,21 @@
 """Compare a :class:`Prediction` with a :class:`Checkpoint`: typed records, no printing.
 
-Tensors are aligned by canonical name (never by position): each predicted tensor is found with
-the same shape, found with another shape (``wrong_shape``), or ``missing``; each stored parameter
-or buffer nobody predicted is ``unexpected`` (optimizer state and other roles are not part of a
-model and are left out). Group counts come from both sides through the same grouping scheme, tied
-tensors counted once; a group fails when its counts differ or any of its tensors is off.
+Tensors are aligned by name through the shared engine (:mod:`inspector.compare`, also behind
+``diff``), never by position: each predicted tensor is found with the same shape, found with
+another shape (``wrong_shape``), or ``missing``; each stored parameter or buffer nobody predicted
+is ``unexpected`` (optimizer state and other roles are not part of a model and are left out).
+Group counts come from both sides through the same grouping scheme, tied tensors counted once.
+
+Three verdicts, never conflated (:attr:`CheckResult.verdict`):
+
+- ``verified``: every stored tensor was predicted with its exact shape, every predicted tensor
+  was found (and the structural checks of training state found nothing);
+- ``mismatch``: a wrong shape, or a missing / unexpected tensor of a part the architecture
+  models, or a structural inconsistency;
+- ``incomplete``: parts were not modelled (an option the architecture does not know, an unknown
+  layer, tensors whose names it does not model; :class:`~inspector.formulas.core.Part`). Their
+  tensors are ``not_modelled``, everything else is still checked. A checkpoint no architecture
+  applies to gets the structural audit alone, ``incomplete (structure consistent)`` at best.
 
 :func:`resolve_hparams` gathers an architecture's hyperparameters from a checkpoint with their
 provenance: ``--set`` beats the checkpoint's own config, which beats what the shapes determine
@@ -13,28 +24,69 @@ provenance: ``--set`` beats the checkpoint's own config, which beats what the sh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role
-from inspector.formulas.core import Arch, Prediction, archs
+from inspector.formulas.core import Arch, Part, Prediction, archs
 
 SCHEMA = "inspector.check/1"
 COMPARED_ROLES = (Role.PARAMETER, Role.BUFFER)
 SOURCES = ("set", "checkpoint", "inferred", "default")
 
 
+VERIFIED, MISMATCH, INCOMPLETE = "verified", "mismatch", "incomplete"
+NOT_MODELLED = "not_modelled"
+# The JSON ``status`` of each verdict (``ok`` kept from before verdicts had names).
+STATUS = {VERIFIED: "ok", MISMATCH: "mismatch", INCOMPLETE: "incomplete"}
+UNRECOGNISED = "unrecognised tensors"
+
+
 @dataclass(frozen=True)
 class TensorIssue:
-    """One tensor that is not as predicted."""
+    """One tensor that is not as predicted, or that the architecture does not model.
+
+    ``status`` is ``missing``, ``unexpected``, ``wrong_shape`` (mismatches) or ``not_modelled``
+    (``part`` names the part); ``op`` is the comparison engine's word
+    (:mod:`inspector.compare`: removed, added, reshaped)."""
 
     name: str
-    status: str  # "missing" | "unexpected" | "wrong_shape"
+    status: str
     group: str
     expected: tuple[int, ...] | None
     found: tuple[int, ...] | None
+    op: str = ""
+    part: str | None = None
+
+    @property
+    def mismatch(self) -> bool:
+        return self.status != NOT_MODELLED
+
+
+@dataclass(frozen=True)
+class PartResult:
+    """A part the architecture does not model, with the stored tensors it covers."""
+
+    name: str
+    reason: str
+    tensors: int
+    elements: int
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A structural inconsistency (see :mod:`inspector.formulas.structure`): always a
+    mismatch."""
+
+    kind: str  # "repeated_block" | "optimizer_state" | "tie" | "dtype"
+    name: str
+    message: str
+    expected: tuple[int, ...] | None = None
+    found: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +97,7 @@ class GroupResult:
     found: int
     predicted: int
     issues: int  # tensors of this group that are missing, unexpected or of the wrong shape
+    not_modelled: int = 0  # tensors of this group that the architecture does not model
 
     @property
     def delta(self) -> int:
@@ -52,14 +105,19 @@ class GroupResult:
 
     @property
     def status(self) -> str:
-        return "ok" if self.delta == 0 and self.issues == 0 else "mismatch"
+        if self.issues:
+            return "mismatch"
+        if self.not_modelled:
+            return INCOMPLETE
+        return "ok" if self.delta == 0 else "mismatch"
 
 
 @dataclass
 class CheckResult:
-    """The whole audit of one checkpoint against one architecture."""
+    """The whole audit of one checkpoint: against one architecture (``audit="formula"``) or,
+    when none applies, of its structure alone (``audit="structure"``, ``arch`` None)."""
 
-    arch: str
+    arch: str | None
     path: str
     format: str
     scheme: str
@@ -70,24 +128,49 @@ class CheckResult:
     found_total: int
     predicted_total: int
     notes: list[str] = field(default_factory=list)
+    parts: list[PartResult] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    audit: str = "formula"
+    checked: dict[str, int] = field(default_factory=dict)  # structure: what was looked at
+
+    @property
+    def verdict(self) -> str:
+        """``mismatch`` when anything contradicts the prediction or the structure;
+        ``incomplete`` when parts were not modelled (or no architecture applied);
+        ``verified`` when every stored tensor was predicted with its shape and every predicted
+        tensor found."""
+        if self.findings or any(i.mismatch for i in self.issues) \
+                or any(g.status == "mismatch" for g in self.groups):
+            return MISMATCH
+        if self.audit != "formula" or self.parts \
+                or any(not i.mismatch for i in self.issues):
+            return INCOMPLETE
+        return VERIFIED if self.found_total == self.predicted_total else MISMATCH
 
     @property
     def ok(self) -> bool:
-        return not self.issues and all(g.status == "ok" for g in self.groups) \
-            and self.found_total == self.predicted_total
+        """True only when verified."""
+        return self.verdict == VERIFIED
+
+    @property
+    def not_modelled_elements(self) -> int:
+        return sum(p.elements for p in self.parts)
 
     def inferred(self) -> list[str]:
         return [k for k, v in self.provenance.items() if v == "inferred"]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready report (schema ``inspector.check/1``)."""
+        verdict = self.verdict
         return {
             "schema": SCHEMA,
             "arch": self.arch,
             "path": self.path,
             "format": self.format,
             "scheme": self.scheme,
-            "status": "ok" if self.ok else "mismatch",
+            "status": STATUS[verdict],
+            "verdict": verdict,
+            "audit": self.audit,
             "hyperparameters": {
                 k: {"value": v, "source": self.provenance.get(k, "default")}
                 for k, v in self.hparams.items()
@@ -96,45 +179,67 @@ class CheckResult:
             "groups": [
                 {**asdict(g), "delta": g.delta, "status": g.status} for g in self.groups
             ],
-            "tensors": [
-                {**asdict(i), "expected": _list(i.expected), "found": _list(i.found)}
-                for i in self.issues
+            "tensors": [_issue(i) for i in self.issues],
+            "parts": [asdict(p) for p in self.parts],
+            "findings": [
+                {**asdict(f), "expected": _list(f.expected), "found": _list(f.found)}
+                for f in self.findings
             ],
+            "checked": self.checked,
             "totals": {
                 "found": self.found_total,
                 "predicted": self.predicted_total,
                 "delta": self.found_total - self.predicted_total,
+                "not_modelled": self.not_modelled_elements,
             },
             "notes": self.notes,
         }
+
+
+def _issue(i: TensorIssue) -> dict[str, Any]:
+    out = {"name": i.name, "status": i.status, "group": i.group, "expected": _list(i.expected),
+           "found": _list(i.found), "op": i.op}
+    if i.part is not None:
+        out["part"] = i.part
+    return out
 
 
 def _list(shape: tuple[int, ...] | None) -> list[int] | None:
     return None if shape is None else list(shape)
 
 
-def detect_arch(ckpt: Checkpoint) -> Arch:
-    """The first registered architecture whose ``applies`` accepts the checkpoint."""
+def find_arch(ckpt: Checkpoint) -> Arch | None:
+    """The first registered architecture whose ``applies`` accepts the checkpoint, else None."""
     for arch in archs():
         if arch.applies is not None and arch.applies(ckpt):
             return arch
-    raise UsageError(
-        "no architecture recognised for this checkpoint; pass --arch "
-        "(`inspector archs` lists them)",
-        ckpt.path,
-    )
+    return None
+
+
+def detect_arch(ckpt: Checkpoint) -> Arch:
+    """:func:`find_arch`, raising UsageError when no architecture applies."""
+    arch = find_arch(ckpt)
+    if arch is None:
+        raise UsageError(
+            "no architecture recognised for this checkpoint; pass --arch "
+            "(`inspector archs` lists them)",
+            ckpt.path,
+        )
+    return arch
 
 
 def resolve_hparams(
     arch: Arch, ckpt: Checkpoint | None, overrides: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
-    """(values, provenance, notes): every hyperparameter of ``arch`` with where it came from."""
+    """(values, provenance, notes): every hyperparameter of ``arch`` with where it came from.
+    Names may be the architecture's aliases (its producer's config keys, command-line names)."""
     known = {h.name for h in arch.hparams}
+    overrides = arch.canonical(overrides)
     layers: dict[str, dict[str, Any]] = {"set": dict(overrides)}
     notes: list[str] = []
     if ckpt is not None:
         for source, fn in (("checkpoint", arch.from_checkpoint), ("inferred", arch.infer)):
-            got = fn(ckpt) if fn is not None else {}
+            got = arch.canonical(fn(ckpt)) if fn is not None else {}
             ignored = sorted(set(got) - known)
             if ignored:
                 notes.append(f"{source} values ignored (not hyperparameters of {arch.name}): "
@@ -156,23 +261,46 @@ def resolve_hparams(
     return arch.resolve(values), provenance, notes
 
 
-def _scheme(name: str | None, ckpt: Checkpoint):
-    from inspector.grouping import choose_scheme, get_scheme
+SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.[A-Za-z]+$")
 
-    if name:
-        return get_scheme(name)
-    return choose_scheme([t.name for t in ckpt.tensors], ckpt.format)
+
+def shard_part(path: str) -> Part | None:
+    """A file that is one shard of a set (``model-00002-of-00003.safetensors``) lacks what the
+    other shards store: its missing tensors are not mismatches."""
+    m = SHARD.search(path)
+    if not m or m[2] == "00001" and m[1] == "00001":
+        return None
+    return Part(f"shard {int(m[1])} of {int(m[2])}",
+                "the other shards store the rest; check the index file or the directory",
+                ".", ops=("removed",))
+
+
+def _part_of(name: str, op: str, parts: Sequence[Part],
+             modelled: Sequence[str] = ()) -> Part | None:
+    """The part that covers ``name``: a declared one, else (when the architecture lists the
+    names it models and this is none of them) the unrecognised tensors."""
+    for p in parts:
+        if p.covers(name, op):
+            return p
+    if modelled and not any(re.search(rx, name) for rx in modelled):
+        return Part(UNRECOGNISED, "stored tensors whose names this architecture does not model")
+    return None
 
 
 def compare(pred: Prediction, ckpt: Checkpoint, scheme_name: str | None = None,
-            provenance: Mapping[str, str] | None = None) -> CheckResult:
-    """Align ``pred`` with the checkpoint's parameters and buffers; group both the same way."""
+            provenance: Mapping[str, str] | None = None, parts: Sequence[Part] = (),
+            modelled: Sequence[str] = ()) -> CheckResult:
+    """Align ``pred`` with the checkpoint's parameters and buffers through the shared engine
+    (:mod:`inspector.compare`); group both the same way. Tensors a part covers (``parts``,
+    ``pred.parts``, names outside ``modelled``) are ``not_modelled``, not mismatches."""
+    from inspector import compare as engine
     from inspector.grouping import group_counts
 
-    scheme = _scheme(scheme_name, ckpt)
+    parts = [*parts, *pred.parts]
+    names = [t.name for t in ckpt.tensors]
+    scheme = engine.choose_scheme(scheme_name, names, ckpt.format)
     stored = [t for t in ckpt.tensors if t.role in COMPARED_ROLES]
-    found = {t.name: t.shape for t in stored}
-    expected = pred.shapes()
+    found = {t.name for t in stored}
     # One stored name of a tie group is enough: save_pretrained and safetensors' save_model
     # write a tied pair once.
     alias_of = {t.name: t.tied_to for t in pred.tensors if t.tied_to}
@@ -181,17 +309,22 @@ def compare(pred: Prediction, ckpt: Checkpoint, scheme_name: str | None = None,
         ties.setdefault(target, {target}).add(alias)
         ties[alias] = ties[target]
     issues: list[TensorIssue] = []
-    for name, shape in expected.items():
-        if name not in found and any(n in found for n in ties.get(name, ())):
+    for op in engine.align(pred.tensors, stored):
+        if op.op in (engine.UNCHANGED, engine.RETYPED):
             continue
-        if name not in found:
-            issues.append(TensorIssue(name, "missing", scheme.assign(name).group, shape, None))
-        elif found[name] != shape:
-            issues.append(TensorIssue(name, "wrong_shape", scheme.assign(name).group, shape,
-                                      found[name]))
-    for name, shape in found.items():
-        if name not in expected:
-            issues.append(TensorIssue(name, "unexpected", scheme.assign(name).group, None, shape))
+        name = op.name
+        if op.op == engine.REMOVED and any(n in found for n in ties.get(name, ())):
+            continue
+        part = _part_of(name, op.op, parts, modelled if op.op == engine.ADDED else ())
+        expected = None if op.a is None else tuple(op.a.shape)
+        got = None if op.b is None else tuple(op.b.shape)
+        group = scheme.assign(name).group
+        if part is None:
+            issues.append(TensorIssue(name, engine.CHECK_WORDS[op.op], group, expected, got,
+                                      op.op))
+        else:
+            issues.append(TensorIssue(name, NOT_MODELLED, group, expected, got, op.op,
+                                      part.name))
 
     # A format without roles (safetensors) stores every tensor as a parameter: one the
     # architecture predicts as a buffer (BART's final_logits_bias) is counted as a buffer.
@@ -205,13 +338,13 @@ def compare(pred: Prediction, ckpt: Checkpoint, scheme_name: str | None = None,
     ])
     counted = [t for t in pred.tensors if t.tied_to is None and t.role == "parameter"]
     pred_groups = group_counts(scheme, [(t.name, t.numel) for t in counted])
-    per_group: dict[str, int] = {}
-    for i in issues:
-        per_group[i.group] = per_group.get(i.group, 0) + 1
-    names = list(pred_groups) + [g for g in found_groups if g not in pred_groups]
-    names += [g for g in per_group if g not in names]
-    groups = [GroupResult(g, found_groups.get(g, 0), pred_groups.get(g, 0), per_group.get(g, 0))
-              for g in names]
+    per_group: Counter[str] = Counter(i.group for i in issues if i.mismatch)
+    not_modelled: Counter[str] = Counter(i.group for i in issues if not i.mismatch)
+    group_names = list(pred_groups) + [g for g in found_groups if g not in pred_groups]
+    group_names += [g for g in (*per_group, *not_modelled) if g not in group_names]
+    groups = [GroupResult(g, found_groups.get(g, 0), pred_groups.get(g, 0), per_group[g],
+                          not_modelled[g])
+              for g in dict.fromkeys(group_names)]
     return CheckResult(
         arch=pred.arch,
         path=ckpt.path,
@@ -224,15 +357,61 @@ def compare(pred: Prediction, ckpt: Checkpoint, scheme_name: str | None = None,
         found_total=sum(t.numel for t in unique),
         predicted_total=pred.total(),
         notes=list(pred.notes),
+        parts=_part_results(parts, issues, stored, ckpt),
     )
+
+
+def _part_results(parts: Sequence[Part], issues: Sequence[TensorIssue],
+                  stored: Sequence[Any], ckpt: Checkpoint) -> list[PartResult]:
+    """Each part with its not-modelled tensors (stored or predicted) and the stored elements
+    they hold (tied tensors once); declared parts are listed even when they cover nothing."""
+    unique = {t.name for t in ckpt.unique(stored)}
+    numel = {t.name: t.numel for t in stored if t.name in unique}
+    tensors: Counter[str] = Counter()
+    elements: Counter[str] = Counter()
+    reasons = {p.name: p.reason for p in parts}
+    for i in issues:
+        if i.part is None:
+            continue
+        if i.part == UNRECOGNISED:
+            reasons.setdefault(UNRECOGNISED, "stored tensors whose names this architecture "
+                                             "does not model")
+        tensors[i.part] += 1
+        elements[i.part] += numel.get(i.name, 0) if i.found is not None else 0
+    return [PartResult(n, r, tensors[n], elements[n]) for n, r in reasons.items()]
 
 
 def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, Any] | None = None,
           scheme_name: str | None = None) -> CheckResult:
     """The audit ``inspector check`` prints: architecture (detected unless given),
-    hyperparameters with provenance, prediction, comparison."""
-    arch = arch or detect_arch(ckpt)
-    values, provenance, notes = resolve_hparams(arch, ckpt, overrides or {})
-    result = compare(arch.predict(values), ckpt, scheme_name or arch.scheme, provenance)
-    result.notes = notes + result.notes
+    hyperparameters with provenance, prediction, comparison, and the structural checks
+    (optimizer state, ties, dtypes). With no architecture given and none recognised, the
+    structural audit alone (:mod:`inspector.formulas.structure`)."""
+    from inspector.formulas import structure
+
+    given = arch is not None
+    arch = arch or find_arch(ckpt)
+    if arch is None:
+        if overrides:
+            raise UsageError("--set needs an architecture: none recognised for this "
+                             "checkpoint; pass --arch (`inspector archs` lists them)", ckpt.path)
+        return structure.audit(ckpt, scheme_name)
+    try:
+        values, provenance, notes = resolve_hparams(arch, ckpt, overrides or {})
+        pred = arch.predict(values)
+    except UsageError as e:
+        if given or overrides:
+            raise
+        # Recognised, but the file alone does not say enough (a Keras weights file without
+        # its model config): the structure is still audited, and the note says what is missing.
+        audit = structure.audit(ckpt, scheme_name)
+        audit.notes.insert(0, f"looks like {arch.name}, but cannot predict it from this file "
+                              f"alone: {e.message}")
+        return audit
+    parts = arch.unmodelled(ckpt) if arch.unmodelled is not None else []
+    shard = shard_part(ckpt.path)
+    parts += [shard] if shard else []
+    result = compare(pred, ckpt, scheme_name or arch.scheme, provenance, parts, arch.modelled)
+    result.findings, state_notes, result.checked = structure.training_state(ckpt)
+    result.notes = notes + result.notes + state_notes
     return result

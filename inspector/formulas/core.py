@@ -9,6 +9,7 @@ list, so no formula is written twice.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,14 +45,32 @@ class Expected:
         return math.prod(self.shape)
 
 
+@dataclass(frozen=True)
+class Part:
+    """A part of a checkpoint that an architecture does not model (an option it does not know,
+    an unknown layer type, ...): ``check`` reports the tensors whose names ``pattern`` matches
+    (``re.search``) as ``not modelled`` with ``reason``, never as a mismatch."""
+
+    name: str
+    reason: str
+    pattern: str | None = None
+    ops: tuple[str, ...] = ("removed", "added", "reshaped")  # which differences it explains
+
+    def covers(self, name: str, op: str = "added") -> bool:
+        return (self.pattern is not None and op in self.ops
+                and re.search(self.pattern, name) is not None)
+
+
 @dataclass
 class Prediction:
-    """What an architecture expects, for one set of hyperparameters."""
+    """What an architecture expects, for one set of hyperparameters; ``parts`` are what the
+    prediction leaves out (see :class:`Part`)."""
 
     arch: str
     hparams: dict[str, Any]
     tensors: list[Expected]
     notes: list[str] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
 
     def total(self, role: str | None = "parameter") -> int:
         """Elements over tensors of ``role`` (all roles when None), tied tensors counted once."""
@@ -90,6 +109,14 @@ class Arch:
     sidecar), ``infer`` those its shapes determine; both may return a partial dict. ``applies``
     says whether a checkpoint looks like this architecture (used by ``check`` without
     ``--arch``); ``symbols`` are the integer hyperparameters the closed form is written in.
+
+    What ``check`` may call a mismatch: ``modelled`` are regexes (``re.search``) of the tensor
+    names the architecture models; a stored tensor nobody predicted whose name matches none of
+    them is ``not modelled`` (an unrecognised tensor), not ``unexpected``. Empty: every name is
+    modelled. ``unmodelled`` names the parts of a checkpoint (options from its config, ...) the
+    architecture does not model. ``aliases`` map a producer's other names for a hyperparameter
+    (its config keys, its command-line names) to the name used here; a command-line form
+    (``--rnn-num-hidden``, ``rnn-num-hidden``) of a hyperparameter's name is accepted too.
     """
 
     name: str
@@ -101,6 +128,24 @@ class Arch:
     infer: Callable[[Any], dict[str, Any]] | None = None
     applies: Callable[[Any], bool] | None = None
     symbols: tuple[Symbol, ...] = ()
+    modelled: tuple[str, ...] = ()
+    unmodelled: Callable[[Any], list[Part]] | None = None
+    aliases: Mapping[str, str] = field(default_factory=dict)
+
+    def canonical(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """``values`` with aliases replaced by the hyperparameter names (a name given twice,
+        once by alias, raises UsageError)."""
+        out: dict[str, Any] = {}
+        given: dict[str, str] = {}
+        known = {h.name for h in self.hparams}
+        for k, v in values.items():
+            dashed = k.lstrip("-").replace("-", "_")  # --rnn-num-hidden as on the command line
+            name = self.aliases.get(k, dashed if dashed in known else k)
+            if name in out:
+                raise UsageError(f"{given[name]} and {k} are one hyperparameter ({name}); "
+                                 "give it once")
+            out[name], given[name] = v, k
+        return out
 
     def defaults(self) -> dict[str, Any]:
         return {h.name: h.default for h in self.hparams}
@@ -108,11 +153,13 @@ class Arch:
     def resolve(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults overlaid with ``values``, each coerced to its declared kind."""
         known = {h.name: h for h in self.hparams}
+        values = self.canonical(values)
         unknown = sorted(set(values) - set(known))
         if unknown:
+            also = f" (also as {', '.join(self.aliases)})" if self.aliases else ""
             raise UsageError(
                 f"{self.name} has no hyperparameter {', '.join(unknown)}; "
-                f"it has {', '.join(known)}"
+                f"it has {', '.join(known)}{also}"
             )
         out = self.defaults()
         for k, v in values.items():

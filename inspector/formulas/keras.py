@@ -43,14 +43,15 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
     if hp.get("edit"):
         config = apply_edits(config, hp["edit"])
     version = hp.get("keras_version", "auto")
-    tensors, walk_notes = model_variables(config, None if version == "auto" else version == "3")
+    tensors, walk_notes, parts = model_variables(config,
+                                                 None if version == "auto" else version == "3")
     notes += walk_notes
     seen: set[str] = set()
     for t in tensors:
         if t.name in seen:
             notes.append(f"two variables are both named {t.name}")
         seen.add(t.name)
-    return Prediction("keras", dict(hp), tensors, notes)
+    return Prediction("keras", dict(hp), tensors, notes, parts)
 
 
 def from_checkpoint(ckpt: Any) -> dict[str, Any]:

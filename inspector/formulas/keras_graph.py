@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from inspector.adapters.errors import UsageError
 
 from . import blocks_keras as kb
-from .core import Expected
+from .core import Expected, Part
 
 Shape = tuple[int | None, ...]  # batch dimension first; None where unknown
 
@@ -32,6 +33,7 @@ class _Ctx:
     keras3: bool
     tensors: list[Expected] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)  # layers whose variables are not predicted
 
 
 @dataclass
@@ -502,11 +504,20 @@ def _safe_call(ctx: _Ctx, c: _Call) -> list[Shape | None]:
         return list(_call(ctx, c))
     except _Cannot as e:
         del ctx.tensors[before:]
-        ctx.notes.append(f"cannot predict layer {c.name} of class {c.cls}: {e}")
+        _not_modelled(ctx, c, str(e))
     except (KeyError, TypeError, ValueError) as e:
         del ctx.tensors[before:]
-        ctx.notes.append(f"cannot predict layer {c.name} of class {c.cls}: bad config ({e!r})")
+        _not_modelled(ctx, c, f"bad config ({e!r})")
     return [None]
+
+
+def _not_modelled(ctx: _Ctx, c: _Call, why: str) -> None:
+    """A note, and a part naming the layer: its stored variables are not modelled (``check``
+    reports them so, never as unexpected)."""
+    ctx.notes.append(f"cannot predict layer {c.name} of class {c.cls}: {why}")
+    if c.build:
+        ctx.parts.append(Part(f"layer {c.name} ({c.cls})", why,
+                              rf"(^|/){re.escape(c.name)}/"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -574,9 +585,10 @@ def detect_keras3(config: Mapping[str, Any]) -> bool:
 
 
 def model_variables(config: Mapping[str, Any], keras3: bool | None = None
-                    ) -> tuple[list[Expected], list[str]]:
-    """Every variable of the model described by ``config`` (``{"class_name", "config"}``) and
-    the notes on what could not be predicted. ``keras3`` None: detect from the config."""
+                    ) -> tuple[list[Expected], list[str], list[Part]]:
+    """Every variable of the model described by ``config`` (``{"class_name", "config"}``), the
+    notes on what could not be predicted and the layers whose variables are therefore not
+    modelled. ``keras3`` None: detect from the config."""
     if "class_name" not in config or "config" not in config:
         raise UsageError("a Keras model config needs 'class_name' and 'config'")
     ctx = _Ctx(detect_keras3(config) if keras3 is None else keras3)
@@ -589,6 +601,6 @@ def model_variables(config: Mapping[str, Any], keras3: bool | None = None
         _safe_call(ctx, call)  # a bare layer config
     else:
         _model(ctx, call)
-    return ctx.tensors, ctx.notes
+    return ctx.tensors, ctx.notes, ctx.parts
 
 

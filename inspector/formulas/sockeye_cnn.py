@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import linear, param
 from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
 from inspector.formulas.sockeye_rnn import (
@@ -178,5 +179,8 @@ ARCH = register(
         infer=infer,
         applies=applies,
         symbols=SYMBOLS,
+        modelled=options.MODELLED["sockeye-cnn"],
+        unmodelled=lambda ckpt: options.unmodelled("sockeye-cnn", ckpt),
+        aliases=options.ALIASES,
     )
 )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import (
     MX_GATES,
     MX_LN_CELLS,
@@ -604,5 +605,8 @@ ARCH = register(
         infer=infer,
         applies=applies,
         symbols=SYMBOLS,
+        modelled=options.MODELLED["sockeye-rnn"],
+        unmodelled=lambda ckpt: options.unmodelled("sockeye-rnn", ckpt),
+        aliases=options.ALIASES,
     )
 )

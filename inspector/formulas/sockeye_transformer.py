@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import (
     join,
     layer_norm,
@@ -566,5 +567,8 @@ ARCH = register(
         infer=infer,
         applies=applies,
         symbols=SYMBOLS,
+        modelled=options.MODELLED["sockeye-transformer"],
+        unmodelled=lambda ckpt: options.unmodelled("sockeye-transformer", ckpt),
+        aliases=options.ALIASES,
     )
 )

@@ -108,11 +108,13 @@ def listing(
     (``{"depth": 2}`` for ``prefix``).
     """
     from inspector import grouping
+    from inspector.compare import choose_scheme
 
     entries = select(ckpt, match, sort)
     ties = ckpt.tie_groups()
     unique = ckpt.unique(entries)
-    chosen = grouping.resolve(scheme, [t.name for t in ckpt.tensors], ckpt.format, scheme_params)
+    chosen = choose_scheme(scheme, [t.name for t in ckpt.tensors], ckpt.format,
+                           params=scheme_params)
     groups = grouping.summarize(chosen, entries, unique)
     sums = totals(entries, unique)
     split = grouping.embedding_split(groups)
