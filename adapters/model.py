@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TypedDict
 
 if TYPE_CHECKING:
     from .source import Source
@@ -30,6 +30,44 @@ class Role(str, Enum):
         return self.value
 
 
+class TensorExtra(TypedDict, total=False):
+    """The keys an adapter may put in :attr:`TensorEntry.extra` (every key is optional; only the
+    ones the format has are set). Code outside the adapter may rely on these names only."""
+
+    # torch (zip and legacy): the view over its storage, and what the rebuild call said
+    stride: tuple[int, ...]  # in elements; a non-C-contiguous view is read as a strided span
+    storage_offset: int  # elements into the storage
+    storage_numel: int  # elements of the whole storage
+    requires_grad: bool
+    storage: dict[str, Any]  # {"kind", "storage_type", "location"}
+    subclass: str  # dotted name of a tensor subclass (placeholder for a foreign global)
+    device: str  # where it was saved (cuda:0, meta, ...)
+    layout: str  # torch: sparse_coo, sparse_csr, ..., quantized; HDF5: contiguous, chunked, ...
+    indices: dict[str, Any]  # sparse parts: a summary each (shape, dtype, stride, storage)
+    values: dict[str, Any]
+    qscheme: str  # quantized tensors: the scheme and its parameters
+    scale: float
+    zero_point: int
+    axis: int
+    q_scales: Any
+    q_zero_points: Any
+    stored_dtype: str
+    # sparse arrays (MXNet, NumPy .npz of MXNet 2.x)
+    stype: str  # row_sparse | csr
+    storage_shape: tuple[int, ...]
+    aux: dict[str, dict[str, Any]]  # aux arrays: {"dtype", "shape"} each
+    # MXNet record facts
+    record: int  # record layout version
+    record_offset: int
+    context: Any
+    none: bool  # an MXNet None array (no data)
+    # HDF5 (Keras)
+    stored_bytes: int
+    chunks: list[int]
+    compression: str
+    h5_offset: int
+
+
 @dataclass(frozen=True, slots=True, init=False)  # __init__ below: a listing makes one per tensor
 class TensorEntry:
     """One stored tensor, described by metadata only.
@@ -38,7 +76,7 @@ class TensorEntry:
     byte range); two entries with the same :attr:`identity` are the same tensor stored under two
     names (tied weights) and are counted once. ``offset`` is the absolute byte offset of the first
     element in ``file`` where the format says so; ``extra`` holds format-specific facts
-    (sparse storage type, strides, quantization scheme, ...).
+    (sparse storage type, strides, quantization scheme, ...): the keys of :class:`TensorExtra`.
     """
 
     stored_name: str

@@ -208,42 +208,35 @@ def _entries(
 
 
 def _check_info(name: str, info: Any, where: str) -> tuple[int, int, str, tuple[int, ...]]:
-    # Fast path for a well-formed entry (one per tensor); anything else takes the checks below,
-    # which name the fault. type() is int excludes bool.
-    if type(info) is dict:
-        tag, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-        if type(tag) is str and tag in DTYPES and type(shape) is list and type(offsets) is list:
-            if len(offsets) == 2:
-                begin, end = offsets
-                if type(begin) is int and type(end) is int and 0 <= begin <= end:
-                    for d in shape:
-                        if type(d) is not int or d < 0:
-                            break
-                    else:
-                        return begin, end, DTYPES[tag], tuple(shape)
-    return _check_info_slow(name, info, where)
-
-
-def _check_info_slow(name: str, info: Any, where: str) -> tuple[int, int, str, tuple[int, ...]]:
-    if not isinstance(info, dict):
+    """(begin, end, dtype, shape) of one header entry, or a FormatError naming its fault. One
+    pass of cheap checks (``type(x) is int`` also excludes bool): this runs once per tensor."""
+    if type(info) is not dict:
         raise FormatError(f"tensor {name!r}: entry is not an object", where)
     tag = info.get("dtype")
-    if tag not in DTYPES:
+    if type(tag) is not str or tag not in DTYPES:
         raise FormatError(
             f"tensor {name!r}: unknown dtype {tag!r} (known: {', '.join(DTYPES)})", where
         )
     shape = info.get("shape")
-    if not isinstance(shape, list) or not all(
-        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
-    ):
+    if type(shape) is not list:
+        shape = None
+    else:
+        for d in shape:
+            if type(d) is not int or d < 0:
+                shape = None
+                break
+    if shape is None:
         raise FormatError(
-            f"tensor {name!r}: shape {shape!r} is not a list of non-negative ints", where
+            f"tensor {name!r}: shape {info.get('shape')!r} is not a list of non-negative ints",
+            where,
         )
     offsets = info.get("data_offsets")
     if not (
-        isinstance(offsets, list)
+        type(offsets) is list
         and len(offsets) == 2
-        and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
+        and type(offsets[0]) is int
+        and type(offsets[1]) is int
+        and offsets[0] >= 0
     ):
         raise FormatError(f"tensor {name!r}: data_offsets {offsets!r} is not [begin, end]", where)
     begin, end = offsets

@@ -315,6 +315,13 @@ def scores(names: Sequence[str], format: str | None = None) -> dict[str, int]:
 _DIGITS = re.compile(r"\d+")
 
 
+def detects(scheme: str, names: Sequence[str], format: str | None = None) -> bool:
+    """Whether the built-in ``scheme``'s own detector recognises these names: the one place a
+    naming convention is recognised (architectures ask here instead of repeating it)."""
+    s = get_scheme(scheme)
+    return s.score(representatives(names), format) >= s.min_score
+
+
 def representatives(names: Iterable[str]) -> list[str]:
     """One name per pattern of names that differ only in their numbers (``layers.0.x`` and
     ``layers.11.x``): detection looks at naming conventions, and a 50,000-tensor model has a few

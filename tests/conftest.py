@@ -24,6 +24,24 @@ def load_truth(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def sockeye_true_count(truth: dict) -> int:
+    """Sockeye's logged ``# of parameters``, corrected where the producer recorded that the log
+    undercounts: Sockeye 2 logs the length-task ``Dense`` weights with a deferred (0) input size
+    (``sockeye_log_deferred_shapes``). The correction is checked here, not trusted: the file's
+    ``length_ratio`` weights must have the logged output sizes, and their elements must be
+    exactly the gap between the file's total and the log."""
+    logged = int(truth["sockeye_logged_parameter_count"])
+    deferred = truth.get("sockeye_log_deferred_shapes")
+    if not deferred:
+        return logged
+    stored = [t for t in truth["tensors"]
+              if "length_ratio" in t["stored_name"] and t["stored_name"].endswith("weight")]
+    assert [t["shape"][0] for t in stored] == [s[0] for s in deferred.values()]
+    assert all(s[1] == 0 for s in deferred.values())
+    assert int(truth["parameter_count"]) - logged == sum(t["numel"] for t in stored)
+    return int(truth["parameter_count"])
+
+
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``python -m inspector`` in a fresh process, as a user's shell would."""
     return subprocess.run(

@@ -32,6 +32,11 @@ TIED = {
                                step=2),
                         Symbol("v", ("source_vocab_size", "target_vocab_size"), degree=1)],
     "mhdot": [Symbol("h", ("rnn_num_hidden",), start=8, step=8)],
+    # src_trg: one table, so equal vocabularies and embedding sizes (model.py)
+    "tied-src-trg": [Symbol("se", ("num_embed:0", "num_embed:1"), degree=1),
+                     Symbol("v", ("source_vocab_size", "target_vocab_size"), degree=1)],
+    # attention-based copying: the target vocabulary holds max_seq_len_source (10 + 1) pointers
+    "copy": [Symbol("vt", ("target_vocab_size",), degree=1, start=12)],
 }
 
 

@@ -16,7 +16,7 @@ import h5py
 import pytest
 
 from inspector.adapters.errors import FormatError, UsageError
-from inspector.formulas import keras as kf
+from inspector.formulas import keras_graph as kf
 from inspector.formulas.core import get
 from tests.conftest import FIXTURES, load_truth
 

@@ -12,7 +12,7 @@ from inspector.adapters.errors import UsageError
 from inspector.adapters.registry import load
 from inspector.formulas import get
 from inspector.formulas.check import check, detect_arch
-from tests.conftest import FIXTURES, load_truth
+from tests.conftest import FIXTURES, load_truth, sockeye_true_count
 
 SOCKEYE = FIXTURES / "sockeye"
 MODELS = sorted(p for p in SOCKEYE.iterdir() if p.is_dir() and "_cnn_" not in p.name)
@@ -60,7 +60,7 @@ def test_fixture_checks_with_its_own_hyperparameters(model):
     # only what args.yaml leaves open (e.g. rnn_attention_num_hidden: null) comes from shapes
     args = load(str(model)).hyperparameters["args"]
     assert all(args.get(k) is None for k in result.inferred())
-    assert result.predicted_total == truth["sockeye_logged_parameter_count"]
+    assert result.predicted_total == sockeye_true_count(truth)
     arch = get(result.arch)
     pred = arch.predict(result.hparams)
     assert pred.shapes() == _truth_shapes(model)
@@ -74,7 +74,7 @@ def test_fixture_checks_from_shapes_alone(model):
     assert result.ok, result.to_dict()
     assert result.inferred()
     truth = load_truth(model / "params.best.truth.json")
-    assert result.predicted_total == truth["sockeye_logged_parameter_count"]
+    assert result.predicted_total == sockeye_true_count(truth)
 
 
 def test_archs_are_recognised_by_family():
@@ -111,6 +111,32 @@ ONE_CHANGE = [
      {"encoder_feed_forward"}),
     ("sockeye3_transformer_l1-1_m16_h2_ff32", {"transformer_preprocess": "n:"},
      {"layer_norms"}),
+    # the issue-15 options: each reaches exactly the groups Sockeye's code gives it
+    ("sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp_wn", {"weight_normalization": "false"}, {"io"}),
+    ("sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp_lt-ratio", {"length_task_layers": 2},
+     {"length_ratio"}),
+    ("sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp_sf1-concat4", {"source_factors_num_embed": "6"},
+     {"io", "birnn"}),
+    ("sockeye1_rnn_gru_l1-1_e8-8_h16_dot_sf2-sum", {"source_factors_combine": "concat",
+                                                    "source_factors_num_embed": "8,8"},
+     {"birnn"}),
+    ("sockeye1_rnnconv_l1-1_e8-8_h16_mlp_w2-f3-5_s2_hw2_out10_pos",
+     {"conv_embed_num_highway_layers": 1}, {"conv_embed"}),
+    ("sockeye1_rnn_lstm_l2-2_e8-8_h16_mlp_lhuc-all", {"lhuc": "encoder,decoder"},
+     {"enc2decinit"}),
+    ("sockeye1_transformer-rnn_l1-1_m16_h2_ff32_e16-8_h16_mlp",
+     {"transformer_feed_forward_num_hidden": "64:64"}, {"encoder_transformer"}),
+    ("sockeye1_transformer_l1-1_m16_h2_ff32_lhuc-all", {"lhuc": "decoder"}, {"lhuc"}),
+    ("sockeye2_transformer_l1-1_m16_h2_ff32_glu", {"transformer_feed_forward_use_glu": "false"},
+     {"encoder_feed_forward", "decoder_feed_forward"}),
+    ("sockeye2_transformer-ssru_l1-1_m16_h2_ff32", {"decoder": "transformer"},
+     {"decoder_self_attention"}),
+    ("sockeye3_transformer_l1-1_m16_h2_ff32_lt-length-l2", {"length_task_layers": 1},
+     {"length_ratio"}),
+    ("sockeye3_transformer_l1-1_m16_h2_ff32_nvs-logit-max", {"neural_vocab_selection": None},
+     {"vocab_selection"}),
+    ("sockeye3_transformer_l1-1_m16_h2_ff32_e16-12_tf1-concat4",
+     {"target_factors_num_embed": "2"}, {"embeddings"}),
 ]
 
 

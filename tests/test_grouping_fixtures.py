@@ -18,7 +18,7 @@ import pytest
 import inspector
 from inspector import grouping
 
-from conftest import FIXTURES, load_truth
+from conftest import FIXTURES, load_truth, sockeye_true_count
 
 
 def _stored_to_canonical(name: str) -> str:
@@ -31,6 +31,8 @@ def _stored_to_canonical(name: str) -> str:
 # -- Sockeye --
 
 SOCKEYE_RNN = (  # (name prefix, group), first match; from sockeye 1.18 rnn.py/rnn_attention.py/coverage.py
+    ("length_ratio_layer_", "length_ratio"), ("encoder_char_", "conv_embed"),  # layers.py, encoder.py
+    ("encoder_transformer_", "encoder_transformer"),  # --encoder transformer --decoder rnn
     ("decoder_rnn_enc2decinit_", "enc2decinit"), ("decoder_rnn_hidden_", "hidden"),
     ("decoder_rnn_l", "decoder_lx"), ("encoder_birnn_", "birnn"), ("encoder_rnn_l", "encoder_lx"),
     ("decoder_rnn_att_", "attention"), ("cov_", "coverage"), ("decoder_rnn_gate_", "context_gating"),
@@ -39,13 +41,21 @@ SOCKEYE_RNN = (  # (name prefix, group), first match; from sockeye 1.18 rnn.py/r
 
 
 def _sockeye_transformer(name: str) -> str:
+    if "length_ratio" in name:  # layers.py LengthRatio
+        return "length_ratio"
+    if name.startswith("encoder_char_"):  # encoder.py ConvolutionalEmbeddingEncoder
+        return "conv_embed"
+    if name.startswith("nvs."):  # Sockeye 3 nvs.py
+        return "vocab_selection"
+    if "lhuc" in name:  # layers.py LHUC in each transformer block
+        return "lhuc"
     if "norm" in name:
         return "layer_norms"
     if "pos_embed" in name:
         return "positional"
     if "embed" in name:
         return "embeddings"
-    if name.startswith(("target_output", "output_layer")):
+    if name.startswith(("target_output", "output_layer", "factor_output_layers")):
         return "output_layer"
     side = "encoder" if name.startswith("encoder") else "decoder"
     if any(k in name for k in ("att_self", "self_attention", "autoregr")):
@@ -74,7 +84,7 @@ SOCKEYE_DIRS = sorted(p for p in (FIXTURES / "sockeye").iterdir() if p.is_dir())
 
 
 def _sockeye_expected(d: Path):
-    if d.name.startswith("sockeye1_rnn"):
+    if d.name.startswith(("sockeye1_rnn", "sockeye1_transformer-rnn")):
         return "sockeye-rnn", _by_prefix(SOCKEYE_RNN)
     if d.name.startswith("sockeye1_cnn"):
         return "sockeye-cnn", _sockeye_cnn
@@ -109,8 +119,7 @@ def test_sockeye_fixture_scheme_and_group_counts(model_dir):
     expected = _truth_counts(truth, classify, truth.get("shared_groups", []))
     assert got == expected
     assert list(got) == [g for g in _order(scheme) if g in got]  # scheme order
-    logged = int(truth["sockeye_logged_parameter_count"])
-    assert sum(got.values()) == logged  # Sockeye's own log line
+    assert sum(got.values()) == sockeye_true_count(truth)  # Sockeye's own log line
 
 
 def _order(scheme: str) -> list[str]:

@@ -217,18 +217,12 @@ def _classify(obj: Any, budget: int, where: str) -> tuple[list[TensorEntry], dic
         # The common case, a flat state dict {name: tensor}: no walk needed. (A value that is
         # not a tensor record, e.g. a placeholder for an unknown rebuild global, takes the walk.)
         stored_names = list(obj)
-        by_last, parameter = _BUFFERS_BY_LAST, Role.PARAMETER
-        entries = []
-        for stored, name, rec in zip(
-            stored_names, _strip_wrappers(stored_names), obj.values(), strict=True
-        ):
-            if type(rec) is TensorRecord and rec.parameter:
-                role = parameter
-            elif name[name.rfind(".") + 1 :] in by_last:
-                role = _auto_role(name, rec)
-            else:
-                role = parameter
-            entries.append(_entry(stored, name, rec, role, where))
+        entries = [
+            _entry(stored, name, rec, _model_role(name, rec), where)
+            for stored, name, rec in zip(
+                stored_names, _strip_wrappers(stored_names), obj.values(), strict=True
+            )
+        ]
         return entries, hyper, "state_dict"
     # (stored, model name or None when not part of the model, record, role or None for auto)
     rows: list[tuple[str, str | None, Any, Role | None]] = []
@@ -272,16 +266,12 @@ def _classify(obj: Any, budget: int, where: str) -> tuple[list[TensorEntry], dic
     names = iter(_strip_wrappers([n for _, n, _, _ in rows if n is not None]))
     entries = []
     add = entries.append
-    by_last = _BUFFERS_BY_LAST
-    parameter = Role.PARAMETER
     for stored, model_name, rec, role in rows:
         if model_name is None:
             add(_entry(stored, stored, rec, role or Role.OTHER, where))
-            continue
-        name = next(names)
-        if role is None:
-            role = _auto_role(name, rec) if name[name.rfind(".") + 1 :] in by_last else parameter
-        add(_entry(stored, name, rec, role, where))
+        else:
+            name = next(names)
+            add(_entry(stored, name, rec, _model_role(name, rec, role), where))
     return entries, hyper, container
 
 
@@ -314,10 +304,14 @@ for _suffix, _ndim in BUFFER_NAMES:
     _BUFFERS_BY_LAST.setdefault(_suffix.rsplit(".", 1)[-1], []).append((_suffix, _ndim))
 
 
-def _auto_role(name: str, rec: Any) -> Role:
-    """Buffer for the well-known buffer names of ``BUFFER_NAMES``, parameter otherwise."""
+def _model_role(name: str, rec: Any, exact: Role | None = None) -> Role:
+    """A model tensor's role: ``exact`` when the pickle says (a module's ``_parameters`` /
+    ``_buffers``), parameter for an ``nn.Parameter``, buffer for the well-known buffer names of
+    ``BUFFER_NAMES``, parameter otherwise. One dict lookup for most names."""
+    if exact is not None:
+        return exact
     candidates = _BUFFERS_BY_LAST.get(name[name.rfind(".") + 1 :])
-    if candidates and type(rec) is TensorRecord:
+    if candidates and type(rec) is TensorRecord and not rec.parameter:
         for suffix, min_ndim in candidates:
             if (name == suffix or name.endswith("." + suffix)) and len(rec.shape) >= min_ndim:
                 return Role.BUFFER

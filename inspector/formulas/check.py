@@ -193,7 +193,11 @@ def compare(pred: Prediction, ckpt: Checkpoint, scheme_name: str | None = None,
         if name not in expected:
             issues.append(TensorIssue(name, "unexpected", scheme.assign(name).group, None, shape))
 
-    unique = [t for t in ckpt.unique(stored) if t.role is Role.PARAMETER]
+    # A format without roles (safetensors) stores every tensor as a parameter: one the
+    # architecture predicts as a buffer (BART's final_logits_bias) is counted as a buffer.
+    buffers = {t.name for t in pred.tensors if t.role == "buffer"}
+    unique = [t for t in ckpt.unique(stored)
+              if t.role is Role.PARAMETER and t.name not in buffers]
     # a stored alias whose target is absent counts where the target is predicted
     found_groups = group_counts(scheme, [
         (alias_of[t.name] if alias_of.get(t.name, t.name) not in found else t.name, t.numel)

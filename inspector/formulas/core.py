@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from inspector.adapters.errors import UsageError
@@ -138,11 +139,20 @@ def coerce(h: HParam, value: Any) -> Any:
 
 
 _ARCHS: dict[str, Arch] = {}
+# The built-in grouping schemes an architecture may name (inspector/schemes/<name>.yaml).
+_SCHEMES = Path(__file__).resolve().parent.parent / "schemes"
 
 
 def register(arch: Arch) -> Arch:
+    """Add ``arch`` to the registry; a duplicate name or a scheme that does not exist is an
+    error at import time, never a silent fallback to another grouping."""
     if arch.name in _ARCHS:
         raise ValueError(f"architecture {arch.name!r} registered twice")
+    if arch.scheme is not None and not _SCHEMES.joinpath(f"{arch.scheme}.yaml").is_file():
+        raise ValueError(
+            f"architecture {arch.name!r} names the grouping scheme {arch.scheme!r}, which does "
+            f"not exist in {_SCHEMES}"
+        )
     _ARCHS[arch.name] = arch
     return arch
 

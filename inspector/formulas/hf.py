@@ -5,6 +5,10 @@ Keys are transformers' config keys. HF GPT-2 projections are ``Conv1D`` modules 
 (in, out), the transpose of ``nn.Linear``; Llama's are ``nn.Linear`` (out, in) and its norms are
 RMSNorms (weight only). ``save_pretrained`` leaves a tied ``lm_head.weight`` out of safetensors
 files; it is predicted as tied to the embedding (counted once).
+
+The other Hugging Face families (BART, T5, BERT, Mistral, ...) are data in
+:mod:`inspector.formulas.hf_families`. ``config.json``'s ``model_type`` picks the family when
+there is one.
 """
 
 from __future__ import annotations
@@ -58,6 +62,17 @@ def conv1d(prefix: str, nf: int, nx: int) -> list[Expected]:
 def rms_norm(prefix: str, hidden_size: int) -> list[Expected]:
     """``LlamaRMSNorm``: ``weight`` only."""
     return [bt.param(prefix, "weight", (hidden_size,), "rms_norm")]
+
+
+def _claims(ckpt: Any, model_type: str, signature: str) -> bool:
+    """``config.json``'s ``model_type`` decides when there is one (a directory whose config says
+    ``mistral`` is not checked as ``llama`` by resemblance, and one that says ``llama`` is checked
+    as llama whatever it holds); without one, the signature tensor does."""
+    mt = sidecar_config(ckpt).get("model_type")
+    if mt is None:
+        return signature in parameters(ckpt)
+    # a Trainer's optimizer.pt beside config.json holds no model tensors
+    return mt == model_type and bool(parameters(ckpt))
 
 
 def _layers(ckpt: Any, pattern: str) -> int | None:
@@ -133,7 +148,7 @@ GPT2 = register(Arch(
     scheme="transformer-lm",
     from_checkpoint=_from_config(GPT2_HPARAMS),
     infer=infer_gpt2,
-    applies=lambda ckpt: "transformer.h.0.attn.c_attn.weight" in parameters(ckpt),
+    applies=lambda ckpt: _claims(ckpt, "gpt2", "transformer.h.0.attn.c_attn.weight"),
     symbols=(
         Symbol("V", ("vocab_size",), degree=1, help="vocab_size"),
         Symbol("P", ("n_positions",), degree=1, help="n_positions"),
@@ -156,6 +171,8 @@ LLAMA_HPARAMS = (
     HParam("tie_word_embeddings", False, "lm_head shares model.embed_tokens", bool),
     HParam("attention_bias", False, "biases on q/k/v/o_proj", bool),
     HParam("mlp_bias", False, "biases on gate/up/down_proj", bool),
+    HParam("saved_inv_freq", False, "transformers before 4.31 saved each layer's "
+           "self_attn.rotary_emb.inv_freq buffer (from the stored names)", bool),
 )
 
 
@@ -171,6 +188,8 @@ def predict_llama(hp: Mapping[str, Any]) -> Prediction:
         out += bt.linear(f"{a}.q_proj", d, heads * hd, ab)
         out += bt.linear(f"{a}.k_proj", d, kv * hd, ab) + bt.linear(f"{a}.v_proj", d, kv * hd, ab)
         out += bt.linear(f"{a}.o_proj", heads * hd, d, ab)
+        if hp["saved_inv_freq"]:  # arange(0, head_dim, 2): ceil(head_dim / 2) frequencies
+            out.append(Expected(f"{a}.rotary_emb.inv_freq", ((hd + 1) // 2,), "buffer", "rotary"))
         out += bt.linear(f"{m}.gate_proj", d, ff, mb) + bt.linear(f"{m}.up_proj", d, ff, mb)
         out += bt.linear(f"{m}.down_proj", ff, d, mb)
         out += rms_norm(f"model.layers.{i}.input_layernorm", d)
@@ -196,6 +215,8 @@ def infer_llama(ckpt: Any) -> dict[str, Any]:
     out["attention_bias"] = "model.layers.0.self_attn.q_proj.bias" in s
     out["mlp_bias"] = "model.layers.0.mlp.gate_proj.bias" in s
     out["tie_word_embeddings"] = _tied(ckpt, "lm_head.weight")
+    out["saved_inv_freq"] = any(t.name.endswith(".self_attn.rotary_emb.inv_freq")
+                                for t in ckpt.tensors)
     return out
 
 
@@ -207,7 +228,7 @@ LLAMA = register(Arch(
     scheme="transformer-lm",
     from_checkpoint=_from_config(LLAMA_HPARAMS),
     infer=infer_llama,
-    applies=lambda ckpt: "model.layers.0.self_attn.q_proj.weight" in parameters(ckpt),
+    applies=lambda ckpt: _claims(ckpt, "llama", "model.layers.0.self_attn.q_proj.weight"),
     symbols=(
         Symbol("V", ("vocab_size",), degree=1, help="vocab_size"),
         Symbol("d", ("hidden_size",), degree=2, start=32, step=32,
@@ -216,3 +237,7 @@ LLAMA = register(Arch(
         Symbol("L", ("num_hidden_layers",), degree=1, help="num_hidden_layers"),
     ),
 ))
+
+
+# The families described as data (BART, T5, BERT, Mistral, ... ) register after these two.
+from inspector.formulas import hf_families  # noqa: E402, F401

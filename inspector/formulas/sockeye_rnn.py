@@ -98,7 +98,27 @@ def hparams_from_args(arch: Arch, ckpt: Any) -> dict[str, Any]:
                 v = ",".join(v) if isinstance(v, (list, tuple)) else v
             out[h.name] = pair_text(v)
     out.update(vocab_sizes(ckpt))
+    for side in ("source", "target"):
+        if any(h.name == f"{side}_factor_vocab_sizes" for h in arch.hparams):
+            factors = factor_vocab_sizes(ckpt, side)
+            if factors is not None:
+                out[f"{side}_factor_vocab_sizes"] = factors
     return out
+
+
+def factor_vocab_sizes(ckpt: Any, side: str = "source") -> str | None:
+    """Factor vocabularies (``vocab.src.1.json`` ...), else the ``config``'s
+    ``config_embed_source.factor_configs``; comma-separated."""
+    hyper = getattr(ckpt, "hyperparameters", None) or {}
+    sizes = (hyper.get("vocab_sizes") or {}).get(side) or []
+    if len(sizes) > 1:
+        return ",".join(str(int(s)) for s in sizes[1:])
+    config = hyper.get("config") if isinstance(hyper.get("config"), dict) else {}
+    embed = config.get(f"config_embed_{side}") or {}
+    factors = embed.get("factor_configs") if isinstance(embed, dict) else None
+    if isinstance(factors, list):
+        return ",".join(str(int(f["vocab_size"])) for f in factors if isinstance(f, dict))
+    return "" if sizes else None
 
 
 def tying(hp: Mapping[str, Any]) -> str:
@@ -124,8 +144,92 @@ def _cell(prefix: str, hp: Mapping[str, Any], h: int, inp: int, lhuc: bool) -> l
     return out
 
 
-def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int) -> list[Expected]:
-    """Source/target embeddings and the output layer under Sockeye 1's tying rules (model.py)."""
+def ints(value: Any) -> list[int]:
+    """A list of ints from a YAML list, ``"4,2"``/``"4 2"`` text, one int, or nothing."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return [int(v) for v in value]
+    return [int(v) for v in str(value).replace(",", " ").replace(":", " ").split()]
+
+
+def factor_dims(hp: Mapping[str, Any], se: int) -> tuple[list[int], list[int], int]:
+    """Sockeye 1 source factors (train.py ``create_model_config``): (vocabularies, embedding
+    sizes, embedding width the encoder reads). ``sum`` gives every factor the source embedding
+    size; ``concat`` takes ``source_factors_num_embed`` and widens the encoder input."""
+    vocabs = ints(hp.get("source_factor_vocab_sizes"))
+    if not vocabs:
+        return [], [], se
+    if hp["source_factors_combine"] == "sum":
+        return vocabs, [se] * len(vocabs), se
+    dims = ints(hp["source_factors_num_embed"])
+    _require(len(dims) == len(vocabs), f"{len(vocabs)} source factor vocabularies but "
+             f"source_factors_num_embed gives {len(dims)} sizes")
+    return vocabs, dims, se + sum(dims)
+
+
+def length_ratio(hp: Mapping[str, Any], hidden: int, fmt: str, sep: str = "_",
+                 step: int = 1) -> list[Expected]:
+    """``--length-task``: Sockeye's ``LengthRatio`` MLP on the mean encoder state, ``layers - 1``
+    tanh layers of the encoder width, then one unit (layers.py); no layers at weight 0.
+    ``fmt`` names layer ``i`` (``step``: index stride, 2 where activations are modules)."""
+    if not hp["length_task"] or not hp["length_task_weight"]:
+        return []
+    n = int(hp["length_task_layers"])
+    _require(n >= 1, "length_task_layers must be at least 1")
+    out: list[Expected] = []
+    for i in range(n):
+        out += linear(fmt.format(i=i * step), hidden if i < n - 1 else 1, hidden, sep=sep,
+                      block="length_ratio")
+    return out
+
+
+def conv_embed(hp: Mapping[str, Any], num_embed: int,
+               output_dim: int | None) -> tuple[list[Expected], int]:
+    """``rnn-with-conv-embed`` / ``transformer-with-conv-embed``: Sockeye 1's
+    ``ConvolutionalEmbeddingEncoder`` (encoder.py): one convolution per filter width 1..max over
+    the source embedding, weight (filters, 1, width, num_embed); a projection to ``output_dim``
+    when that differs from the filter total; then ``gate_i``/``transform_i`` highway layers.
+    train.py gives the transformer encoder ``output_dim = num_embed`` and the RNN encoder none
+    (the filter total: ``--conv-embed-output-dim`` does not reach the model in 1.18). Returns
+    the tensors and the output width."""
+    filters = ints(hp["conv_embed_num_filters"])
+    _require(len(filters) == int(hp["conv_embed_max_filter_width"]),
+             "conv_embed_num_filters must have conv_embed_max_filter_width elements")
+    total = sum(filters)
+    out_dim = total if output_dim is None else output_dim
+    p = "encoder_char_"
+    t: list[Expected] = []
+    for width, n in enumerate(filters, 1):
+        t.append(param(f"{p}conv_{width}_weight", (n, 1, width, num_embed), "conv_embed"))
+        t.append(param(f"{p}conv_{width}_bias", (n,), "conv_embed"))
+    if out_dim != total:
+        t += linear(p + "project", out_dim, total, block="conv_embed")
+    for i in range(int(hp["conv_embed_num_highway_layers"])):
+        t += linear(f"{p}gate_{i}", out_dim, out_dim, block="conv_embed")
+        t += linear(f"{p}transform_{i}", out_dim, out_dim, block="conv_embed")
+    return t, out_dim
+
+
+def infer_conv_embed(shapes: Mapping[str, Any], encoder: str) -> dict[str, Any]:
+    """The conv-embed settings its stored convolutions and highway layers state."""
+    filters = []
+    while (w := shapes.get(f"encoder_char_conv_{len(filters) + 1}_weight")):
+        filters.append(w[0])
+    if not filters:
+        return {}
+    hw = sum(1 for x in shapes if x.startswith("encoder_char_gate_") and x.endswith("_weight"))
+    return {"encoder": encoder, "conv_embed_max_filter_width": len(filters),
+            "conv_embed_num_filters": ",".join(map(str, filters)),
+            "conv_embed_num_highway_layers": hw}
+
+
+def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int,
+               wn: bool = False) -> list[Expected]:
+    """Source/target embeddings (and source factor embeddings) and the output layer under
+    Sockeye 1's tying rules (model.py); with ``attention_based_copying`` the target vocabulary
+    holds one ``<ptrN>`` per source position that the output layer leaves out; weight
+    normalisation adds a (vocabulary, 1) scale to the output layer (layers.py)."""
     vs, vt, t = hp["source_vocab_size"], hp["target_vocab_size"], tying(hp)
     out: list[Expected] = []
     if "src" in t and "trg" in t:
@@ -134,10 +238,18 @@ def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int) -> list[Ex
     else:
         out += embedding("source_embed", vs, se)
         out += embedding("target_embed", vt, te)
+    vocabs, dims, _ = factor_dims(hp, se)
+    for i, (v, d) in enumerate(zip(vocabs, dims, strict=True)):
+        out += embedding(f"source_embed_factor{i}", v, d, block="source_factors")
+    if hp.get("attention_based_copying"):  # num_pointers = max_seq_len_source (+1 for EOS)
+        vt -= pair(hp["max_seq_len"], "max_seq_len")[0] + 1
+        _require(vt > 0, "attention_based_copying: the target vocabulary must hold the pointers")
     if "softmax" in t:
         _require(te == out_dim, "softmax tying needs the target embedding size = output input size")
     else:
         out += linear("target_output", vt, out_dim, bias=False, block="output")
+    if wn:
+        out.append(param("target_output_wn_scale", (vt, 1), "output"))
     out.append(param("target_output_bias", (vt,), "output"))
     return out
 
@@ -216,16 +328,33 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     _require(h % 2 == 0, "rnn_num_hidden must be even (the bi-RNN halves it)")
     _require(sn >= 1 and tn >= 1, "num_layers must be at least 1:1")
     ctx = h  # encoder output width: bi-RNN 2 * h/2, then h
+    transformer_encoder = hp["encoder"] == "transformer"
+    if transformer_encoder:  # train.py: encoder_num_hidden = transformer_model_size[0]
+        ctx = pair(hp["transformer_model_size"], "transformer_model_size")[0]
+        _require(se == ctx, "the transformer encoder's num_embed must equal its model size")
     upper = hp["rnn_attention_in_upper_layers"] and tn > 1
     _require(not (upper and hp["rnn_context_gating"]),
              "context gating is not supported with attention in upper layers")
 
-    t: list[Expected] = embeddings(hp, se, te, h)
+    if hp["decoder_only"]:  # train.py: an empty encoder; Sockeye forces these two
+        hp = {**hp, "rnn_attention_type": "fixed", "rnn_decoder_state_init": "zero"}
+    t: list[Expected] = embeddings(hp, se, te, h, hp["weight_normalization"])
     lhuc_enc = _lhuc(hp, "encoder")
-    for direction in ("forward", "reverse"):
-        t += _cell(f"encoder_birnn_{direction}_l0_", hp, h // 2, se, lhuc_enc)
-    for i in range(sn - 1):
-        t += _cell(f"encoder_rnn_l{i}_", hp, h, h, lhuc_enc)
+    inp = factor_dims(hp, se)[2]
+    if transformer_encoder and not hp["decoder_only"]:
+        from inspector.formulas.sockeye_transformer import sockeye1_encoder
+
+        t += sockeye1_encoder(hp, ctx, lhuc_enc)
+        t += length_ratio(hp, ctx, "length_ratio_layer_dense{i}_")
+    elif not hp["decoder_only"]:
+        if hp["encoder"] == "rnn-with-conv-embed":
+            conv, inp = conv_embed(hp, se, None)
+            t += conv
+        for direction in ("forward", "reverse"):
+            t += _cell(f"encoder_birnn_{direction}_l0_", hp, h // 2, inp, lhuc_enc)
+        for i in range(sn - 1):
+            t += _cell(f"encoder_rnn_l{i}_", hp, h, h, lhuc_enc)
+        t += length_ratio(hp, ctx, "length_ratio_layer_dense{i}_")
 
     word = te + (ctx if hp["rnn_enc_last_hidden_concat_to_embedding"] else 0)
     lhuc_dec = _lhuc(hp, "decoder")
@@ -263,8 +392,12 @@ def predict(values: Mapping[str, Any]) -> Prediction:
 def applies(ckpt: Any) -> bool:
     args = sockeye_args(ckpt)
     if args:
-        return sockeye_major(ckpt) == "1" and args.get("encoder") == "rnn"
-    return any(t.name.startswith("encoder_birnn_forward_l0_") for t in ckpt.tensors)
+        return sockeye_major(ckpt) == "1" and args.get("decoder", "rnn") == "rnn" \
+            and args.get("encoder") in ("rnn", "rnn-with-conv-embed", "transformer")
+    # No args.yaml (a bare params file): the sockeye-rnn scheme's detector decides.
+    from inspector.grouping import detects
+
+    return detects("sockeye-rnn", [t.name for t in ckpt.tensors], ckpt.format)
 
 
 # The tensor that gives each attention / coverage type away (first match wins); activation
@@ -310,11 +443,100 @@ def infer(ckpt: Any) -> dict[str, Any]:
     if not any("enc2decinit" in n for n in shapes):
         out["rnn_decoder_state_init"] = "zero"
     out["rnn_context_gating"] = DEC + "gate_weight" in shapes
+    out.update(_infer_options(shapes, out))
     if "target_output_weight" not in shapes:
         out["weight_tying"] = True
         out["weight_tying_type"] = "src_trg_softmax" if emb else "trg_softmax"
     elif emb:
         out["weight_tying"], out["weight_tying_type"] = True, "src_trg"
+    return out
+
+
+CONV_HPARAMS = (
+    HParam("conv_embed_max_filter_width", 8, "conv embed: filter widths 1..max"),
+    HParam("conv_embed_num_filters", "200,200,250,250,300,300,300,300",
+           "conv embed: filters per width, comma-separated", str),
+    HParam("conv_embed_num_highway_layers", 4, "conv embed: highway layers"),
+)
+# --encoder transformer --decoder rnn: the transformer encoder's settings (Sockeye 1 names)
+TRANSFORMER_ENCODER_HPARAMS = (
+    HParam("transformer_model_size", "512:512", "transformer encoder model size", str),
+    HParam("transformer_attention_heads", "8:8", "transformer encoder heads (no shape change)",
+           str),
+    HParam("transformer_feed_forward_num_hidden", "2048:2048", "transformer encoder "
+           "feed-forward size", str),
+    HParam("transformer_positional_embedding_type", "fixed", "transformer encoder positions",
+           str, ("fixed", "learned", "none")),
+    HParam("transformer_preprocess", "n:n", "pre-process steps (n = layer norm)", str),
+    HParam("transformer_postprocess", "dr:dr", "post-process steps (n = layer norm)", str),
+)
+
+def _infer_options(shapes: Mapping[str, Any], found: Mapping[str, Any]) -> dict[str, Any]:
+    """The shape-changing options the stored names and widths state: cell variants, layer
+    norm, LHUC, factors, length task, weight norm, copying, decoder-only, conv-embed or
+    transformer encoder, and the decoder's extra inputs. Shapes cannot tell the length task's
+    ratio from length; they read as ratio."""
+    out: dict[str, Any] = {}
+    names = list(shapes)
+    base = found.get("rnn_cell_type", "lstm")
+    if any(x.endswith(("_z_scale", "_o_scale")) for x in names):
+        out["rnn_cell_type"] = "lng" + base
+    elif any(x.endswith("_i2h_scale") for x in names):
+        out["rnn_cell_type"] = "ln" + base
+    out["layer_normalization"] = DEC + "hidden_norm_gamma" in shapes
+    parts = [part for part, pat in (("encoder", "encoder_"), ("decoder", DEC + "l"),
+                                    ("state_init", DEC + "enc2decinit_"))
+             if any(x.startswith(pat) and x.endswith("_lhuc") for x in names)]
+    out["lhuc"] = ",".join(parts) or None
+    se, te = pair(found.get("num_embed", "0:0"))
+    factors = []
+    while (f := shapes.get(f"source_embed_factor{len(factors)}_weight")):
+        factors.append(f)
+    if factors:
+        out["source_factor_vocab_sizes"] = ",".join(str(f[0]) for f in factors)
+        summed = all(f[1] == se for f in factors)
+        out["source_factors_combine"] = "sum" if summed else "concat"
+        out["source_factors_num_embed"] = "" if summed else ",".join(str(f[1]) for f in factors)
+    layers = sum(1 for x in names if x.startswith("length_ratio_layer_") and x.endswith("weight"))
+    if layers:
+        out["length_task"], out["length_task_layers"] = "ratio", layers
+    out["weight_normalization"] = "target_output_wn_scale" in shapes
+    trg, outw = shapes.get("target_embed_weight"), shapes.get("target_output_weight")
+    if trg and outw and trg[0] > outw[0]:  # the pointers: max_seq_len_source = max_seq_len + 1
+        out["attention_based_copying"] = True
+        out["target_vocab_size"] = trg[0]
+        out["max_seq_len"] = f"{trg[0] - outw[0] - 1}:{trg[0] - outw[0] - 1}"
+    h = found.get("rnn_num_hidden")
+    if any(x.startswith("encoder_transformer_") for x in names):
+        ff = shapes.get("encoder_transformer_0_ff_i2h_weight")
+        if ff:
+            out["encoder"] = "transformer"
+            out["transformer_model_size"] = f"{ff[1]}:{ff[1]}"
+            out["transformer_feed_forward_num_hidden"] = f"{ff[0]}:{ff[0]}"
+            out["transformer_attention_heads"] = "1:1"  # no shape change
+            sn = len({x.split("_")[2] for x in names
+                      if x.startswith("encoder_transformer_") and x.split("_")[2].isdigit()})
+            tn = pair(found.get("num_layers", "1:1"))[1]
+            out["num_layers"] = f"{sn}:{tn}"
+            pre = any("_pre_norm_" in x for x in names)
+            out["transformer_preprocess"] = "n:n" if pre else ":"
+            out["transformer_postprocess"] = "drn:drn" if any("_post_norm_" in x for x in names) \
+                else "dr:dr"
+            out["transformer_positional_embedding_type"] = \
+                "learned" if "source_pos_embed_weight" in shapes else "fixed"
+    elif not any(x.startswith(("encoder_birnn_", "encoder_char_")) for x in names):
+        out["decoder_only"] = True
+    out.update(infer_conv_embed(shapes, "rnn-with-conv-embed"))
+    ctx = pair(out["transformer_model_size"])[0] if "transformer_model_size" in out else h
+    l0 = shapes.get(DEC + "l0_i2h_weight")
+    if h and ctx and l0 and l0[1] == te + ctx + h:
+        out["rnn_enc_last_hidden_concat_to_embedding"] = True
+    l1 = shapes.get(DEC + "l1_i2h_weight")
+    if h and ctx and l1 and l1[1] == h + ctx:
+        out["rnn_attention_in_upper_layers"] = True
+    q2h = shapes.get(ATT + "q2h_weight")
+    if h and q2h and q2h[1] > h:
+        out["rnn_attention_use_prev_word"] = True
     return out
 
 
@@ -342,8 +564,24 @@ HPARAMS = (
     HParam("lhuc", None, "LHUC parts, comma-separated: encoder,decoder,state_init,all", str),
     HParam("weight_tying", False, "tie weights (--weight-tying)", bool),
     HParam("weight_tying_type", "trg_softmax", "what is tied", str, TYING_TYPES),
-    HParam("max_seq_len", "99:99", "max lengths source:target (location attention)", str),
-)
+    HParam("max_seq_len", "99:99", "max lengths source:target (location attention, copying)",
+           str),
+    HParam("encoder", "rnn", "encoder type", str, ("rnn", "rnn-with-conv-embed", "transformer")),
+    HParam("decoder_only", False, "--decoder-only: no encoder, fixed attention, zero init", bool),
+    HParam("source_factor_vocab_sizes", "", "source factor vocabularies (vocab.src.1.json, ...),"
+           " comma-separated", str),
+    HParam("source_factors_combine", "concat", "how factor embeddings join the word's", str,
+           ("concat", "sum")),
+    HParam("source_factors_num_embed", "", "factor embedding sizes (concat), comma-separated",
+           str),
+    HParam("length_task", None, "auxiliary length task (LengthRatio layers)", str,
+           (None, "ratio", "length")),
+    HParam("length_task_layers", 1, "length task layers"),
+    HParam("length_task_weight", 1.0, "length task loss weight (0: no layers)", float),
+    HParam("weight_normalization", False, "weight-normalised output layer (wn_scale)", bool),
+    HParam("attention_based_copying", False, "target vocabulary holds max_seq_len_source "
+           "pointers the output layer leaves out", bool),
+) + CONV_HPARAMS + TRANSFORMER_ENCODER_HPARAMS
 
 SYMBOLS = (
     Symbol("vs", ("source_vocab_size",), degree=1, help="source vocabulary"),

@@ -23,8 +23,13 @@ from inspector.formulas.blocks import (
 )
 from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
 from inspector.formulas.sockeye_rnn import (
+    CONV_HPARAMS,
     TYING_TYPES,
+    conv_embed,
     hparams_from_args,
+    infer_conv_embed,
+    ints,
+    length_ratio,
     pair,
     sockeye_args,
     sockeye_major,
@@ -56,6 +61,10 @@ NAMING: dict[str, dict[str, Any]] = {
         "pos": ("source_pos_embed_weight", "target_pos_embed_weight"),
         "pos_fixed_stored": False,
         "output": "target_output",
+        "src_factor": "source_embed_factor{i}_weight",
+        "lhuc": "{p}_lhuc",
+        "length_ratio": "length_ratio_layer_dense{i}_",
+        "length_ratio_step": 1,
     },
     "2": {
         "sep": ".",
@@ -80,6 +89,14 @@ NAMING: dict[str, dict[str, Any]] = {
         "pos": ("encoder.pos_embedding.weight", "decoder.pos_embedding.weight"),
         "pos_fixed_stored": True,
         "output": "output_layer",
+        "src_factor": "embedding_source.factor{j}_weight",
+        "trg_factor": "embedding_target.factor{j}_weight",
+        "factor_output": "output_layer_factor{j}",
+        "lhuc": "{p}.lhuc.weight",
+        "ssru": ("autoregr_layer", "forget_gate", "linear"),
+        "glu": "linear",
+        "length_ratio": "length_ratio.layers.{i}",
+        "length_ratio_step": 1,
     },
 }
 NAMING["3"] = {
@@ -87,6 +104,11 @@ NAMING["3"] = {
     "norm": ("weight", "bias"),
     "src_embed": "embedding_source.embedding.weight",
     "trg_embed": "embedding_target.embedding.weight",
+    "src_factor": "embedding_source.factor_embeds.{i}.weight",
+    "trg_factor": "embedding_target.factor_embeds.{i}.weight",
+    "factor_output": "factor_output_layers.{i}",
+    "length_ratio_step": 2,  # a pt.nn.Sequential with a Tanh between the Linear layers
+    "nvs": "nvs.project_vocab",
 }
 
 
@@ -98,11 +120,69 @@ def _process(prefix: str, steps: str, which: int, key: str, d: int, n: dict) -> 
                       names=n["norm"])
 
 
-def _ff(prefix: str, d: int, ff: int, n: dict) -> list[Expected]:
+def _ff(prefix: str, d: int, ff: int, n: dict, glu: bool = False) -> list[Expected]:
+    """Feed-forward block; GLU (Sockeye 2/3 ``--transformer-feed-forward-use-glu``) adds the
+    gate's ``linear`` (ff, d) with bias (transformer.py ``TransformerFeedForward``)."""
     name, first, second = n["ff"]
     base = join(prefix, name, n["sep"])
-    return (linear(join(base, first, n["sep"]), ff, d, sep=n["sep"], block="feed_forward")
-            + linear(join(base, second, n["sep"]), d, ff, sep=n["sep"], block="feed_forward"))
+    out = linear(join(base, first, n["sep"]), ff, d, sep=n["sep"], block="feed_forward")
+    if glu:
+        out += linear(join(base, n["glu"], n["sep"]), ff, d, sep=n["sep"], block="feed_forward")
+    return out + linear(join(base, second, n["sep"]), d, ff, sep=n["sep"], block="feed_forward")
+
+
+def _ssru(prefix: str, d: int, n: dict) -> list[Expected]:
+    """SSRU, the ``ssru_transformer`` decoder's autoregressive layer (layers.py ``SSRU``):
+    ``forget_gate`` (d, d) with bias, ``linear`` (d, d) without."""
+    name, gate, lin = n["ssru"]
+    base = join(prefix, name, n["sep"])
+    return (linear(join(base, gate, n["sep"]), d, d, sep=n["sep"], block="ssru")
+            + linear(join(base, lin, n["sep"]), d, d, bias=False, sep=n["sep"], block="ssru"))
+
+
+def _texts(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return str(value).replace(",", " ").replace(":", " ").split()
+
+
+def factors(hp: Mapping[str, Any], side: str, num_embed: int,
+            major: str) -> tuple[list[tuple[int, int, bool]], int]:
+    """Source or target factors: ((vocabulary, size, shares the word embedding) per factor,
+    width the concatenated ones add). Sockeye 1 has one combine for all source factors, sum
+    giving every factor ``num_embed``; Sockeye 2/3 one combine per factor (one value applies to
+    all), sum and average giving ``num_embed`` (train.py ``create_model_config``)."""
+    vocabs = ints(hp[f"{side}_factor_vocab_sizes"])
+    if not vocabs:
+        return [], 0
+    combine = _texts(hp[f"{side}_factors_combine"]) or ["concat" if major == "1" else "sum"]
+    if len(combine) == 1:
+        combine = combine * len(vocabs)
+    share = [v.lower() in ("1", "true", "yes")
+             for v in _texts(hp[f"{side}_factors_share_embedding"])]
+    share = (share * len(vocabs)) if len(share) == 1 else (share or [False] * len(vocabs))
+    dims = ints(hp[f"{side}_factors_num_embed"])
+    _check(len(combine) == len(vocabs) == len(share),
+           f"{len(vocabs)} {side} factors but {side}_factors_combine/_share_embedding do not match")
+    if all(c in ("sum", "average") for c in combine):
+        dims = dims or [num_embed] * len(vocabs)
+    _check(len(dims) == len(vocabs), f"{len(vocabs)} {side} factors but "
+           f"{side}_factors_num_embed gives {len(dims)} sizes")
+    out, extra = [], 0
+    for v, d, c, sh in zip(vocabs, dims, combine, share, strict=True):
+        d = num_embed if c in ("sum", "average") else d
+        out.append((v, d, sh))
+        extra += d if c == "concat" else 0
+    return out, extra
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        from inspector.adapters.errors import UsageError
+
+        raise UsageError(f"inconsistent hyperparameters: {message}")
 
 
 def _attention(prefix: str, spec: tuple, d: int, kv: int, n: dict) -> list[Expected]:
@@ -111,30 +191,35 @@ def _attention(prefix: str, spec: tuple, d: int, kv: int, n: dict) -> list[Expec
                            layout=layout[0] if layout else "qkv", names=names, sep=n["sep"])
 
 
-def _embeddings(hp: Mapping[str, Any], de: int, dd: int, n: dict, major: str) -> list[Expected]:
-    """Embeddings and output weight under the tying rules. What is stored under which name
-    differs: Sockeye 1 names a shared source/target table ``source_target_embed_weight`` and drops
-    the output weight when it is tied; Sockeye 2 saves each shared Gluon parameter once, under
-    the last of its structural names (``save_parameters(deduplicate=True)``); Sockeye 3 stores
-    every alias of one storage."""
+def _embeddings(hp: Mapping[str, Any], se: int, te: int, dd: int, n: dict, major: str,
+                src_factors: list, trg_factors: list) -> list[Expected]:
+    """Embeddings, factor embeddings and output layers under the tying rules. What is stored
+    under which name differs: Sockeye 1 names a shared source/target table
+    ``source_target_embed_weight`` and drops the output weight when it is tied; Sockeye 2 saves
+    each shared Gluon parameter once, under the last of its structural names
+    (``save_parameters(deduplicate=True)``); Sockeye 3 stores every alias of one storage. A
+    factor that shares the word embedding (``--source-factors-share-embedding``) is one more
+    alias of the source table."""
     vs, vt = hp["source_vocab_size"], hp["target_vocab_size"]
     t = hp["weight_tying_type"] if (hp["weight_tying"] or major != "1") else "none"
     share_embed, share_out = "src" in t and "trg" in t, "softmax" in t
     out_w, out_b = (join(n["output"], leaf, n["sep"]) for leaf in ("weight", "bias"))
-    src, trg, out = (n["src_embed"], (vs, de)), (n["trg_embed"], (vt, dd)), (out_w, (vt, dd))
+    src, trg, out = (n["src_embed"], (vs, se)), (n["trg_embed"], (vt, te)), (out_w, (vt, dd))
+    sf = [(n["src_factor"].format(i=i, j=i + 1), (v, d), sh)
+          for i, (v, d, sh) in enumerate(src_factors)]
+    src_group = [src] + [(name, shape) for name, shape, sh in sf if sh]
     # the tensors that are one storage each, in Sockeye's registration order
-    groups = [[src, trg]] if share_embed else [[src], [trg]]
+    groups = [src_group + [trg]] if share_embed else [src_group, [trg]]
     if share_out:
         groups[-1].append(out)
     else:
         groups.append([out])
+    groups += [[(name, shape)] for name, shape, sh in sf if not sh]
     result: list[Expected] = []
     for g in groups:
         if len({shape for _, shape in g}) > 1:
-            from inspector.adapters.errors import UsageError
-
-            raise UsageError(f"inconsistent hyperparameters: weight tying {t} joins tensors of "
-                             f"shapes {sorted({shape for _, shape in g})}")
+            _check(False, f"weight tying {t} joins tensors of shapes "
+                          f"{sorted({shape for _, shape in g})}")
         block = "output" if g[0][0] == out_w else "embedding"
         if major == "1":
             name = n["shared_embed"] if share_embed and g[0] is src else g[0][0]
@@ -146,6 +231,11 @@ def _embeddings(hp: Mapping[str, Any], de: int, dd: int, n: dict, major: str) ->
             rest = [param(nm, s, "output" if nm == out_w else "embedding") for nm, s in g[1:]]
             result += [first, *tie(rest, first.name)]
     result.append(param(out_b, (vt,), "output"))
+    for i, (v, d, sh) in enumerate(trg_factors):
+        _check(not sh, "target factors sharing the target embedding are not modelled")
+        result.append(param(n["trg_factor"].format(i=i, j=i + 1), (v, d), "embedding"))
+        result += linear(n["factor_output"].format(i=i, j=i + 1), v, dd, sep=n["sep"],
+                         block="output")
     return result
 
 
@@ -158,37 +248,94 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     de, dd = pair(hp["transformer_model_size"], "transformer_model_size")
     fe, fd = pair(hp["transformer_feed_forward_num_hidden"], "transformer_feed_forward_num_hidden")
     he, hd = pair(hp["transformer_attention_heads"], "transformer_attention_heads")
+    ne, nt = pair(hp["num_embed"], "num_embed")
+    decoder = hp["decoder"]
+    _check(major != "1" or decoder == "transformer",
+           f"Sockeye {major} has no {decoder} decoder (Sockeye 1: use sockeye-rnn)")
+    _check(major != "1" or not (hp["transformer_feed_forward_use_glu"]
+                                or hp["neural_vocab_selection"] or hp["target_factor_vocab_sizes"]),
+           "Sockeye 1 has no GLU feed-forward, neural vocabulary selection or target factors")
+    _check(major == "3" or not hp["neural_vocab_selection"],
+           "neural vocabulary selection is Sockeye 3 only")
+    _check(decoder in ("transformer", "ssru_transformer"), f"decoder {decoder} is not modelled")
+    se = de  # the source embedding is the model size; concatenated factors widen the encoder
+    src_f, src_extra = factors(hp, "source", se, major)
+    de += src_extra
+    trg_f, trg_extra = factors(hp, "target", nt if major != "1" else dd, major)
+    te = dd - trg_extra  # Sockeye 2/3: model size = num_embed target + concatenated factors
+    _check(te > 0, "target factors wider than the decoder model size")
     if de % he or dd % hd:
-        from inspector.adapters.errors import UsageError
-
-        raise UsageError("inconsistent hyperparameters: heads must divide the model size")
+        _check(False, "heads must divide the model size")
     pre_e, pre_d = _steps(hp["transformer_preprocess"])
     post_e, post_d = _steps(hp["transformer_postprocess"])
-    t = _embeddings(hp, de, dd, n, major)
+    glu = bool(hp["transformer_feed_forward_use_glu"])
+    lhuc_e, lhuc_d = _lhuc(hp, "encoder"), _lhuc(hp, "decoder")
+    t = _embeddings(hp, se, te, dd, n, major, src_f, trg_f)
+    if hp["encoder"] == "transformer-with-conv-embed":
+        _check(major == "1", "transformer-with-conv-embed is Sockeye 1 only")
+        t += conv_embed(hp, se, se)[0]  # train.py: output_dim = num_embed_source
     pos = hp["transformer_positional_embedding_type"]
     if pos == "learned" or (pos == "fixed" and n["pos_fixed_stored"]):
         ls, lt = pair(hp["max_seq_len"], "max_seq_len")
         t.append(param(n["pos"][0], (ls + 1, de), "positional"))
         t.append(param(n["pos"][1], (lt + 1, dd), "positional"))
-    for i in range(ln):
-        p = n["enc"].format(i=i)
-        t += _process(p, pre_e, 0, "self", de, n) + _attention(p, n["self"], de, de, n)
-        t += _process(p, post_e, 1, "self", de, n)
-        t += _process(p, pre_e, 0, "ff", de, n) + _ff(p, de, fe, n)
-        t += _process(p, post_e, 1, "ff", de, n)
-    if "n" in pre_e:
-        t += layer_norm(n["enc_final"], de, sep=sep, names=n["norm"])
+    t += encoder_stack(n, ln, de, fe, pre_e, post_e, glu, lhuc_e)
     for i in range(dn):
         p = n["dec"].format(i=i)
-        t += _process(p, pre_d, 0, "dec_self", dd, n) + _attention(p, n["dec_self"], dd, dd, n)
+        t += _process(p, pre_d, 0, "dec_self", dd, n)
+        t += _ssru(p, dd, n) if decoder == "ssru_transformer" else \
+            _attention(p, n["dec_self"], dd, dd, n)
         t += _process(p, post_d, 1, "dec_self", dd, n)
         t += _process(p, pre_d, 0, "enc_att", dd, n) + _attention(p, n["enc_att"], dd, de, n)
         t += _process(p, post_d, 1, "enc_att", dd, n)
-        t += _process(p, pre_d, 0, "ff", dd, n) + _ff(p, dd, fd, n)
+        t += _process(p, pre_d, 0, "ff", dd, n) + _ff(p, dd, fd, n, glu)
         t += _process(p, post_d, 1, "ff", dd, n)
+        if lhuc_d:
+            t.append(param(n["lhuc"].format(p=p), (dd,), "lhuc"))
     if "n" in pre_d:
         t += layer_norm(n["dec_final"], dd, sep=sep, names=n["norm"])
+    t += length_ratio(hp, de, n["length_ratio"], sep, n["length_ratio_step"])
+    if hp["neural_vocab_selection"]:  # nvs.py: Linear(encoder model size, target vocabulary)
+        t += linear(n["nvs"], hp["target_vocab_size"], de, sep=sep, block="nvs")
     return Prediction("sockeye-transformer", hp, t)
+
+
+def encoder_stack(n: dict, layers: int, d: int, ff: int, pre: str, post: str, glu: bool,
+                  lhuc: bool) -> list[Expected]:
+    """The encoder's layers and final layer norm (no embeddings) in naming ``n``."""
+    t: list[Expected] = []
+    for i in range(layers):
+        p = n["enc"].format(i=i)
+        t += _process(p, pre, 0, "self", d, n) + _attention(p, n["self"], d, d, n)
+        t += _process(p, post, 1, "self", d, n)
+        t += _process(p, pre, 0, "ff", d, n) + _ff(p, d, ff, n, glu)
+        t += _process(p, post, 1, "ff", d, n)
+        if lhuc:
+            t.append(param(n["lhuc"].format(p=p), (d,), "lhuc"))
+    if "n" in pre:
+        t += layer_norm(n["enc_final"], d, sep=n["sep"], names=n["norm"])
+    return t
+
+
+def sockeye1_encoder(hp: Mapping[str, Any], d: int, lhuc: bool) -> list[Expected]:
+    """Sockeye 1's transformer encoder of width ``d`` under another decoder (``--encoder
+    transformer --decoder rnn``): layers, final norm and learned positions, if any."""
+    n = NAMING["1"]
+    ln = pair(hp["num_layers"], "num_layers")[0]
+    fe = pair(hp["transformer_feed_forward_num_hidden"], "transformer_feed_forward_num_hidden")[0]
+    pre, post = _steps(hp["transformer_preprocess"])[0], _steps(hp["transformer_postprocess"])[0]
+    t: list[Expected] = []
+    if hp["transformer_positional_embedding_type"] == "learned":
+        ls = pair(hp["max_seq_len"], "max_seq_len")[0]
+        t.append(param(n["pos"][0], (ls + 1, d), "positional"))
+    return t + encoder_stack(n, ln, d, fe, pre, post, False, lhuc)
+
+
+def _lhuc(hp: Mapping[str, Any], part: str) -> bool:
+    chosen = set(_texts(hp["lhuc"]))
+    _check(chosen <= {"encoder", "decoder", "state_init", "all"},
+           f"lhuc: unknown part(s) {', '.join(sorted(chosen))}")
+    return part in chosen or "all" in chosen
 
 
 def _steps(value: Any) -> tuple[str, str]:
@@ -200,7 +347,8 @@ def _steps(value: Any) -> tuple[str, str]:
 def applies(ckpt: Any) -> bool:
     args = sockeye_args(ckpt)
     if args:
-        return sockeye_major(ckpt) in NAMING and args.get("encoder") == "transformer"
+        return sockeye_major(ckpt) in NAMING and args.get("decoder", "transformer") != "rnn" \
+            and args.get("encoder") in ("transformer", "transformer-with-conv-embed")
     names = [t.name for t in ckpt.tensors]
     return any(x.startswith(("encoder_transformer_0_", "encoder.layers.0.self_attention."))
                for x in names)
@@ -219,35 +367,104 @@ def _layer_count(shapes: Mapping[str, Any], base: str, sep: str) -> int:
                 if x.startswith(base) and x[len(base):].split(sep)[0].isdigit()})
 
 
+def _version(shapes: Mapping[str, Any]) -> str | None:
+    """Naming version: MXNet underscores (1), Gluon ``gamma``/``embed_weight`` (2), PyTorch
+    ``weight``/``embedding.weight`` (3)."""
+    names = list(shapes)
+    if any(x.startswith("encoder_transformer_0_") for x in names):
+        return "1"
+    if not any(x.startswith("encoder.layers.0.") for x in names):
+        return None
+    if any(x.endswith((".gamma", ".embed_weight")) for x in names):
+        return "2"
+    return "3"
+
+
 def infer(ckpt: Any) -> dict[str, Any]:
-    """Naming version, layer counts, model and feed-forward sizes, vocabularies from shapes."""
+    """What the stored shapes determine: naming version, layer counts, model and feed-forward
+    sizes per side, vocabularies, tying, positions, pre/post layer norms, factors (sum when a
+    factor has the word embedding's size, else concat), LHUC, GLU, SSRU, length task, NVS, conv
+    embed. Shapes cannot tell average from sum, ratio from length, or fixed from learned
+    positions in Sockeye 2/3; each pair has the same tensors."""
     shapes = {t.name: t.shape for t in ckpt.tensors}
-    out: dict[str, Any] = {}
-    for major, n in NAMING.items():
-        sep = n["sep"]
-        ff1 = join(join(join(n["enc"].format(i=0), n["ff"][0], sep), n["ff"][1], sep), "weight",
-                   sep)
-        norm = join(n["enc_final"], n["norm"][0], sep)
-        if ff1 not in shapes or (major != "1" and norm not in shapes):
+    major = _version(shapes)
+    if major is None:
+        return {}
+    n = NAMING[major]
+    sep = n["sep"]
+    out: dict[str, Any] = {"sockeye_version": major}
+
+    def ff1(side: str) -> Any:
+        return shapes.get(join(join(join(n[side].format(i=0), n["ff"][0], sep), n["ff"][1], sep),
+                               "weight", sep))
+
+    enc, dec = ff1("enc"), ff1("dec")
+    if not enc or not dec:
+        return out
+    (fe, de), (fd, dd) = enc, dec
+    out["transformer_feed_forward_num_hidden"] = f"{fe}:{fd}"
+    ne = _layer_count(shapes, n["enc"].replace("{i}", ""), sep)
+    nd = _layer_count(shapes, n["dec"].replace("{i}", ""), sep)
+    out["num_layers"] = f"{ne}:{nd}"
+    bias = shapes.get(join(n["output"], "bias", sep))
+    if bias:
+        out["target_vocab_size"] = out["source_vocab_size"] = bias[0]
+    out.update(_infer_tying(ckpt, shapes, n, major))
+    out_w = shapes.get(join(n["output"], "weight", sep))
+    src = shapes.get(n["src_embed"]) or shapes.get(n.get("shared_embed") or "") or out_w
+    trg = shapes.get(n["trg_embed"]) or shapes.get(n.get("shared_embed") or "") or out_w
+    se, te = (src[1] if src else de), (trg[1] if trg else dd)
+    src_f = _factor_shapes(shapes, n["src_factor"])
+    trg_f = _factor_shapes(shapes, n.get("trg_factor", "")) if major != "1" else []
+    for side, found, width in (("source", src_f, se), ("target", trg_f, te)):
+        if not found:
             continue
-        f, d = shapes[ff1]
-        out.update(sockeye_version=major, transformer_model_size=f"{d}:{d}", num_embed=f"{d}:{d}",
-                   transformer_feed_forward_num_hidden=f"{f}:{f}")
-        ne = _layer_count(shapes, n["enc"].replace("{i}", ""), sep)
-        nd = _layer_count(shapes, n["dec"].replace("{i}", ""), sep)
-        out["num_layers"] = f"{ne}:{nd}"
-        bias = shapes.get(join(n["output"], "bias", sep))
-        if bias:
-            out["target_vocab_size"] = out["source_vocab_size"] = bias[0]
-        out.update(_infer_tying(ckpt, shapes, n, major))
-        pos = shapes.get(n["pos"][0])
-        if pos:
-            out["transformer_positional_embedding_type"] = "fixed" if major != "1" else "learned"
-            out["max_seq_len"] = f"{pos[0] - 1}:{shapes.get(n['pos'][1], pos)[0] - 1}"
-        elif major != "1":
-            out["transformer_positional_embedding_type"] = "none"
-        break
+        out[f"{side}_factor_vocab_sizes"] = ",".join(str(v) for v, _ in found)
+        out[f"{side}_factors_combine"] = ",".join("sum" if d == width else "concat"
+                                                  for _, d in found)
+        out[f"{side}_factors_num_embed"] = ",".join(str(d) for _, d in found)
+    if major == "3" and src_f:
+        tied = {k: set(v) for k, v in ckpt.shared_with().items()}
+        by_name = {e.stored_name: e.name for e in ckpt.tensors}
+        joined = {by_name.get(x) for k, v in tied.items() for x in [k, *v]}
+        out["source_factors_share_embedding"] = ",".join(
+            str(n["src_factor"].format(i=i) in joined and n["src_embed"] in joined).lower()
+            for i in range(len(src_f)))
+    out["transformer_model_size"] = f"{se}:{dd}"
+    out["num_embed"] = f"{se}:{te}"
+    # heads change no shape; the default 8 must only divide the model sizes the file shows
+    out["transformer_attention_heads"] = ":".join(
+        str(next(h for h in (8, 4, 2, 1) if d % h == 0)) for d in (de, dd))
+    pos = shapes.get(n["pos"][0])
+    if pos:
+        out["transformer_positional_embedding_type"] = "fixed" if major != "1" else "learned"
+        out["max_seq_len"] = f"{pos[0] - 1}:{shapes.get(n['pos'][1], pos)[0] - 1}"
+    elif major != "1":
+        out["transformer_positional_embedding_type"] = "none"
+    pre = any(k in x for x in shapes for k in ("_pre_norm_", ".pre_"))
+    post = any(k in x for x in shapes for k in ("_post_norm_", ".post_"))
+    out["transformer_preprocess"] = "n:n" if pre else ":"
+    out["transformer_postprocess"] = "drn:drn" if post else "dr:dr"
+    lhuc = sorted({side for side in ("encoder", "decoder")
+                   if any(x.startswith(side) and "lhuc" in x for x in shapes)})
+    out["lhuc"] = ",".join(lhuc) or None
+    out["transformer_feed_forward_use_glu"] = any(x.endswith(".ff.linear.weight") for x in shapes)
+    if any(".autoregr_layer.forget_gate." in x for x in shapes):
+        out["decoder"] = "ssru_transformer"
+    layers = [x for x in shapes if x.startswith("length_ratio") and x.endswith("weight")]
+    if layers:
+        out["length_task"], out["length_task_layers"] = "ratio", len(layers)
+    if any(x.startswith("nvs.") for x in shapes):
+        out["neural_vocab_selection"] = "logit_max"
+    out.update(infer_conv_embed(shapes, "transformer-with-conv-embed"))
     return out
+
+
+def _factor_shapes(shapes: Mapping[str, Any], fmt: str) -> list[tuple[int, int]]:
+    found = []
+    while fmt and (s := shapes.get(fmt.format(i=len(found), j=len(found) + 1))):
+        found.append((s[0], s[1]))
+    return found
 
 
 def _infer_tying(ckpt: Any, shapes: Mapping[str, Any], n: dict, major: str) -> dict[str, Any]:
@@ -295,7 +512,32 @@ HPARAMS = (
     HParam("weight_tying", False, "Sockeye 1 --weight-tying (2 and 3 use the type alone)", bool),
     HParam("weight_tying_type", "src_trg_softmax", "what is tied", str, TYING_TYPES),
     HParam("max_seq_len", "95:95", "max lengths source:target (positional tables hold +1)", str),
-)
+    HParam("encoder", "transformer", "encoder type", str,
+           ("transformer", "transformer-with-conv-embed")),
+    HParam("decoder", "transformer", "decoder type (ssru_transformer: Sockeye 2/3)", str,
+           ("transformer", "ssru_transformer", "rnn")),
+    HParam("transformer_feed_forward_use_glu", False, "GLU feed-forward (Sockeye 2/3)", bool),
+    HParam("lhuc", None, "LHUC parts: encoder, decoder, all", str),
+    HParam("length_task", None, "auxiliary length task (LengthRatio layers)", str,
+           (None, "ratio", "length")),
+    HParam("length_task_layers", 1, "length task layers"),
+    HParam("length_task_weight", 1.0, "length task loss weight (0: no layers)", float),
+    HParam("neural_vocab_selection", None, "Sockeye 3 neural vocabulary selection", str,
+           (None, "logit_max", "eos")),
+    HParam("source_factor_vocab_sizes", "", "source factor vocabularies (vocab.src.1.json, ...),"
+           " comma-separated", str),
+    HParam("source_factors_combine", "", "sum, concat or average (2/3: one per factor); "
+           "default concat (1), sum (2/3)", str),
+    HParam("source_factors_num_embed", "", "source factor sizes (concat), comma-separated", str),
+    HParam("source_factors_share_embedding", "", "factors sharing the source embedding (2/3)",
+           str),
+    HParam("target_factor_vocab_sizes", "", "target factor vocabularies (vocab.trg.1.json, ...)"
+           ", comma-separated (2/3)", str),
+    HParam("target_factors_combine", "", "sum, concat or average per target factor", str),
+    HParam("target_factors_num_embed", "", "target factor sizes (concat), comma-separated", str),
+    HParam("target_factors_share_embedding", "", "target factors sharing the target embedding",
+           str),
+) + CONV_HPARAMS
 
 SYMBOLS = (
     Symbol("v", ("source_vocab_size", "target_vocab_size"), degree=1,

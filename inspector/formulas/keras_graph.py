@@ -1,0 +1,594 @@
+"""Shape propagation through a Keras model config: every variable of every layer, named by
+Keras' own paths (Keras 3 ``v.path``, Keras 2 TF weight names), through Sequential and
+Functional graphs, nested models and wrappers (Bidirectional, TimeDistributed)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from inspector.adapters.errors import UsageError
+
+from . import blocks_keras as kb
+from .core import Expected
+
+Shape = tuple[int | None, ...]  # batch dimension first; None where unknown
+
+
+class _Cannot(Exception):
+    """This layer's variables or output shape cannot be predicted (the message says why)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Walking a config
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Ctx:
+    keras3: bool
+    tensors: list[Expected] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Call:
+    """One call of a layer: its config, where its variables live and what it receives."""
+
+    cls: str
+    cfg: dict[str, Any]
+    name: str
+    scope: str  # name scope the layer is built in: "" or "outer/" ...
+    args: list[Any]  # positional arguments, tensors replaced by their shapes
+    kwargs: dict[str, Any]
+    build: bool  # first call: the layer creates its variables
+    trainable: bool
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.scope}{self.name}/"
+
+    @property
+    def x(self) -> Any:
+        if not self.args:
+            raise _Cannot("it is called without an input")
+        return self.args[0]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        v = self.cfg.get(key, default)
+        return default if v is None else v
+
+
+def _emit(ctx: _Ctx, call: _Call, variables: list[Expected]) -> None:
+    if not call.build:
+        return
+    for v in variables:
+        role = v.role if call.trainable else "buffer"
+        ctx.tensors.append(replace(v, name=call.prefix + v.name, role=role))
+
+
+def _shape_str(s: Shape | None) -> str:
+    if s is None:
+        return "unknown"
+    return "(" + ", ".join("None" if d is None else str(d) for d in s) + ")"
+
+
+def _tensor(x: Any, what: str = "input") -> Shape:
+    if x is None:
+        raise _Cannot(f"its {what} shape is unknown")
+    if isinstance(x, list):
+        raise _Cannot(f"it expects one {what} tensor, got {len(x)}")
+    return x
+
+
+def _last(x: Any, what: str = "input") -> int:
+    s = _tensor(x, what)
+    if len(s) < 2 or s[-1] is None:
+        raise _Cannot(f"the last dimension of its {what} {_shape_str(s)} is unknown")
+    return s[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# Layers with variables
+# --------------------------------------------------------------------------------------------
+
+
+def _dense(ctx: _Ctx, c: _Call) -> list[Shape]:
+    if c.get("lora_rank") or c.get("quantization_config"):
+        raise _Cannot("LoRA / quantized Dense layers are not supported")
+    n_in, units = _last(c.x), int(c.cfg["units"])
+    _emit(ctx, c, kb.dense(n_in, units, bool(c.get("use_bias", True))))
+    return [c.x[:-1] + (units,)]
+
+
+def _embedding(ctx: _Ctx, c: _Call) -> list[Shape]:
+    x = c.args[0] if c.args else None
+    length = c.get("input_length")
+    if x is None:
+        x = (None, length)
+    elif isinstance(length, int) and len(x) == 2 and x[1] is None:
+        x = (x[0], length)  # Keras 2: input_length fixes the sequence length
+    _emit(ctx, c, kb.embedding(int(c.cfg["input_dim"]), int(c.cfg["output_dim"])))
+    return [tuple(x) + (int(c.cfg["output_dim"]),)]
+
+
+def _rnn_outputs(c: _Call, kind: str, units: int, x: Shape) -> list[Shape]:
+    seq = (x[0], x[1], units) if c.get("return_sequences", False) else (x[0], units)
+    out = [seq]
+    if c.get("return_state", False):
+        out += [(x[0], units)] * (2 if kind == "LSTM" else 1)
+    return out
+
+
+def _rnn(ctx: _Ctx, c: _Call) -> list[Shape]:
+    kind, cell_cfg, cell_name = c.cls, c.cfg, None
+    if c.cls == "RNN":  # keras.layers.RNN(SomeCell(...))
+        cell = c.cfg.get("cell") or {}
+        if cell.get("class_name") not in kb.RNN_CELL_CLASSES:
+            raise _Cannot(f"RNN cell of class {cell.get('class_name')} is not supported")
+        kind, cell_cfg = kb.RNN_CELL_CLASSES[cell["class_name"]], cell.get("config", {})
+        cell_name = cell_cfg.get("name")
+    x = _tensor(c.x)
+    if len(x) != 3:
+        raise _Cannot(f"a recurrent layer needs a (batch, time, features) input, "
+                      f"got {_shape_str(x)}")
+    units = int(cell_cfg["units"])
+    _emit(ctx, c, kb.rnn_cell(kind, _last(x), units, bool(cell_cfg.get("use_bias", True)),
+                              bool(cell_cfg.get("reset_after", True)), cell_name))
+    return _rnn_outputs(c, kind, units, x)
+
+
+def _conv(rank: int) -> Callable[[_Ctx, _Call], list[Shape]]:
+    def conv(ctx: _Ctx, c: _Call) -> list[Shape]:
+        x = _tensor(c.x)
+        if len(x) != rank + 2:
+            raise _Cannot(f"Conv{rank}D needs a rank-{rank + 2} input, got {_shape_str(x)}")
+        first = c.get("data_format", "channels_last") == "channels_first"
+        ch_axis = 1 if first else -1
+        channels = x[ch_axis]
+        if channels is None:
+            raise _Cannot(f"the channel dimension of its input {_shape_str(x)} is unknown")
+        ks = tuple_of(c.cfg["kernel_size"], rank)
+        strides = tuple_of(c.get("strides", 1), rank)
+        dil = tuple_of(c.get("dilation_rate", 1), rank)
+        filters, groups = int(c.cfg["filters"]), int(c.get("groups", 1))
+        _emit(ctx, c, kb.conv(ks, channels, filters, groups, bool(c.get("use_bias", True)),
+                              f"Conv{rank}D"))
+        spatial = x[2:] if first else x[1:-1]
+        pad = c.get("padding", "valid")
+        windows = zip(spatial, ks, strides, dil, strict=True)
+        new = tuple(_window(n, k, s, d, pad) for n, k, s, d in windows)
+        return [(x[0], filters, *new) if first else (x[0], *new, filters)]
+
+    return conv
+
+
+def _layer_norm(ctx: _Ctx, c: _Call) -> list[Shape]:
+    x = _tensor(c.x)
+    dims = tuple(x[a] for a in _axes(c.get("axis", -1), len(x)))
+    if any(d is None for d in dims):
+        raise _Cannot(f"a normalised axis of its input {_shape_str(x)} is unknown")
+    _emit(ctx, c, kb.layer_norm(dims, bool(c.get("center", True)), bool(c.get("scale", True)),
+                                bool(c.get("rms_scaling", False))))
+    return [x]
+
+
+def _batch_norm(ctx: _Ctx, c: _Call) -> list[Shape]:
+    x = _tensor(c.x)
+    axes = _axes(c.get("axis", -1), len(x))
+    if any(x[a] is None for a in axes):
+        raise _Cannot(f"a normalised axis of its input {_shape_str(x)} is unknown")
+    # one axis: a vector; several (Keras 2 only): broadcastable, 1 on the other axes
+    shape = (x[axes[0]],) if len(axes) == 1 else tuple(
+        x[i] if i in axes else 1 for i in range(len(x)))
+    _emit(ctx, c, kb.batch_norm(shape, bool(c.get("center", True)), bool(c.get("scale", True))))
+    return [x]
+
+
+def _mha(ctx: _Ctx, c: _Call) -> list[Shape]:
+    if c.get("use_gate", False):
+        raise _Cannot("gated MultiHeadAttention (use_gate) is not supported")
+    q = _tensor(c.kwargs.get("query", c.args[0] if c.args else None), "query")
+    # called with the query alone (a layers= spec): self-attention
+    v = _tensor(c.kwargs.get("value", c.args[1] if len(c.args) > 1 else q), "value")
+    k = _tensor(c.kwargs.get("key", c.args[2] if len(c.args) > 2 else v), "key")
+    heads, key_dim = int(c.cfg["num_heads"]), int(c.cfg["key_dim"])
+    value_dim = int(c.get("value_dim", key_dim))
+    out = c.get("output_shape")
+    out_shape = (_last(q, "query"),) if out is None else tuple_of(out, None)
+    _emit(ctx, c, kb.multi_head_attention(
+        _last(q, "query"), _last(k, "key"), _last(v, "value"), heads, key_dim, value_dim,
+        out_shape, bool(c.get("use_bias", True))))
+    return [q[:-1] + out_shape]
+
+
+# --------------------------------------------------------------------------------------------
+# Wrappers and nested models
+# --------------------------------------------------------------------------------------------
+
+
+def _inner(c: _Call, layer: Mapping[str, Any], name: str, scope: str, args: list[Any]) -> _Call:
+    return _Call(layer["class_name"], layer.get("config", {}), name, scope, args, {},
+                 c.build, c.trainable and layer.get("config", {}).get("trainable", True))
+
+
+def _bidirectional(ctx: _Ctx, c: _Call) -> list[Shape]:
+    fwd_cfg = c.cfg["layer"]
+    bwd_cfg = c.cfg.get("backward_layer") or fwd_cfg
+    fwd = _call(ctx, _inner(c, fwd_cfg, _direction("forward_", fwd_cfg), c.prefix, [c.x]))
+    bwd = _call(ctx, _inner(c, bwd_cfg, _direction("backward_", bwd_cfg), c.prefix, [c.x]))
+    mode = c.cfg.get("merge_mode", "concat")
+    a, b = fwd[0], bwd[0]
+    if mode is None:
+        merged = [a, b]
+    elif mode == "concat":
+        merged = [a[:-1] + (None if None in (a[-1], b[-1]) else a[-1] + b[-1],)]
+    else:  # sum, mul, ave
+        merged = [a]
+    return merged + fwd[1:] + bwd[1:]
+
+
+def _direction(prefix: str, layer: Mapping[str, Any]) -> str:
+    """``forward_lstm``: Keras 3 configs store the prefixed name already, Keras 2 ones do not."""
+    name = layer["config"]["name"]
+    return name if name.startswith(prefix) else prefix + name
+
+
+def _time_distributed(ctx: _Ctx, c: _Call) -> list[Shape]:
+    x = _tensor(c.x)
+    layer = c.cfg["layer"]
+    # Keras 3 builds the wrapped layer under its own name; Keras 2 puts its variables
+    # directly under the wrapper's (time_distributed/kernel).
+    name, scope = (layer["config"]["name"], c.prefix) if ctx.keras3 else (c.name, c.scope)
+    out = _call(ctx, _inner(c, layer, name, scope, [(x[0], *x[2:])]))
+    return [(x[0], x[1], *o[1:]) for o in out]
+
+
+def _model(ctx: _Ctx, c: _Call) -> list[Shape]:
+    """A Sequential or Functional model used as a layer (or the top-level model)."""
+    if c.cls == "Sequential":
+        # Keras 3 builds a Sequential's layers inside its own name scope; Keras 2 never
+        # prefixes. A Functional is built where it is defined: no prefix in either.
+        scope = f"{c.name}/" if ctx.keras3 else ""
+        return [_sequential(ctx, c, scope)]
+    return _functional(ctx, c)
+
+
+def _sequential(ctx: _Ctx, c: _Call, scope: str) -> Shape | None:
+    layers = list(c.cfg.get("layers", []))
+    x: Shape | None = c.args[0] if c.args else None
+    if layers and layers[0]["class_name"] == "InputLayer":
+        own = _input_shape(layers.pop(0).get("config", {}))
+        x = own if x is None else x
+    if x is None and c.cfg.get("build_input_shape") is not None:
+        x = _shape(c.cfg["build_input_shape"])
+    for layer in layers:
+        lc = layer.get("config", {})
+        if x is None:
+            batch = lc.get("batch_shape") or lc.get("batch_input_shape")
+            x = _shape(batch) if batch is not None else None
+        call = _Call(layer["class_name"], lc, lc.get("name", ""), scope, [x], {}, c.build,
+                     c.trainable and lc.get("trainable", True))
+        x = _first(_safe_call(ctx, call))
+    return x
+
+
+def _functional(ctx: _Ctx, c: _Call) -> list[Shape]:
+    layers = c.cfg.get("layers", [])
+    names = {_layer_name(entry) for entry in layers}
+    given = c.args[0] if c.args else None
+    inputs = _refs(c.cfg.get("input_layers", []))
+    if given is not None and not isinstance(given, list):
+        given = [given]
+    outputs: dict[tuple[str, int], list[Shape | None]] = {}
+    for i, (lname, _n, _t) in enumerate(inputs):
+        entry = next((e for e in layers if _layer_name(e) == lname), None)
+        own = _input_shape(entry.get("config", {})) if entry else None
+        outputs[(lname, 0)] = [given[i] if given and i < len(given) else own]
+    for entry in layers:  # InputLayers not listed as model inputs
+        if entry["class_name"] == "InputLayer" and (_layer_name(entry), 0) not in outputs:
+            outputs[(_layer_name(entry), 0)] = [_input_shape(entry.get("config", {}))]
+
+    todo = [(e, i, node) for e in layers if e["class_name"] != "InputLayer"
+            for i, node in enumerate(e.get("inbound_nodes") or [])]
+    built: set[str] = set()
+    while todo:
+        progress, rest = False, []
+        for entry, i, node in todo:
+            try:
+                args, kwargs = _node_args(node, outputs, names)
+            except _Pending:
+                rest.append((entry, i, node))
+                continue
+            lname, lc = _layer_name(entry), entry.get("config", {})
+            call = _Call(entry["class_name"], lc, lname, "", args, kwargs, lname not in built,
+                         c.trainable and lc.get("trainable", True))
+            built.add(lname)
+            outputs[(lname, i)] = _safe_call(ctx, call)
+            progress = True
+        if not progress:
+            missing = ", ".join(sorted({_layer_name(e) for e, _, _ in rest}))
+            ctx.notes.append(f"cannot place layers {missing} in the graph of {c.name}: "
+                             "their inputs are never produced")
+            break
+        todo = rest
+    result = []
+    for lname, n, t in _refs(c.cfg.get("output_layers", [])):
+        shapes = outputs.get((lname, n)) or []
+        result.append(shapes[t] if t < len(shapes) else None)
+    return result
+
+
+class _Pending(Exception):
+    """A node input that has not been computed yet."""
+
+
+def _node_args(node: Any, outputs: Mapping[tuple[str, int], list[Shape | None]],
+               names: set[str]) -> tuple[list[Any], dict[str, Any]]:
+    """A config node's (args, kwargs) with every tensor replaced by its shape."""
+
+    def lookup(lname: str, n: int, t: int, recorded: Any = None) -> Shape | None:
+        if (lname, n) not in outputs:
+            if lname not in names:
+                raise _Cannot(f"its input comes from an unknown layer {lname!r}")
+            raise _Pending
+        shapes = outputs[(lname, n)]
+        got = shapes[t] if t < len(shapes) else None
+        return _shape(recorded) if got is None and recorded is not None else got
+
+    def conv(v: Any) -> Any:
+        if isinstance(v, dict):
+            if v.get("class_name") == "__keras_tensor__":
+                cfg = v["config"]
+                return lookup(*cfg["keras_history"], recorded=cfg.get("shape"))
+            return {k: conv(x) for k, x in v.items()}
+        if isinstance(v, list):
+            if len(v) in (3, 4) and isinstance(v[0], str) and v[0] in names \
+                    and isinstance(v[1], int) and isinstance(v[2], int):
+                return lookup(v[0], v[1], v[2])
+            return [conv(x) for x in v]
+        return v
+
+    if isinstance(node, dict):  # Keras 3: {"args": [...], "kwargs": {...}}
+        return [conv(a) for a in node.get("args", [])], conv(node.get("kwargs", {}))
+    # Keras 2: [[layer, node, tensor, kwargs], ...]; several entries form one list argument
+    tensors = [lookup(e[0], e[1], e[2]) for e in node]
+    kwargs = conv(node[0][3]) if node and len(node[0]) > 3 and node[0][3] else {}
+    return [tensors[0] if len(tensors) == 1 else tensors], kwargs
+
+
+# --------------------------------------------------------------------------------------------
+# Layers without variables: output shape rules
+# --------------------------------------------------------------------------------------------
+
+
+def _identity(_ctx: _Ctx, c: _Call) -> list[Shape]:
+    return [c.args[0] if c.args else None]
+
+
+def _flatten(_ctx: _Ctx, c: _Call) -> list[Shape]:
+    x = _tensor(c.x)
+    rest = x[1:]
+    return [(x[0], None if None in rest else math.prod(rest))]
+
+
+def _reshape(_ctx: _Ctx, c: _Call) -> list[Shape]:
+    x = _tensor(c.x)
+    target = list(c.cfg["target_shape"])
+    if -1 in target:
+        known = math.prod(d for d in target if d != -1)
+        total = None if None in x[1:] else math.prod(x[1:])
+        target[target.index(-1)] = None if total is None else total // known
+    return [(x[0], *target)]
+
+
+def _global_pool(rank: int) -> Callable[[_Ctx, _Call], list[Shape]]:
+    def pool(_ctx: _Ctx, c: _Call) -> list[Shape]:
+        x = _tensor(c.x)
+        first = c.get("data_format", "channels_last") == "channels_first"
+        ch = x[1] if first else x[-1]
+        if c.get("keepdims", False):
+            return [(x[0], ch, *([1] * rank)) if first else (x[0], *([1] * rank), ch)]
+        return [(x[0], ch)]
+
+    return pool
+
+
+def _pool(rank: int) -> Callable[[_Ctx, _Call], list[Shape]]:
+    def pool(_ctx: _Ctx, c: _Call) -> list[Shape]:
+        x = _tensor(c.x)
+        first = c.get("data_format", "channels_last") == "channels_first"
+        size = tuple_of(c.get("pool_size", 2), rank)
+        strides = tuple_of(c.get("strides") or size, rank)
+        spatial = x[2:] if first else x[1:-1]
+        pad = c.get("padding", "valid")
+        windows = zip(spatial, size, strides, strict=True)
+        new = tuple(_window(n, k, s, 1, pad) for n, k, s in windows)
+        return [(x[0], x[1], *new) if first else (x[0], *new, x[-1])]
+
+    return pool
+
+
+def _concatenate(_ctx: _Ctx, c: _Call) -> list[Shape]:
+    xs = c.x
+    if not isinstance(xs, list) or any(s is None for s in xs):
+        raise _Cannot("its input shapes are unknown")
+    axis = int(c.get("axis", -1)) % len(xs[0])
+    dims = [s[axis] for s in xs]
+    return [xs[0][:axis] + (None if None in dims else sum(dims),) + xs[0][axis + 1:]]
+
+
+def _merge(_ctx: _Ctx, c: _Call) -> list[Shape]:
+    xs = c.x if isinstance(c.x, list) else [c.x]
+    known = [s for s in xs if s is not None]
+    if not known:
+        return [None]
+    dims = zip(*known, strict=False)
+    return [tuple(next((d for d in ds if d is not None), None) for ds in dims)]
+
+
+def _repeat_vector(_ctx: _Ctx, c: _Call) -> list[Shape]:
+    x = _tensor(c.x)
+    return [(x[0], int(c.cfg["n"]), *x[1:])]
+
+
+def _permute(_ctx: _Ctx, c: _Call) -> list[Shape]:
+    x = _tensor(c.x)
+    return [(x[0], *(x[d] for d in c.cfg["dims"]))]
+
+
+IDENTITY_LAYERS = frozenset({
+    "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise",
+    "GaussianDropout", "AlphaDropout", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
+    "ThresholdedReLU", "Masking", "ActivityRegularization", "Identity", "UnitNormalization",
+})
+MERGE_LAYERS = frozenset({"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum"})
+
+LAYERS: dict[str, Callable[[_Ctx, _Call], list[Shape]]] = {
+    "Dense": _dense,
+    "Embedding": _embedding,
+    "SimpleRNN": _rnn,
+    "LSTM": _rnn,
+    "GRU": _rnn,
+    "RNN": _rnn,
+    "Conv1D": _conv(1),
+    "Conv2D": _conv(2),
+    "Conv3D": _conv(3),
+    "LayerNormalization": _layer_norm,
+    "BatchNormalization": _batch_norm,
+    "MultiHeadAttention": _mha,
+    "Bidirectional": _bidirectional,
+    "TimeDistributed": _time_distributed,
+    "Sequential": _model,
+    "Functional": _model,
+    "Model": _model,
+    "Flatten": _flatten,
+    "Reshape": _reshape,
+    "RepeatVector": _repeat_vector,
+    "Permute": _permute,
+    "Concatenate": _concatenate,
+    "GlobalMaxPooling1D": _global_pool(1),
+    "GlobalAveragePooling1D": _global_pool(1),
+    "GlobalMaxPooling2D": _global_pool(2),
+    "GlobalAveragePooling2D": _global_pool(2),
+    "MaxPooling1D": _pool(1),
+    "AveragePooling1D": _pool(1),
+    "MaxPooling2D": _pool(2),
+    "AveragePooling2D": _pool(2),
+    **{k: _identity for k in IDENTITY_LAYERS},
+    **{k: _merge for k in MERGE_LAYERS},
+}
+
+
+def _call(ctx: _Ctx, c: _Call) -> list[Shape]:
+    rule = LAYERS.get(c.cls)
+    if rule is None:
+        raise _Cannot("inspector does not know this class; its variables, if any, "
+                      "are not in the prediction")
+    return rule(ctx, c)
+
+
+def _safe_call(ctx: _Ctx, c: _Call) -> list[Shape | None]:
+    """The layer's outputs; on failure a note and an unknown output (its variables left out)."""
+    if not c.args or c.args[0] is None:  # an unknown input: fall back on the recorded shape
+        recorded = (c.cfg.get("build_config") or {}).get("input_shape")
+        if recorded is not None and not isinstance(recorded[0], list):
+            c = replace(c, args=[_shape(recorded), *c.args[1:]])
+    before = len(ctx.tensors)
+    try:
+        return list(_call(ctx, c))
+    except _Cannot as e:
+        del ctx.tensors[before:]
+        ctx.notes.append(f"cannot predict layer {c.name} of class {c.cls}: {e}")
+    except (KeyError, TypeError, ValueError) as e:
+        del ctx.tensors[before:]
+        ctx.notes.append(f"cannot predict layer {c.name} of class {c.cls}: bad config ({e!r})")
+    return [None]
+
+
+# --------------------------------------------------------------------------------------------
+# Small helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _shape(v: Any) -> Shape:
+    return tuple(None if d is None else int(d) for d in v)
+
+
+def _first(outs: Sequence[Shape | None]) -> Shape | None:
+    return outs[0] if outs else None
+
+
+def tuple_of(v: Any, rank: int | None) -> tuple[int, ...]:
+    if isinstance(v, int):
+        return (v,) * (rank or 1)
+    return tuple(int(d) for d in v)
+
+
+def _axes(axis: Any, ndim: int) -> list[int]:
+    return sorted({int(a) % ndim for a in (axis if isinstance(axis, list | tuple) else [axis])})
+
+
+def _window(n: int | None, k: int, s: int, d: int, padding: str) -> int | None:
+    if n is None:
+        return None
+    if padding in ("same", "causal"):
+        return -(-n // s)
+    out = (n - d * (k - 1) - 1) // s + 1
+    if out <= 0:
+        raise _Cannot(f"window {k} does not fit an input of length {n}")
+    return out
+
+
+def _layer_name(entry: Mapping[str, Any]) -> str:
+    return entry.get("name") or entry.get("config", {}).get("name", "")
+
+
+def _input_shape(cfg: Mapping[str, Any]) -> Shape | None:
+    for key in ("batch_shape", "batch_input_shape"):
+        if cfg.get(key) is not None:
+            return _shape(cfg[key])
+    if cfg.get("shape") is not None:
+        return (None, *_shape(cfg["shape"]))
+    return None
+
+
+def _refs(v: Any) -> list[tuple[str, int, int]]:
+    """``input_layers``/``output_layers``: one ``[name, node, tensor]`` or a list of them."""
+    if not v:
+        return []
+    if isinstance(v[0], str):
+        v = [v]
+    return [(r[0], int(r[1]), int(r[2])) for r in v]
+
+
+def detect_keras3(config: Mapping[str, Any]) -> bool:
+    """Whether a model config was written by Keras 3 (True) or Keras 2 / tf.keras (False)."""
+    text = json.dumps(config)
+    if '"batch_shape"' in text or '"DTypePolicy"' in text or '"__keras_tensor__"' in text:
+        return True
+    return not ('"batch_input_shape"' in text or '"inbound_nodes": [[' in text)
+
+
+def model_variables(config: Mapping[str, Any], keras3: bool | None = None
+                    ) -> tuple[list[Expected], list[str]]:
+    """Every variable of the model described by ``config`` (``{"class_name", "config"}``) and
+    the notes on what could not be predicted. ``keras3`` None: detect from the config."""
+    if "class_name" not in config or "config" not in config:
+        raise UsageError("a Keras model config needs 'class_name' and 'config'")
+    ctx = _Ctx(detect_keras3(config) if keras3 is None else keras3)
+    cfg = config["config"]
+    if isinstance(cfg, list):  # Keras <= 2.2.4 wrote a Sequential config as its layer list
+        cfg = {"name": "sequential", "layers": cfg}
+    call = _Call(config["class_name"], cfg, cfg.get("name", ""), "", [], {}, True,
+                 cfg.get("trainable", True))
+    if call.cls not in ("Sequential", "Functional", "Model"):
+        _safe_call(ctx, call)  # a bare layer config
+    else:
+        _model(ctx, call)
+    return ctx.tensors, ctx.notes
+
+
