@@ -165,7 +165,6 @@ def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Ten
     from dataclasses import replace
 
     from inspector import values
-    from inspector.adapters.errors import FormatError
 
     kw = {} if chunk is None else {"chunk": chunk}
     out = []
@@ -175,10 +174,8 @@ def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Ten
             continue
         try:
             stats = values.compare(ckpt_a, r.a, ckpt_b, r.b, atol, rtol, **kw)
-        except FormatError as e:
-            if "values cannot be compared" not in e.message:
-                raise
-            out.append(replace(r, note=e.message.split(": values cannot be compared: ")[-1]))
+        except values.ValuesUnavailable as e:
+            out.append(replace(r, note=e.why))
             continue
         op = CHANGED if r.op == UNCHANGED and stats.changed else r.op
         out.append(replace(r, op=op, values=stats))
@@ -302,7 +299,9 @@ def _values(v: Any) -> dict[str, Any] | None:
 def report(result: DiffResult, all_records: bool = False) -> dict[str, Any]:
     """The JSON-ready report (schema ``inspector.diff/1``): every record (``unchanged`` ones
     only with ``all_records``), the collapsed rows, group deltas and the summary counts."""
-    shown = [r for r in result.records if all_records or r.op != UNCHANGED]
+    # a tensor whose values could not be read is shown, never hidden among the unchanged
+    shown = [r for r in result.records if all_records or r.op != UNCHANGED or r.note]
+    not_compared = sum(1 for r in result.records if r.note) if result.values else None
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "a": {"path": result.a.path, "format": result.a.format,
@@ -313,6 +312,7 @@ def report(result: DiffResult, all_records: bool = False) -> dict[str, Any]:
         "tolerance": {"atol": result.atol, "rtol": result.rtol} if result.values else None,
         "summary": result.counts(),
         "values_changed": result.values_changed if result.values else None,
+        "values_not_compared": not_compared,
         "structural_difference": result.structural,
         "different": result.different,
         "tensors": [

@@ -148,8 +148,17 @@ class _Reader:
         return self.it
 
 
-def _refuse(entry: TensorEntry, where: str, why: str) -> FormatError:
-    return FormatError(f"tensor {entry.stored_name!r}: values cannot be compared: {why}", where)
+class ValuesUnavailable(FormatError):
+    """A tensor whose values cannot be read here (sparse layout, unsupported dtype, not located by
+    its adapter); ``why`` says which. A diff notes it and goes on with the other tensors."""
+
+    def __init__(self, entry: TensorEntry, where: str, why: str) -> None:
+        super().__init__(f"tensor {entry.stored_name!r}: values cannot be compared: {why}", where)
+        self.why = why
+
+
+def _refuse(entry: TensorEntry, where: str, why: str) -> ValuesUnavailable:
+    return ValuesUnavailable(entry, where, why)
 
 
 def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) -> Iterator[Any]:
@@ -164,7 +173,12 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
         return iter(())
     if ckpt.reader is None:
         raise _refuse(entry, where, "its adapter gives no way to read values")
-    loc = ckpt.reader(entry)
+    try:
+        loc = ckpt.reader(entry)
+    except ValuesUnavailable:
+        raise
+    except FormatError as e:  # the adapter cannot locate this one (compressed member, ...)
+        raise _refuse(entry, where, e.message) from None
     if isinstance(loc, ByteRange):
         f = stack.enter_context(loc.source.open())
         if loc.stride is not None and loc.stride != _c_strides(entry.shape):

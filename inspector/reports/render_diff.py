@@ -79,7 +79,13 @@ def summary_line(report: dict[str, Any]) -> str:
     verdict = "structure differs" if report["structural_difference"] else "same structure"
     if report["values"]:
         n = report["values_changed"]
-        verdict += f", values of {n:,} tensors changed" if n else ", values equal"
+        skipped = report.get("values_not_compared") or 0
+        if n:
+            verdict += f", values of {n:,} tensors changed"
+        elif not skipped:
+            verdict += ", values equal"
+        if skipped:
+            verdict += f", values of {skipped:,} tensors not compared (see their notes)"
     return "; ".join(parts) + f" -> {verdict}"
 
 
