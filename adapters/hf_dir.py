@@ -19,13 +19,13 @@ architectures of ``inspector check`` read it from there.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from .directory import MAX_SIDE_JSON, file_in, read_json_object
+from .directory import file_in, read_json_object
 from .errors import FormatError
 from .model import Checkpoint, Finding, TensorEntry, ValueLocation
 from .registry import Adapter, load
+from .safetensors import read_weight_map, shard_source
 from .source import Source
 
 NAME = "hf-directory"
@@ -160,29 +160,18 @@ def _with_file(t: TensorEntry, file: str) -> TensorEntry:
 def open_bin_index(index: Source) -> Checkpoint:
     """A ``pytorch_model.bin.index.json`` and its torch shards as one checkpoint."""
     where = index.where
-    try:
-        doc = json.loads(index.read_text(MAX_SIDE_JSON))
-    except ValueError as e:
-        raise FormatError(f"cannot read shard index ({e})", where) from None
-    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
-    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-        raise FormatError("shard index has no 'weight_map' of tensor -> shard file", where)
+    doc, weight_map = read_weight_map(index)
     tensors: list[TensorEntry] = []
     readers: dict[str, Any] = {}
     paths = [where]
     found_in: dict[str, str] = {}
     findings: list[Finding] = []
     for shard in dict.fromkeys(weight_map.values()):
-        try:
-            shard_source = index.sibling(shard)
-        except FormatError:
-            raise FormatError(
-                f"shard name {shard!r} points outside the index's directory", where
-            ) from None
-        if not shard_source.is_file():
+        shard_file = shard_source(index, shard, where)
+        if not shard_file.is_file():
             raise FormatError(f"shard {shard!r} listed in the index is missing", where)
-        ckpt = load(shard_source)
-        paths.append(shard_source.where)
+        ckpt = load(shard_file)
+        paths.append(shard_file.where)
         readers[shard] = ckpt.reader
         findings.extend(ckpt.findings)
         for t in ckpt.tensors:

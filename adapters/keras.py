@@ -33,6 +33,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from .dtypes import NUMPY_KINDS
 from .errors import FormatError, InspectorError
+from .isolated import call_isolated
 from .keras_names import NON_TRAINABLE_NAMES
 from .keras_v3 import name_variables
 from .model import Blocks, Checkpoint, Finding, Role, TensorEntry, ValueLocation, ValueReader
@@ -63,6 +64,10 @@ TF_SUFFIX = re.compile(r":\d+$")
 H5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
 # Address space the HDF5 walk may add beyond 4x the file size (metadata of 50,000 datasets).
 H5_MEMORY_FLOOR = 1 << 30
+# Wall-clock budget of the HDF5 walk: a base plus one second per MiB (50,000 datasets, ~30 MB,
+# walk in 5-9 s on 2 cores).
+H5_SECONDS = 5.0
+H5_BYTES_PER_SECOND = 1 << 20
 
 
 class DsInfo(NamedTuple):
@@ -279,7 +284,38 @@ class _Window(io.RawIOBase):
 
 def _read_h5(fileobj: BinaryIO | str, where: str, size: int, base: int | None) -> H5Facts:
     """Walk every link of the HDF5 file ``fileobj`` (a path or a file object); ``base`` turns
-    offsets absolute."""
+    offsets absolute. The walk runs in a child process with a time budget: libhdf5 can loop
+    forever in C on a corrupt global heap (a byte-flipped ``.weights.h5`` did)."""
+    budget = H5_SECONDS + size / H5_BYTES_PER_SECOND
+    found = call_isolated(
+        lambda: _facts_to_json(_read_h5_here(fileobj, where, size, base)),
+        budget, where, "the HDF5 library",
+    )
+    return _facts_from_json(found)
+
+
+def _facts_to_json(facts: H5Facts) -> dict[str, Any]:
+    return {
+        "datasets": {p: [list(d.shape), d.dtype, d.offset, d.nbytes, d.extra]
+                     for p, d in facts.datasets.items()},
+        "groups": facts.groups,
+        "soft_links": facts.soft_links,
+        "findings": [[f.severity, f.message, f.where, f.subject] for f in facts.findings],
+    }
+
+
+def _facts_from_json(doc: dict[str, Any]) -> H5Facts:
+    return H5Facts(
+        datasets={p: DsInfo(tuple(shape), dtype, offset, nbytes, extra)
+                  for p, (shape, dtype, offset, nbytes, extra) in doc["datasets"].items()},
+        groups=doc["groups"],
+        soft_links=doc["soft_links"],
+        findings=[Finding(*f) for f in doc["findings"]],
+    )
+
+
+def _read_h5_here(fileobj: BinaryIO | str, where: str, size: int, base: int | None) -> H5Facts:
+    """The walk itself, in this process."""
     import h5py  # heavy: only when a Keras file is opened
 
     try:
@@ -444,6 +480,9 @@ def _group_attrs(oid: Any, wanted: tuple[str, ...] | None = None) -> dict[str, A
     return out
 
 
+VLEN_REF_MIN_BYTES = 12  # a variable-length element in the file: 4-byte length + heap id (>= 8)
+
+
 def _vlen_str_attr(oid: Any, name: bytes) -> str | list[str] | None:
     """A scalar or 1-d variable-length string attribute (Keras' ``name``, ``weight_names``) as
     h5py would return it after :func:`_plain`, at half h5py's cost; None for anything else."""
@@ -460,6 +499,14 @@ def _vlen_str_attr(oid: Any, name: bytes) -> str | list[str] | None:
     shape = space.get_simple_extent_dims()
     if len(shape) > 1:
         return None
+    # Each stored string is a reference of at least 12 bytes (length + global heap id), so a
+    # corrupt extent cannot make us allocate and fill more strings than the attribute holds.
+    count = shape[0] if shape else 1
+    if count * VLEN_REF_MIN_BYTES > aid.get_storage_size():
+        raise FormatError(
+            f"attribute {name.decode('utf-8', 'replace')!r} declares {count:,} strings in "
+            f"{aid.get_storage_size():,} bytes"
+        )
     dt = h5py.string_dtype("utf-8" if tid.get_cset() == h5py.h5t.CSET_UTF8 else "ascii")
     arr = np.empty(shape, dtype=dt)
     aid.read(arr, mtype=h5py.h5t.py_create(dt))

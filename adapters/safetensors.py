@@ -273,18 +273,25 @@ def _find_index(directory: Source) -> Source | None:
     return directory.child(found[0]) if found else None
 
 
-def _open_index(index: Source) -> Checkpoint:
-    where = index.where
+def read_weight_map(index: Source) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the whole index document, its ``weight_map`` of tensor -> shard file) of a shard index
+    as transformers writes it (``*.safetensors.index.json``, ``pytorch_model.bin.index.json``)."""
     try:
         doc = json.loads(index.read_text(MAX_INDEX_BYTES))
     except ValueError as e:
-        raise FormatError(f"cannot read shard index ({e})", where) from None
+        raise FormatError(f"cannot read shard index ({e})", index.where) from None
     weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-        raise FormatError("shard index has no 'weight_map' of tensor -> shard file", where)
+        raise FormatError("shard index has no 'weight_map' of tensor -> shard file", index.where)
+    return doc, weight_map
+
+
+def _open_index(index: Source) -> Checkpoint:
+    where = index.where
+    doc, weight_map = read_weight_map(index)
     shards: dict[str, Source] = {}
     for shard in dict.fromkeys(weight_map.values()):
-        shards[shard] = _shard_source(index, shard, where)
+        shards[shard] = shard_source(index, shard, where)
     tensors: list[TensorEntry] = []
     found_in: dict[str, str] = {}
     for shard, shard_path in shards.items():
@@ -333,7 +340,7 @@ def _open_index(index: Source) -> Checkpoint:
     )
 
 
-def _shard_source(index: Source, shard: str, where: str) -> Source:
+def shard_source(index: Source, shard: str, where: str) -> Source:
     """A shard named by the index, inside the index's directory; anything that escapes it (an
     absolute name, ``..``, a symlink pointing out) is refused."""
     if not shard or os.path.isabs(shard) or "\\" in shard:

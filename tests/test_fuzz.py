@@ -303,3 +303,17 @@ def test_hdf5_corrupt_superblock(start: int, tmp_path: Path) -> None:
     path = tmp_path / "m.weights.h5"
     shutil.copyfile(KERAS_SEEDS["keras-weights-h5"], path)
     _check_case(path, bytes(buf), f"hdf5 superblock @{start}")
+
+
+def test_hdf5_global_heap_loop_is_stopped(tmp_path: Path) -> None:
+    """Three bytes flipped in a real Keras .weights.h5 (found by this fuzzer) make libhdf5 loop in
+    C, holding the GIL, while reading a layer's ``name`` attribute: the walk runs in a child with
+    a time budget, so the listing ends in one line instead of hanging."""
+    data = bytearray((FIXTURES / "keras" / "lstm.weights.h5").read_bytes())
+    for pos, value in ((2538, 144), (2192, 109), (6024, 255)):
+        data[pos] = value
+    target = tmp_path / "loop.weights.h5"
+    target.write_bytes(bytes(data))
+    with pytest.raises(InspectorError, match="did not finish within"):
+        with _alarm(HANG_SECONDS):
+            _open_like_cli(target)

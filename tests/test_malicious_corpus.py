@@ -69,16 +69,9 @@ class _Call:
         return (self.func, self.args)
 
 
-class _Pickler(pickle._Pickler):  # the pure-Python pickler lets us name the stand-ins
-    def __init__(self, file, protocol: int, legacy: bool) -> None:
-        super().__init__(file, protocol)
-        self.legacy = legacy
-
-    def persistent_id(self, obj):
-        if isinstance(obj, _Storage):
-            pid = ("storage", FLOAT_STORAGE, obj.key, "cpu", obj.numel)
-            return pid + (None,) if self.legacy else pid
-        return None
+class _NamingPickler(pickle._Pickler):
+    """Python's own (pure-Python) pickler, naming stand-ins for any ``module.name`` (GLOBAL or
+    STACK_GLOBAL as the protocol dictates)."""
 
     def save_global(self, obj, name=None):
         if not isinstance(obj, _TorchName):
@@ -93,6 +86,20 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler lets us name the sta
 
     dispatch = dict(pickle._Pickler.dispatch)
     dispatch[_TorchName] = save_global
+
+
+class _Pickler(_NamingPickler):
+    """The naming pickler with torch's persistent ids for storages."""
+
+    def __init__(self, file, protocol: int, legacy: bool) -> None:
+        super().__init__(file, protocol)
+        self.legacy = legacy
+
+    def persistent_id(self, obj):
+        if isinstance(obj, _Storage):
+            pid = ("storage", FLOAT_STORAGE, obj.key, "cpu", obj.numel)
+            return pid + (None,) if self.legacy else pid
+        return None
 
 
 def _dumps(obj, protocol: int, legacy: bool) -> bytes:

@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_malicious_corpus import _Call, _TorchName
+from test_malicious_corpus import _Call, _NamingPickler, _TorchName
 
 from inspector.adapters import pickle_lists as L
 from inspector.adapters import pickle_verdicts as V
@@ -78,28 +78,9 @@ ENTRIES = _entries()
 # writers
 
 
-class _Pickler(pickle._Pickler):
-    """Python's own pickler, naming stand-ins for any module.name (GLOBAL or STACK_GLOBAL as
-    the protocol dictates)."""
-
-    def save_global(self, obj, name=None):
-        if not isinstance(obj, _TorchName):
-            return super().save_global(obj, name)
-        if self.proto >= 4:
-            self.save(obj.module)
-            self.save(obj.name)
-            self.write(pickle.STACK_GLOBAL)
-        else:
-            self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode())
-        self.memoize(obj)
-
-    dispatch = dict(pickle._Pickler.dispatch)
-    dispatch[_TorchName] = save_global
-
-
 def dumps(obj, protocol: int) -> bytes:
     buf = io.BytesIO()
-    _Pickler(buf, protocol).dump(obj)
+    _NamingPickler(buf, protocol).dump(obj)
     return buf.getvalue()
 
 

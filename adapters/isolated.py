@@ -1,0 +1,90 @@
+"""Run a call on hostile input in a forked child with a wall-clock budget.
+
+Some libraries trust the file more than they should: libhdf5 can loop forever in C on a corrupt
+global heap, holding the GIL, where no signal handler runs. The call goes to a child process; the
+parent waits for its JSON answer at most ``seconds`` and kills it after that, so a hang becomes
+one :class:`~inspector.adapters.errors.FormatError`. Only plain JSON crosses back (never a
+pickle): the child's answer is data made by our own code, but it read hostile bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .errors import FormatError
+
+MAX_ANSWER_BYTES = 1 << 30
+
+
+def call_isolated(fn: Callable[[], Any], seconds: float, where: str, what: str) -> Any:
+    """``fn()`` (which returns JSON-ready data or raises FormatError) in a forked child; its
+    value, or its FormatError re-raised here. Without ``os.fork`` it runs in this process."""
+    if not hasattr(os, "fork"):
+        return fn()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answer, then leave without running the parent's exit handlers
+        status = 0
+        try:
+            os.close(r)
+            try:
+                answer: dict[str, Any] = {"value": fn()}
+            except FormatError as e:
+                answer = {"error": [e.message, e.path, e.where]}
+            except BaseException as e:  # noqa: BLE001 - reported to the parent as one line
+                answer = {"error": [f"{type(e).__name__}: {e}", where, None]}
+            data = json.dumps(answer, default=repr).encode()
+            with os.fdopen(w, "wb") as out:
+                out.write(data)
+        except BaseException:  # noqa: BLE001
+            status = 1
+        finally:
+            os._exit(status)
+    os.close(w)
+    try:
+        data = _read_until(r, time.monotonic() + seconds, where)
+    except TimeoutError:
+        raise FormatError(
+            f"{what} did not finish within {seconds:.0f} s (a corrupt file can make it loop); "
+            "stopped",
+            where,
+        ) from None
+    finally:
+        os.close(r)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+    if not data:
+        raise FormatError(f"{what} ended without an answer (the process crashed)", where)
+    answer = json.loads(data)
+    if "error" in answer:
+        message, path, at = answer["error"]
+        raise FormatError(message, path or where, at)
+    return answer["value"]
+
+
+def _read_until(fd: int, deadline: float, where: str) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            raise TimeoutError
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_ANSWER_BYTES:
+            raise FormatError("the isolated reader's answer is too large", where)
+        chunks.append(chunk)
