@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,14 +43,18 @@ def sockeye_true_count(truth: dict) -> int:
     return int(truth["parameter_count"])
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m inspector`` in a fresh process, as a user's shell would."""
+def run_cli(*args: str, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m inspector`` in a fresh process, as a user's shell would, with its output
+    piped: no ``COLUMNS`` (full names) unless ``env`` sets it; ``env`` adds variables."""
+    base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
     return subprocess.run(
         [sys.executable, "-m", "inspector", *args],
         capture_output=True,
         text=True,
         cwd=cwd or ROOT,
         timeout=60,
+        env={**base, **(env or {})},
     )
 
 

@@ -83,5 +83,5 @@ def _run(args: argparse.Namespace) -> int:
     params = {"depth": args.depth} if args.depth is not None else None
     report = listing(ckpt, args.match, args.sort, args.scheme, params)
     view = "layers" if args.per_layer else "groups" if args.groups else "tensors"
-    sys.stdout.write(render(report, args.format, view))
+    sys.stdout.write(render(report, args.format, view, args.style))
     return 0
