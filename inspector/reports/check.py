@@ -54,7 +54,7 @@ def _text(report: dict[str, Any], md: bool, style: Style) -> str:
         out.append("hyperparameters:" if not md else "### Hyperparameters\n")
         rows = [[esc(k), esc(str(v["value"])), v["source"]] for k, v in shown]
         out += [table(["name", "value", "from"], rows, style, markdown=md,
-                      elide_cols=("value", "name")), ""]
+                      clip_cols=("value",), elide_cols=("name",)), ""]
     if report["inferred"]:
         out += [style.wrap(f"inferred from shapes: {', '.join(report['inferred'])}"), ""]
     rows = [[esc(g["name"]), n(g["found"]), n(g["predicted"]), style.delta(g["delta"])
@@ -99,12 +99,12 @@ def _parts(report: dict[str, Any], md: bool, style: Style) -> list[str]:
         rows = [[sanitize(p["name"]), style.count(p["tensors"]), style.count(p["elements"]),
                  sanitize(p["reason"])] for p in report["parts"]]
         out.append(table(["part", "tensors", "elements", "reason"], rows, style, markdown=md,
-                         elide_cols=("reason", "part")))
+                         clip_cols=("reason",), elide_cols=("part",)))
     if report.get("findings"):
         out += ["", "### Structure" if md else "structure:"]
         rows = [[f["kind"], sanitize(f["message"])] for f in report["findings"]]
         out.append(table(["finding", "detail"], rows, style, markdown=md,
-                         elide_cols=("detail",)))
+                         clip_cols=("detail",)))
     return out
 
 

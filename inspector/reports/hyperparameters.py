@@ -63,7 +63,7 @@ def is_shape_key(key: str) -> bool:
     """Whether a flattened key (``config.layers``, ``args.nhid``) names a shape-determining
     hyperparameter; private keys (``_step_count``) never do."""
     parts = key.split(".")
-    return not any(p.startswith("_") for p in parts) and parts[-1] in SHAPE_KEYS
+    return not any(p.startswith("_") for p in parts) and parts[-1].split("[")[0] in SHAPE_KEYS
 
 
 def lines(hyper: dict[str, Any], verbose: bool = False) -> list[tuple[str, str]]:
@@ -97,16 +97,17 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
             out.extend(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
         return out
     layers = _layer_list(value)
-    text = layers if layers is not None else (
-        value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
+    if layers is not None:
+        return [(f"{prefix}[{i}]", text) for i, text in enumerate(layers)]
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     if len(text) > MAX_VALUE:
         text = text[:MAX_VALUE - 3] + "..."
     return [(prefix, text)]
 
 
-def _layer_list(value: Any) -> str | None:
-    """A Keras ``layers`` list as ``GRU(units=4, reset_after=true), Dense(units=2)``: each
-    layer's class and its shape-determining config keys."""
+def _layer_list(value: Any) -> list[str] | None:
+    """A Keras ``layers`` list as ``["GRU(units=4, reset_after=true)", "Dense(units=2)"]``:
+    each layer's class and its shape-determining config keys."""
     if not (isinstance(value, list) and value and all(
             isinstance(x, dict) and "class_name" in x for x in value)):
         return None
@@ -116,4 +117,4 @@ def _layer_list(value: Any) -> str | None:
         args = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in cfg.items()
                          if k in SHAPE_KEYS)
         out.append(f"{layer['class_name']}({args})")
-    return ", ".join(out)
+    return out

@@ -140,16 +140,23 @@ def elide(text: str, width: int) -> str:
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
 
 
+def clip(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, its end replaced by ``…`` (for prose, whose
+    start says what it is)."""
+    return text if len(text) <= width else text[:max(width - 1, 0)] + ELLIPSIS
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], style: Style = PLAIN, *,
           align: Sequence[str] | None = None, markdown: bool = False,
           drop: Sequence[str] = (), elide_cols: Sequence[str] = (),
-          paint_cols: Sequence[str] = ()) -> str:
+          clip_cols: Sequence[str] = (), paint_cols: Sequence[str] = ()) -> str:
     """A table of text cells (tabulate ``simple``, or ``github`` for markdown).
 
     With ``style.width`` (and not markdown) it fits that width: the columns named in ``drop``
-    go first, in that order, while the table is too wide; then the columns in ``elide_cols``
-    (names) are shortened in the middle, in that order, down to :data:`MIN_NAME`; then any
-    text column, widest first, down to :data:`LAST_RESORT`. Cells of
+    go first, in that order, while the table is too wide; then the prose columns in
+    ``clip_cols`` are cut at the end and the name columns in ``elide_cols`` shortened in the
+    middle, in that order, down to :data:`MIN_NAME`; then any text column, widest first, down
+    to :data:`LAST_RESORT`. Cells of
     ``paint_cols`` are coloured by their first word (status words) when ``style.color``.
     """
     from tabulate import tabulate
@@ -160,7 +167,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], style: Style = 
     if markdown:
         rows = [[c.replace("|", "\\|") for c in r] for r in rows]
     elif style.width:
-        headers, rows, align = _fit(headers, rows, align, style.width, drop, elide_cols)
+        headers, rows, align = _fit(headers, rows, align, style.width, drop, elide_cols,
+                                    clip_cols)
     if style.color and not markdown:
         for name in paint_cols:
             if name in headers:
@@ -176,7 +184,7 @@ def _widths(headers: list[str], rows: list[list[str]]) -> list[int]:
 
 
 def _fit(headers: list[str], rows: list[list[str]], align: list[str], width: int,
-         drop: Sequence[str], elide_cols: Sequence[str]
+         drop: Sequence[str], elide_cols: Sequence[str], clip_cols: Sequence[str] = ()
          ) -> tuple[list[str], list[list[str]], list[str]]:
     def total(ws: list[int]) -> int:
         return sum(ws) + GAP * (len(ws) - 1)
@@ -191,12 +199,13 @@ def _fit(headers: list[str], rows: list[list[str]], align: list[str], width: int
             rows = [r[:i] + r[i + 1:] for r in rows]
     widths = _widths(headers, rows)
     over = total(widths) - width
-    for i in [headers.index(n) for n in elide_cols if n in headers]:
+    shorten = [(n, clip) for n in clip_cols] + [(n, elide) for n in elide_cols]
+    for i, cut in [(headers.index(n), f) for n, f in shorten if n in headers]:
         if over <= 0:
             break
         target = max(MIN_NAME, len(headers[i]), widths[i] - over)
         if target < widths[i]:
-            rows = [[*r[:i], elide(r[i], target), *r[i + 1:]] for r in rows]
+            rows = [[*r[:i], cut(r[i], target), *r[i + 1:]] for r in rows]
             over -= widths[i] - target
             widths[i] = target
     # still too wide: any text column, names included, down to a few characters
