@@ -43,7 +43,10 @@ def _rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     by_name = {t["name"]: t for t in report["tensors"]}
     collapsed = {m: c for c in report["collapsed"] for m in c["members"]}
     values = report["values"]
-    headers = ["op", "tensor", "A", "B"]
+    # one "A = B" column when no row shown differs in shape or dtype (a values-only diff)
+    same = all(t["a"] and t["b"] and _side_text(t["a"]) == _side_text(t["b"])
+               for t in report["tensors"])
+    headers = ["op", "tensor", "A = B"] if same else ["op", "tensor", "A", "B"]
     if values:
         headers += ["max |a-b|", "rel L2", "cosine"]
     rows = []
@@ -55,7 +58,9 @@ def _rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         members = [by_name[m] for m in c["members"]] if c else [t]
         done.update(m["name"] for m in members)
         label = f"{c['pattern']} ×{c['count']}" if c else t["name"]
-        row = [_op(t["op"], values), sanitize(label), _side_text(t["a"]), _side_text(t["b"])]
+        row = [_op(t["op"], values), sanitize(label), _side_text(t["a"])]
+        if not same:
+            row.append(_side_text(t["b"]))
         if values:
             v = t["values"]  # every member of a row has the same result
             if v:
@@ -121,7 +126,7 @@ def _text(report: dict[str, Any], markdown: bool, style: Style = PLAIN) -> str:
     headers, rows = _rows(report)
     if rows:
         out.write("\n")
-        out.write(table(headers, rows, style, markdown=markdown, drop=("cosine",),
+        out.write(table(headers, rows, style, markdown=markdown, drop=("cosine", "rel L2"),
                         elide_cols=("tensor",), paint_cols=("op",)))
         out.write("\n")
     hidden = report["summary"]["unchanged"] - sum(

@@ -180,7 +180,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], style: Style = 
 
 
 def _widths(headers: list[str], rows: list[list[str]]) -> list[int]:
-    return [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    """Column widths as tabulate lays them out (a header gets two spaces of padding)."""
+    return [max([len(h) + 2, *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
 
 
 def _fit(headers: list[str], rows: list[list[str]], align: list[str], width: int,
@@ -203,20 +204,22 @@ def _fit(headers: list[str], rows: list[list[str]], align: list[str], width: int
     for i, cut in [(headers.index(n), f) for n, f in shorten if n in headers]:
         if over <= 0:
             break
-        target = max(MIN_NAME, len(headers[i]), widths[i] - over)
+        target = max(MIN_NAME, len(headers[i]) + 2, widths[i] - over)
         if target < widths[i]:
             rows = [[*r[:i], cut(r[i], target), *r[i + 1:]] for r in rows]
             over -= widths[i] - target
             widths[i] = target
-    # still too wide: any text column, names included, down to a few characters
-    for i in sorted(range(len(headers)), key=lambda i: -widths[i]):
-        if over <= 0:
-            break
-        if align[i] != "left":
-            continue
-        target = max(LAST_RESORT, len(headers[i]), widths[i] - over)
-        if target < widths[i]:
-            rows = [[*r[:i], elide(r[i], target), *r[i + 1:]] for r in rows]
-            over -= widths[i] - target
-            widths[i] = target
+    # still too wide: any text column, names included, down to a few characters, then down
+    # to its header's width (numbers are never cut)
+    for floor in (LAST_RESORT, 1):
+        for i in sorted(range(len(headers)), key=lambda i: -widths[i]):
+            if over <= 0:
+                break
+            if align[i] != "left":
+                continue
+            target = max(floor, len(headers[i]) + 2, widths[i] - over)
+            if target < widths[i]:
+                rows = [[*r[:i], elide(r[i], target), *r[i + 1:]] for r in rows]
+                over -= widths[i] - target
+                widths[i] = target
     return headers, rows, align
