@@ -276,6 +276,11 @@ def test_collapse_merges_only_equal_results():
     assert [(r.pattern, r.count) for r in rows] == [
         ("layers.#.input_layernorm.weight", 3), ("layers.3.input_layernorm.weight", 1)]
     assert {m.values for m in rows[0].members} == {same}
+    # identical contents are one result, whatever rounding did to the cosine
+    ident = [ValueStats(True, 0.0, 0.0, c, False) for c in (1.0, 0.9999999999999998)]
+    records = [TensorDiff(f"layers.{i}.w", "unchanged", entry(f"layers.{i}.w"),
+                          entry(f"layers.{i}.w"), "name", v) for i, v in enumerate(ident)]
+    assert [(r.pattern, r.count) for r in collapse(records)] == [("layers.#.w", 2)]
 
 
 def test_api_mapping_repr_totals_errors(tmp_path):
