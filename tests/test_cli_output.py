@@ -318,3 +318,25 @@ def test_api_mapping_repr_totals_errors(tmp_path):
     with pytest.raises(ValueError) as e:
         inspector.load(bad)
     assert isinstance(e.value, (FormatError, InspectorError))
+
+
+# architecture hyperparameters that are not config keys a listing would show: closed-form
+# letters, whole configs, provenance, and names of stored buffers the formulas read
+NOT_CONFIG_KEYS = {"e", "h", "v", "x", "config", "model_config", "module", "name", "prefix",
+                   "keras_version", "sockeye_version", "pad_token_id", "length_task_weight",
+                   "_remove_final_layer_norm"}
+
+
+def test_shape_keys_follow_the_formula_engine():
+    """The listing's shape-determining keys are every hyperparameter name and alias the
+    built-in architectures read (so a new architecture's names show up by default)."""
+    from inspector.formulas import archs
+    from inspector.reports.hyperparameters import FORMULA_KEYS
+
+    names = set()
+    for a in archs():
+        names.update(h.name for h in a.hparams)
+        names.update(a.aliases)
+    names = {n for n in names if not n.startswith("saved_")} - NOT_CONFIG_KEYS
+    assert names - FORMULA_KEYS == set()
+    assert FORMULA_KEYS - names == set()  # nothing stale either
