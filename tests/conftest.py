@@ -58,6 +58,17 @@ def run_cli(*args: str, cwd: Path | None = None,
     )
 
 
+@pytest.fixture(autouse=True)
+def _piped_children():
+    """Every CLI a test starts writes to a pipe with no ``COLUMNS``: full names, no fitting to a
+    terminal. (ncurses, which the test runner's terminal handling may load, exports ``COLUMNS``
+    and ``LINES`` at the C level, where ``os.environ`` does not see them.)"""
+    for key in ("COLUMNS", "LINES"):
+        os.environ.pop(key, None)
+        os.unsetenv(key)
+    yield
+
+
 @pytest.fixture
 def cli():
     return run_cli
