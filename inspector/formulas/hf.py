@@ -20,9 +20,10 @@ from typing import Any
 
 from inspector.adapters.errors import FormatError, UsageError
 from inspector.adapters.hf_dir import read_config
+from inspector.adapters.model import TensorEntry
 from inspector.adapters.source import as_source
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, expected, register
 from inspector.formulas.torch_nn import parameters
 
 CONFIG_NAME = "config.json"
@@ -53,13 +54,13 @@ def _from_config(arch_hparams: tuple[HParam, ...]):
     return read
 
 
-def conv1d(prefix: str, nf: int, nx: int) -> list[Expected]:
+def conv1d(prefix: str, nf: int, nx: int) -> list[TensorEntry]:
     """transformers' ``Conv1D(nf, nx)``: ``weight`` (nx, nf) = (in, out), ``bias`` (nf,)."""
     return [bt.param(prefix, "weight", (nx, nf), "conv1d"),
             bt.param(prefix, "bias", (nf,), "conv1d")]
 
 
-def rms_norm(prefix: str, hidden_size: int) -> list[Expected]:
+def rms_norm(prefix: str, hidden_size: int) -> list[TensorEntry]:
     """``LlamaRMSNorm``: ``weight`` only."""
     return [bt.param(prefix, "weight", (hidden_size,), "rms_norm")]
 
@@ -189,7 +190,7 @@ def predict_llama(hp: Mapping[str, Any]) -> Prediction:
         out += bt.linear(f"{a}.k_proj", d, kv * hd, ab) + bt.linear(f"{a}.v_proj", d, kv * hd, ab)
         out += bt.linear(f"{a}.o_proj", heads * hd, d, ab)
         if hp["saved_inv_freq"]:  # arange(0, head_dim, 2): ceil(head_dim / 2) frequencies
-            out.append(Expected(f"{a}.rotary_emb.inv_freq", ((hd + 1) // 2,), "buffer", "rotary"))
+            out.append(expected(f"{a}.rotary_emb.inv_freq", ((hd + 1) // 2,), "buffer", "rotary"))
         out += bt.linear(f"{m}.gate_proj", d, ff, mb) + bt.linear(f"{m}.up_proj", d, ff, mb)
         out += bt.linear(f"{m}.down_proj", ff, d, mb)
         out += rms_norm(f"model.layers.{i}.input_layernorm", d)
