@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from inspector.adapters.errors import FormatError, UsageError
@@ -34,11 +33,11 @@ def sidecar_config(ckpt: Any) -> dict[str, Any]:
     hyperparameters, else the one beside a weights file; ``{}`` when there is none."""
     if ckpt.metadata.get("config_file") == CONFIG_NAME:
         return ckpt.hyperparameters.get("config") or {}
-    path = Path(ckpt.path)
-    if path.is_dir():
+    src = ckpt.source if ckpt.source is not None else as_source(ckpt.path)
+    if src.is_dir():
         return {}
     try:
-        cfg = as_source(path).sibling(CONFIG_NAME)
+        cfg = src.sibling(CONFIG_NAME)
     except FormatError:
         return {}
     return read_config(cfg) if cfg.is_file() else {}

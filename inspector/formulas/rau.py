@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from inspector.adapters.errors import UsageError
+from inspector.adapters.errors import FormatError, UsageError
 from inspector.adapters.model import TensorEntry
 from inspector.adapters.rau_dir import read_kwargs
 from inspector.adapters.source import as_source
@@ -310,13 +309,18 @@ def rau_kwargs(ckpt: Any) -> dict[str, Any]:
     ``{}`` when there is none."""
     if ckpt.metadata.get("kwargs_file") == KWARGS_FILE:
         return ckpt.hyperparameters.get("kwargs") or {}
-    path = Path(ckpt.path)
-    if path.is_dir():
+    src = ckpt.source if ckpt.source is not None else as_source(ckpt.path)
+    if src.is_dir():
         return {}
-    for d in (path.parent, path.parent.parent):
-        f = d / KWARGS_FILE
+    d = src.parent_dir()
+    for _ in range(2):
+        try:
+            f = d.child(KWARGS_FILE)
+        except FormatError:  # above the directory the checkpoint was opened in
+            return {}
         if f.is_file():
-            return read_kwargs(as_source(f))
+            return read_kwargs(f)
+        d = d.parent_dir()
     return {}
 
 
