@@ -72,6 +72,32 @@ class TensorExtra(TypedDict, total=False):
     tied_to: str
 
 
+class SharedMetadata(TypedDict, total=False):
+    """The :attr:`Checkpoint.metadata` keys code outside the adapter relies on (an adapter adds
+    its own format facts beside them: record versions, ``storages``, ``members``, ...)."""
+
+    byteorder: str  # "big": value reads swap bytes (legacy torch from a big-endian machine)
+    pickle_globals: list[dict[str, Any]]  # every global a pickle names, with its verdict
+    keras_version: str  # the Keras version that wrote the file (selects its naming rules)
+    params_format: str  # Sockeye: the format of the inner params file
+    config_file: str  # HF directories: the config read as the hyperparameters
+    kwargs_file: str  # rau directories: the kwargs read as the hyperparameters
+    file_kind: str  # Keras HDF5: "model" | "weights"
+    shards: list[str]  # sharded checkpoints: every shard file, relative to the index
+
+
+class SharedHyperparameters(TypedDict, total=False):
+    """The :attr:`Checkpoint.hyperparameters` keys the formulas read; everything else is the
+    producer's record as it wrote it (a training dict's ``args``, a Keras model config, ...)."""
+
+    config: dict[str, Any]  # HF config.json; Sockeye's ``config`` file
+    args: dict[str, Any]  # Sockeye's args.yaml; a torch training dict's args
+    kwargs: dict[str, Any]  # rau's kwargs.json
+    sockeye_version: str
+    class_name: str  # Keras: the model config itself (class_name, config, ...)
+    model_config: Any  # Keras legacy .h5: the JSON model config
+
+
 @dataclass(frozen=True, slots=True, init=False)  # __init__ below: a listing makes one per tensor
 class TensorEntry:
     """One stored tensor, described by metadata only.
@@ -215,8 +241,9 @@ class Checkpoint:
     It reads as a mapping from canonical tensor name to :class:`TensorEntry` (``ckpt["lm_head.
     weight"]``, ``"x" in ckpt``, ``len(ckpt)``, iteration over names in stored order); a stored
     name that differs from the canonical one is accepted as a key too. :attr:`tensors` is the
-    ordered list behind it. ``metadata`` holds format facts (documented per adapter in
-    docs/architecture.md), ``hyperparameters`` what the producer recorded in or beside the file.
+    ordered list behind it. ``metadata`` holds format facts (the keys others may rely on:
+    :class:`SharedMetadata`), ``hyperparameters`` what the producer recorded in or beside the
+    file (the keys the formulas read: :class:`SharedHyperparameters`).
     """
 
     paths: tuple[str, ...]

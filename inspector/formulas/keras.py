@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from inspector.adapters.errors import UsageError
+from inspector.adapters.model import Checkpoint
 
 from .core import Arch, HParam, Prediction, Symbol, register
 from .keras_graph import model_variables
@@ -60,26 +61,26 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
     return Prediction("keras", dict(hp), tensors, notes, parts)
 
 
-def from_checkpoint(ckpt: Any) -> dict[str, Any]:
+def from_checkpoint(ckpt: Checkpoint) -> dict[str, Any]:
     """The model config a Keras checkpoint embeds and the Keras major version that wrote it.
 
     The Keras adapter puts the parsed ``config.json`` / ``model_config`` itself into
     ``Checkpoint.hyperparameters`` (keys ``class_name``, ``config``, ...); a ``model_config``
     entry (dict or JSON text) is accepted too.
     """
-    model = embedded_config(getattr(ckpt, "hyperparameters", None) or {})
+    model = embedded_config(ckpt.hyperparameters)
     if model is None:
         return {}
     out: dict[str, Any] = {"model_config": model}
-    version = str((getattr(ckpt, "metadata", None) or {}).get("keras_version", ""))
+    version = str(ckpt.metadata.get("keras_version", ""))
     if version[:1] in ("2", "3"):
         out["keras_version"] = version[:1]
     return out
 
 
-def applies(ckpt: Any) -> bool:
+def applies(ckpt: Checkpoint) -> bool:
     """A Keras file (any of the adapter's ``keras*`` formats) or one embedding a model config."""
-    return str(getattr(ckpt, "format", "")).startswith("keras") or bool(from_checkpoint(ckpt))
+    return ckpt.format.startswith("keras") or bool(from_checkpoint(ckpt))
 
 
 ARCH = register(Arch(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from inspector.adapters.model import TensorEntry
+from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import (
     join,
@@ -346,7 +346,7 @@ def _steps(value: Any) -> tuple[str, str]:
     return str(parts[0]), str(parts[1])
 
 
-def applies(ckpt: Any) -> bool:
+def applies(ckpt: Checkpoint) -> bool:
     args = sockeye_args(ckpt)
     if args:
         return sockeye_major(ckpt) in NAMING and args.get("decoder", "transformer") != "rnn" \
@@ -356,7 +356,7 @@ def applies(ckpt: Any) -> bool:
                for x in names)
 
 
-def from_checkpoint(ckpt: Any) -> dict[str, Any]:
+def from_checkpoint(ckpt: Checkpoint) -> dict[str, Any]:
     out = hparams_from_args(ARCH, ckpt)
     major = sockeye_major(ckpt)
     if major in NAMING:
@@ -382,7 +382,7 @@ def _version(shapes: Mapping[str, Any]) -> str | None:
     return "3"
 
 
-def infer(ckpt: Any) -> dict[str, Any]:
+def infer(ckpt: Checkpoint) -> dict[str, Any]:
     """What the stored shapes determine: naming version, layer counts, model and feed-forward
     sizes per side, vocabularies, tying, positions, pre/post layer norms, factors (sum when a
     factor has the word embedding's size, else concat), LHUC, GLU, SSRU, length task, NVS, conv
@@ -469,7 +469,8 @@ def _factor_shapes(shapes: Mapping[str, Any], fmt: str) -> list[tuple[int, int]]
     return found
 
 
-def _infer_tying(ckpt: Any, shapes: Mapping[str, Any], n: dict, major: str) -> dict[str, Any]:
+def _infer_tying(ckpt: Checkpoint, shapes: Mapping[str, Any], n: dict,
+                 major: str) -> dict[str, Any]:
     """Tying type (and the source vocabulary) from which tables are stored, or, for Sockeye 3,
     which of them share storage."""
     src, trg, out = n["src_embed"], n["trg_embed"], join(n["output"], "weight", n["sep"])
