@@ -416,6 +416,22 @@ def infer(ckpt: Checkpoint) -> dict[str, Any]:
     src = shapes.get(n["src_embed"]) or shapes.get(n.get("shared_embed") or "") or out_w
     trg = shapes.get(n["trg_embed"]) or shapes.get(n.get("shared_embed") or "") or out_w
     se, te = (src[1] if src else de), (trg[1] if trg else dd)
+    out.update(_infer_factors(ckpt, shapes, n, major, se, te))
+    out["transformer_model_size"] = f"{se}:{dd}"
+    out["num_embed"] = f"{se}:{te}"
+    # heads change no shape; the default 8 must only divide the model sizes the file shows
+    out["transformer_attention_heads"] = ":".join(
+        str(next(h for h in (8, 4, 2, 1) if d % h == 0)) for d in (de, dd))
+    out.update(_infer_options(shapes, n, major))
+    out.update(infer_conv_embed(shapes, "transformer-with-conv-embed"))
+    return out
+
+
+def _infer_factors(ckpt: Checkpoint, shapes: Mapping[str, Any], n: dict, major: str,
+                   se: int, te: int) -> dict[str, Any]:
+    """Source/target factors from their embedding tables: vocabularies, widths, and combine
+    (sum when a factor has the word embedding's size, else concat); Sockeye 3's sharing."""
+    out: dict[str, Any] = {}
     src_f = _factor_shapes(shapes, n["src_factor"])
     trg_f = _factor_shapes(shapes, n.get("trg_factor", "")) if major != "1" else []
     for side, found, width in (("source", src_f, se), ("target", trg_f, te)):
@@ -432,11 +448,13 @@ def infer(ckpt: Checkpoint) -> dict[str, Any]:
         out["source_factors_share_embedding"] = ",".join(
             str(n["src_factor"].format(i=i) in joined and n["src_embed"] in joined).lower()
             for i in range(len(src_f)))
-    out["transformer_model_size"] = f"{se}:{dd}"
-    out["num_embed"] = f"{se}:{te}"
-    # heads change no shape; the default 8 must only divide the model sizes the file shows
-    out["transformer_attention_heads"] = ":".join(
-        str(next(h for h in (8, 4, 2, 1) if d % h == 0)) for d in (de, dd))
+    return out
+
+
+def _infer_options(shapes: Mapping[str, Any], n: dict, major: str) -> dict[str, Any]:
+    """The options whose tensors are present or absent: positions, pre/post layer norms, LHUC,
+    GLU, SSRU, length task, NVS."""
+    out: dict[str, Any] = {}
     pos = shapes.get(n["pos"][0])
     if pos:
         out["transformer_positional_embedding_type"] = "fixed" if major != "1" else "learned"
@@ -458,7 +476,6 @@ def infer(ckpt: Checkpoint) -> dict[str, Any]:
         out["length_task"], out["length_task_layers"] = "ratio", len(layers)
     if any(x.startswith("nvs.") for x in shapes):
         out["neural_vocab_selection"] = "logit_max"
-    out.update(infer_conv_embed(shapes, "transformer-with-conv-embed"))
     return out
 
 
