@@ -21,6 +21,7 @@ def build(arch_name: str, sets: Mapping[str, str], scheme: str | None = None,
     """The expected tensors, group counts and total of ``arch_name`` with hyperparameters
     ``sets`` (the rest defaults); ``formula`` adds the closed form in ``symbols``."""
     from inspector.formulas import get
+    from inspector.formulas.core import block_of, counted, tied_to
     from inspector.grouping import choose_scheme, get_scheme, group_counts
 
     arch = get(arch_name)
@@ -28,8 +29,7 @@ def build(arch_name: str, sets: Mapping[str, str], scheme: str | None = None,
     names = [t.name for t in pred.tensors]
     name = scheme or arch.scheme
     chosen = get_scheme(name) if name else choose_scheme(names)
-    counted = [t for t in pred.tensors if t.tied_to is None and t.role == "parameter"]
-    groups = group_counts(chosen, [(t.name, t.numel) for t in counted])
+    groups = group_counts(chosen, [(t.name, t.numel) for t in counted(pred.tensors)])
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "arch": arch.name,
@@ -37,8 +37,8 @@ def build(arch_name: str, sets: Mapping[str, str], scheme: str | None = None,
         "hyperparameters": pred.hparams,
         "tensors": [
             {"name": t.name, "shape": list(t.shape), "numel": t.numel, "role": t.role,
-             "block": t.block, "group": chosen.assign(t.name).group,
-             **({"tied_to": t.tied_to} if t.tied_to else {})}
+             "block": block_of(t), "group": chosen.assign(t.name).group,
+             **({"tied_to": tied_to(t)} if tied_to(t) else {})}
             for t in pred.tensors
         ],
         "groups": [{"name": g, "parameters": n} for g, n in groups.items()],
@@ -53,6 +53,7 @@ def build(arch_name: str, sets: Mapping[str, str], scheme: str | None = None,
 def _formula(arch: Any, hparams: Mapping[str, Any], symbol_specs: Sequence[str], scheme: Any,
              group_names: list[str]) -> dict[str, Any]:
     from inspector.formulas.closed_form import closed_form, merge_symbols, parse_symbol
+    from inspector.formulas.core import counted
 
     syms = merge_symbols(arch, [parse_symbol(s) for s in symbol_specs])
     fixed = dict(hparams)
@@ -60,8 +61,8 @@ def _formula(arch: Any, hparams: Mapping[str, Any], symbol_specs: Sequence[str],
 
     def group_count(g: str) -> Any:
         def count(pred: Any) -> int:
-            return sum(t.numel for t in pred.tensors if t.tied_to is None
-                       and t.role == "parameter" and scheme.assign(t.name).group == g)
+            return sum(t.numel for t in counted(pred.tensors)
+                       if scheme.assign(t.name).group == g)
         return count
 
     return {
