@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "text":
             if progress:
                 sys.stderr.write("\r\033[K")
-            sys.stdout.write(line(r) + "\n")
+            verdict, _, rest = line(r).partition(" ")
+            sys.stdout.write(args.style.paint(verdict) + " " + rest + "\n")
     if progress:
         sys.stderr.write("\r\033[K")
     s = summary(results, notes)

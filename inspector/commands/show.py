@@ -75,10 +75,11 @@ def _run(args: argparse.Namespace) -> int:
 
     ckpt = load(args.path, args.input_format)
     if args.globals:
-        from inspector.pickle_globals import globals_report, render_globals
+        from inspector.pickle_globals import globals_report
+        from inspector.reports.globals import render as render_globals
 
         report = globals_report(ckpt)
-        sys.stdout.write(render_globals(report, args.format))
+        sys.stdout.write(render_globals(report, args.format, args.style))
         return 1 if any(r["severity"] == "danger" for r in report["globals"]) else 0
     refuse_if_unsafe(ckpt, args.allow_unsafe)
     params = {"depth": args.depth} if args.depth is not None else None

@@ -64,7 +64,7 @@ class Style:
         """``text`` in the colour of ``kind`` (good/bad/warn/dim/bold; default: by the word)."""
         if not self.color:
             return text
-        kind = kind or _WORDS.get(text.split(" ", 1)[0])
+        kind = kind or _WORDS.get(text.split(" ", 1)[0].rstrip(":,;"))
         return f"\033[{_SGR[kind]}m{text}\033[0m" if kind else text
 
     def wrap(self, line: str, indent: str = "  ") -> str:
