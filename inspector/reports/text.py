@@ -153,7 +153,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], style: Style = 
     """A table of text cells (tabulate ``simple``, or ``github`` for markdown).
 
     With ``style.width`` (and not markdown) it fits that width: the columns named in ``drop``
-    go first, in that order, while the table is too wide; then the prose columns in
+    go first while the table is too wide (those with one value on every row before the others,
+    each kind in the given order); then the prose columns in
     ``clip_cols`` are cut at the end and the name columns in ``elide_cols`` shortened in the
     middle, in that order, down to :data:`MIN_NAME`; then any text column, widest first, down
     to :data:`LAST_RESORT`. Cells of
@@ -190,14 +191,25 @@ def _fit(headers: list[str], rows: list[list[str]], align: list[str], width: int
     def total(ws: list[int]) -> int:
         return sum(ws) + GAP * (len(ws) - 1)
 
-    for name in drop:
-        if total(_widths(headers, rows)) <= width:
+    # a column that says the same on every row tells least: those go first; then, once the
+    # table fits, a dropped column comes back if there is room for it after all
+    every = _widths(headers, rows)
+    index = {h: i for i, h in enumerate(headers)}
+    constant = [n for n in drop if n in index and len({r[index[n]] for r in rows}) <= 1]
+    order = [*constant, *(n for n in drop if n in index and n not in constant)]
+    kept = list(range(len(headers)))
+    dropped: list[int] = []
+    for name in order:
+        if total([every[i] for i in kept]) <= width or len(kept) == 1:
             break
-        if name in headers and len(headers) > 1:
-            i = headers.index(name)
-            headers = headers[:i] + headers[i + 1:]
-            align = align[:i] + align[i + 1:]
-            rows = [r[:i] + r[i + 1:] for r in rows]
+        kept.remove(index[name])
+        dropped.append(index[name])
+    for i in reversed(dropped):
+        if total([every[j] for j in kept] + [every[i]]) <= width:
+            kept = sorted([*kept, i])
+    headers = [headers[i] for i in kept]
+    align = [align[i] for i in kept]
+    rows = [[r[i] for i in kept] for r in rows]
     widths = _widths(headers, rows)
     over = total(widths) - width
     shorten = [(n, clip) for n in clip_cols] + [(n, elide) for n in elide_cols]
