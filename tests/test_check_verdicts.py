@@ -36,8 +36,7 @@ VERIFIED = sorted(
        if p.name not in ("dtype_zoo.pt", "tied_bn_module.pt")),
      FIXTURES / "torch" / "hf_model" / "pytorch_model.bin",
      *(FIXTURES / "keras").glob("*.keras"),
-     *(p for p in (FIXTURES / "keras").glob("*.legacy.h5")
-       if p.name != "layers_seq_attention.legacy.h5"),  # incomplete: see test_formulas_keras
+     *(FIXTURES / "keras").glob("*.legacy.h5"),
      *(p for p in (FIXTURES / "keras").glob("*keras*_*.h5")
        if "_weights" not in p.name and "seq2seq_states" not in p.name
        and not p.name.startswith("layers_")),

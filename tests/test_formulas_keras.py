@@ -57,12 +57,10 @@ def predict(**hp):
 
 # Real fixtures whose prediction leaves a part out, with what it leaves out (every variable is
 # still predicted): a Keras 2 Lambda's output shape is Python code, so the next layer's input
-# width is read from its stored kernel; Keras 3's legacy .h5 writes a mask operation
-# (NotEqual) without its module, which Keras' own loader cannot load either.
+# width is read from its stored kernel.
 INCOMPLETE = {  # full-model file name (regex) -> parts
     r"^tfkeras\d+_(reloaded_)?seq2seq_states\.h5$": {"input of layer dense (Dense)"},
     r"^keras2\d\d_(reloaded_)?seq2seq_states\.h5$": {"input of layer dense_1 (Dense)"},
-    r"^layers_seq_attention\.legacy\.h5$": {"layer not_equal (NotEqual)"},
 }
 
 

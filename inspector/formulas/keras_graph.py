@@ -509,9 +509,11 @@ LAYERS: dict[str, Callable[[_Ctx, _Call], list[Shape]]] = {
 def _call(ctx: _Ctx, c: _Call) -> list[Shape]:
     rule = LAYERS.get(c.cls)
     if rule is None:
-        if c.module.startswith("keras.src.ops."):
+        if c.module.startswith("keras.src.ops.") or (ctx.keras3 and "trainable" not in c.cfg):
             # an operation in a Keras 3 graph (``not_equal`` of a mask): never has variables;
-            # its consumers read the shapes the config records
+            # its consumers read the shapes the config records. Every Keras 3 layer's config
+            # has "trainable" (Layer.get_config), an Operation's has not (legacy .h5 configs
+            # omit the module).
             return [None]
         raise _Cannot("inspector does not know this class; its variables, if any, "
                       "are not in the prediction")
