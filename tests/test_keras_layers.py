@@ -55,6 +55,11 @@ WRONG = [
     ("keras216_conv1d_3d.h5", "separable_conv1d_1.depth_multiplier=2", {"separable_conv1d_1"}),
     # after the Lambda: still checked
     ("keras224_seq2seq_states.h5", "lstm_2.units=5", {"lstm_2"}),
+    # Reshape -> Permute feed the Bidirectional LSTM its width and the Conv1D its length
+    ("layers_reshape_states.keras", "reshape.target_shape=[2, 12]", {"bidirectional", "dense"}),
+    # the wrapped LSTM's width: both directions, the Conv1D on the sequence, the Dense on states
+    ("keras2_layers_reshape_states.h5", "lstm.units=4", {"bidirectional", "conv1d", "dense"}),
+    ("keras2_layers_reshape_states.h5", "conv1d.kernel_size=2", {"conv1d", "dense"}),
 ]
 
 
