@@ -182,3 +182,23 @@ def test_layers_spec_equals_the_real_conv_zoo():
         "input_shape": "(9,9,3)"}))
     assert {t.name: (t.shape, t.role == "parameter") for t in p.tensors} == want
     assert p.total(None) == truth["count_params"] == 758
+
+
+def test_tf_keras_1_optimizer_moments_are_checked_against_their_parameters(tmp_path):
+    """tf.keras 1.15 / 2.1 name Adam's moments [training/]Adam/<parameter>/m|v: each is checked
+    against its parameter; a real file with one moment transposed is a mismatch naming it."""
+    for name in ("tfkeras1155_rnn.h5", "tfkeras214_rnn.h5"):
+        result = check(load(KERAS / name))
+        assert result.verdict == "verified" and result.checked["optimizer_slots"] == 24
+    path = tmp_path / "rnn.h5"
+    shutil.copy(KERAS / "tfkeras1155_rnn.h5", path)
+    with h5py.File(path, "r+") as f:
+        ds = "optimizer_weights/training/Adam/lstm/kernel/m:0"
+        value = f[ds][()]
+        del f[ds]
+        f[ds] = value.T
+    r = run_cli("check", str(path), "--format", "json")
+    assert r.returncode == 1, r.stderr
+    rep = json.loads(r.stdout)
+    assert [(f["kind"], f["expected"], f["found"]) for f in rep["findings"]] == [
+        ("optimizer_state", [4, 20], [20, 4])]
