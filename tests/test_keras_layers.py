@@ -202,3 +202,16 @@ def test_tf_keras_1_optimizer_moments_are_checked_against_their_parameters(tmp_p
     rep = json.loads(r.stdout)
     assert [(f["kind"], f["expected"], f["found"]) for f in rep["findings"]] == [
         ("optimizer_state", [4, 20], [20, 4])]
+
+
+def test_bidirectional_after_an_unknown_layer_is_still_checked(tmp_path):
+    """Keras 2.2.4: TimeDistributed renamed to an unknown class; the Bidirectional GRU after it
+    reads its input width from its forward kernel, and a wrong GRU width is still a mismatch."""
+    path = _renamed(tmp_path, "keras224_bidir_td.h5", "time_distributed_1", "MyTD")
+    rep = json.loads(run_cli("check", str(path), "--format", "json").stdout)
+    assert rep["verdict"] == "incomplete"
+    assert {p["name"] for p in rep["parts"]} == {
+        "layer time_distributed_1 (MyTD)", "input of layer bidirectional_2 (Bidirectional)"}
+    assert {g["name"]: g["status"] for g in rep["groups"]}["bidirectional_2"] == "ok"
+    r = run_cli("check", str(path), "--set", "edit=gru_1.units=3")
+    assert r.returncode == 1 and "MISMATCH" in r.stdout

@@ -534,6 +534,7 @@ INPUT_WIDTH_IN: dict[str, tuple[str, int]] = {
     "LayerNormalization": ("gamma|beta", -1),
     "GroupNormalization": ("gamma|beta", 0),
     "MultiHeadAttention": ("query/kernel", 0),
+    "Bidirectional": (r"forward_\w+/(\w+_cell/)?kernel", 0),
 }
 
 
