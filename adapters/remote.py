@@ -1,0 +1,443 @@
+"""Checkpoints behind a URL: :class:`RemoteSource` reads ``http(s)://``, ``s3://`` and any
+protocol fsspec knows in ranges, and every adapter works on it unchanged.
+
+Reads are few and small: the first request fetches the first :data:`BLOCK` bytes (the size
+comes with it); later reads fetch only what is not cached yet, coalesced into one request of at
+least :data:`BLOCK` bytes (bounded read-ahead), so a format's metadata costs a request or two and
+tensor data is never downloaded for a listing. Reads larger than :data:`KEEP_MAX` (tensor values
+for ``diff --values``) go straight through without being kept. Files of one directory with the
+same suffix (the shards of a checkpoint) get their first blocks fetched together, concurrently,
+when the first of them is read. ``child`` / ``sibling`` refuse names that leave the directory.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, BinaryIO
+from urllib.parse import urlsplit, urlunsplit
+
+from .errors import FormatError, InspectorError, NotFoundError
+from .remote_transport import (
+    Entry,
+    Fetched,
+    IsADirectory,
+    RemoteError,
+    Transport,
+    redact,
+    timeout,
+    transport,
+)
+from .source import Source, check_relative
+
+BLOCK = 64 << 10  # first request, and the least a request fetches
+KEEP_MAX = 4 << 20  # larger reads (tensor values) are not cached
+CACHE_MAX = 256 << 20  # cached bytes per file
+SCAN_MAX = 256 << 20  # find/rfind over a remote view
+PEERS_MAX = 256  # first blocks fetched together
+BLOBS_MAX = 512  # remote files whose cache is kept
+
+
+class Blob:
+    """The cached state of one remote file: its kind, size and the byte ranges fetched so far."""
+
+    def __init__(self, url: str, t: Transport) -> None:
+        self.url = url
+        self.t = t
+        self.kind: str | None = None  # "file", "dir", "missing", "error"
+        self.size: int | None = None
+        self.error: InspectorError | None = None
+        self.pieces: list[tuple[int, bytes]] = []  # sorted, disjoint, not touching
+        self.kept = 0
+        self.lock = threading.Lock()
+        self.ready = threading.Event()
+        self.claimed = False
+
+    @property
+    def where(self) -> str:
+        return redact(self.url)
+
+    @property
+    def parent_key(self) -> tuple[str, str]:
+        path = urlsplit(self.url).path
+        parent, _, name = path.rpartition("/")
+        return parent, name.rpartition(".")[2] if "." in name else ""
+
+    # -- the first block ----------------------------------------------------------------------
+    def settle(self, got: Fetched | Exception) -> None:
+        if isinstance(got, Fetched):
+            total = got.total
+            if total is None and len(got.data) < BLOCK:
+                total = len(got.data)
+            if total is None:
+                self.kind, self.error = "error", RemoteError(
+                    "the server did not say the file's size (no Content-Range)", self.where
+                )
+            else:
+                self.kind, self.size = "file", total
+                if got.data:
+                    self._insert(got.start, got.data)
+        elif isinstance(got, IsADirectory):
+            self.kind = "dir"
+        elif isinstance(got, NotFoundError):
+            self.kind = "missing"
+        else:
+            self.kind = "error"
+            self.error = got if isinstance(got, InspectorError) else self.t.error(got, self.url)
+        self.ready.set()
+
+    def first(self) -> None:
+        """Fetch the first block of this file (and of its unread same-suffix siblings)."""
+        if self.kind is not None:
+            return
+        with _blobs_lock:
+            if self.claimed:
+                mine: list[Blob] = []
+            else:
+                key = self.parent_key
+                peers = [
+                    b for b in _blobs.values()
+                    if b is not self and not b.claimed and b.kind is None and b.t is self.t
+                    and b.parent_key == key and key[1] and not b.url.endswith("/")
+                ][: PEERS_MAX - 1]
+                mine = [self, *peers]
+                for b in mine:
+                    b.claimed = True
+        if not mine:
+            if not self.ready.wait(timeout() * 4):
+                raise RemoteError("timed out waiting for another read of this file", self.where)
+            return
+        if self.url.endswith("/"):
+            self.settle(IsADirectory(self.where))
+            mine = mine[1:]
+            if not mine:
+                return
+        try:
+            results = self.t.fetch_many([(b.url, 0, BLOCK) for b in mine])
+        except Exception as e:  # noqa: BLE001 - one request: its error settles it
+            results = [e] * len(mine)
+        for b, got in zip(mine, results, strict=True):
+            b.settle(got)
+        if self.kind == "missing":  # an object store prefix is a directory without an object
+            entry = self.t.info(self.url)
+            if entry is not None and entry.is_dir:
+                self.kind = "dir"
+
+    # -- ranged reads -------------------------------------------------------------------------
+    def file_size(self) -> int:
+        self.first()
+        if self.kind == "file" and self.size is not None:
+            return self.size
+        if self.error is not None:
+            raise self.error
+        if self.kind == "dir":
+            raise FormatError("is a directory, not a file", self.where)
+        raise NotFoundError("no such file or directory", self.where)
+
+    def read(self, offset: int, n: int) -> bytes:
+        size = self.file_size()
+        end = min(size, offset + max(n, 0))
+        if offset < 0:
+            raise ValueError("negative offset")
+        if offset >= end:
+            return b""
+        with self.lock:
+            got = self._cached(offset, end)
+            if got is not None:
+                return got
+            if end - offset > KEEP_MAX:
+                return self._fetch(offset, end, keep=False)
+            a, b = self._missing(offset, end)
+            b = max(b, min(size, a + BLOCK))
+            self._fetch(a, b, keep=True)
+            got = self._cached(offset, end)
+        if got is None:
+            raise RemoteError(f"bytes {offset}..{end} could not be read", self.where)
+        return got
+
+    def _fetch(self, a: int, b: int, keep: bool) -> bytes:
+        got = self.t.fetch(self.url, a, b)
+        if got.whole:  # the server ignored Range: it sent the whole (small) file
+            self.size = len(got.data)
+            self.pieces, self.kept = [(0, got.data)], len(got.data)
+            return got.data[a:b]
+        if len(got.data) != b - a:
+            raise RemoteError(
+                f"asked for bytes {a}..{b}, the server sent {len(got.data)} bytes "
+                "(the file changed or the transfer broke off)",
+                self.where,
+            )
+        if keep:
+            if self.kept + len(got.data) > CACHE_MAX:
+                self.pieces, self.kept = [], 0
+            self._insert(a, got.data)
+        return got.data
+
+    def _cached(self, a: int, b: int) -> bytes | None:
+        for start, data in self.pieces:
+            if start <= a and b <= start + len(data):
+                return data[a - start : b - start]
+        return None
+
+    def _missing(self, a: int, b: int) -> tuple[int, int]:
+        """The span from the first to the last byte of ``[a, b)`` not cached."""
+        lo, hi = a, b
+        for start, data in self.pieces:
+            end = start + len(data)
+            if start <= lo < end:
+                lo = end
+            if start < hi <= end:
+                hi = start
+        return lo, max(hi, lo + 1)
+
+    def _insert(self, a: int, data: bytes) -> None:
+        b = a + len(data)
+        keep, merge = [], [(a, data)]
+        for start, d in self.pieces:
+            if start + len(d) < a or start > b:
+                keep.append((start, d))
+            else:
+                merge.append((start, d))
+        lo = min(s for s, _ in merge)
+        hi = max(s + len(d) for s, d in merge)
+        buf = bytearray(hi - lo)
+        for s, d in sorted(merge, key=lambda p: p[0] == a):  # the new bytes win
+            buf[s - lo : s - lo + len(d)] = d
+        keep.append((lo, bytes(buf)))
+        keep.sort(key=lambda p: p[0])
+        self.pieces = keep
+        self.kept = sum(len(d) for _, d in keep)
+
+
+_blobs: OrderedDict[str, Blob] = OrderedDict()
+_blobs_lock = threading.Lock()
+
+
+def blob(url: str, t: Transport) -> Blob:
+    """The shared state of ``url`` (most recently used files kept)."""
+    with _blobs_lock:
+        b = _blobs.get(url)
+        if b is None:
+            b = _blobs[url] = Blob(url, t)
+            while len(_blobs) > BLOBS_MAX:
+                _blobs.popitem(last=False)
+        else:
+            _blobs.move_to_end(url)
+        return b
+
+
+class RemoteView:
+    """A read-only buffer over a remote file: slicing, ``len``, ``find``/``rfind``; each access
+    reads through the file's cache."""
+
+    def __init__(self, b: Blob) -> None:
+        self._b = b
+
+    def __len__(self) -> int:
+        return self._b.file_size()
+
+    def __getitem__(self, key: int | slice) -> Any:
+        n = len(self)
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step != 1:
+                raise ValueError("remote views take contiguous slices only")
+            return self._b.read(start, stop - start) if stop > start else b""
+        if key < 0:
+            key += n
+        if not 0 <= key < n:
+            raise IndexError("index out of range")
+        return self._b.read(key, 1)[0]
+
+    def _span(self, start: int | None, end: int | None) -> tuple[int, bytes]:
+        n = len(self)
+        a, b, _ = slice(start, end).indices(n)
+        if b - a > SCAN_MAX:
+            raise FormatError(f"refusing to search {b - a:,} bytes of a remote file", self._b.where)
+        return a, self[a:b] if b > a else b""
+
+    def find(self, sub: bytes, start: int | None = None, end: int | None = None) -> int:
+        a, data = self._span(start, end)
+        i = data.find(sub)
+        return a + i if i >= 0 else -1
+
+    def rfind(self, sub: bytes, start: int | None = None, end: int | None = None) -> int:
+        a, data = self._span(start, end)
+        i = data.rfind(sub)
+        return a + i if i >= 0 else -1
+
+
+class RemoteFile(io.RawIOBase):
+    """A seekable read-only file object over a remote file's cache."""
+
+    def __init__(self, b: Blob) -> None:
+        self._b = b
+        self._pos = 0
+        self.name = b.where
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_CUR:
+            offset += self._pos
+        elif whence == io.SEEK_END:
+            offset += self._b.file_size()
+        if offset < 0:
+            raise OSError("negative seek position")
+        self._pos = offset
+        return offset
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0:
+            n = max(0, self._b.file_size() - self._pos)
+        data = self._b.read(self._pos, n)
+        self._pos += len(data)
+        return data
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+
+class RemoteSource(Source):
+    """A remote file or directory (``url``: with its protocol; a directory may end in ``/``)."""
+
+    def __init__(self, url: str, t: Transport | None = None) -> None:
+        self.url = url
+        self.t = t or transport(url.split("://", 1)[0])
+        self._b = blob(url, self.t)
+        self._entries: dict[str, Entry] | None = None
+
+    @property
+    def where(self) -> str:
+        return redact(self.url)
+
+    @property
+    def name(self) -> str:
+        return urlsplit(self.url).path.rstrip("/").rpartition("/")[2] or self.url
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RemoteSource) and other.url == self.url
+
+    def __hash__(self) -> int:
+        return hash(self.url)
+
+    @property
+    def reads(self) -> int:  # type: ignore[override]
+        from .remote_transport import STATS
+
+        return STATS.per_url.get(self.where, [0, 0])[0]
+
+    @property
+    def bytes_read(self) -> int:  # type: ignore[override]
+        from .remote_transport import STATS
+
+        return STATS.per_url.get(self.where, [0, 0])[1]
+
+    def _kind(self) -> str:
+        self._b.first()
+        if self._b.kind == "error" and self._b.error is not None:
+            raise self._b.error
+        return self._b.kind or "missing"
+
+    def exists(self) -> bool:
+        return self._kind() in ("file", "dir")
+
+    def is_dir(self) -> bool:
+        return self._kind() == "dir"
+
+    def is_file(self) -> bool:
+        return self._kind() == "file"
+
+    @property
+    def size(self) -> int:
+        return self._b.file_size()
+
+    def read(self, offset: int, n: int) -> bytes:
+        return self._b.read(offset, n)
+
+    def open(self, mode: str = "rb") -> BinaryIO:
+        if mode != "rb":
+            raise ValueError("sources are read-only")
+        self._b.file_size()
+        return RemoteFile(self._b)  # type: ignore[return-value]
+
+    @contextmanager
+    def view(self) -> Iterator[Any]:
+        self._b.file_size()
+        yield RemoteView(self._b)
+
+    def child(self, name: str) -> RemoteSource:
+        rel = check_relative(name, self.where)
+        url = self.url
+        for part in rel.parts:
+            url = self.t.join(url, part)
+        child = RemoteSource(url, self.t)
+        if self._entries is not None and rel.parts[0] not in self._entries:
+            with _blobs_lock:  # not in the listing: known missing, no request
+                if child._b.kind is None and not child._b.claimed:
+                    child._b.kind = "missing"
+        return child
+
+    def parent_dir(self) -> RemoteSource:
+        parts = urlsplit(self.url)
+        parent = parts.path.rstrip("/").rpartition("/")[0] + "/"
+        return RemoteSource(urlunsplit(parts._replace(path=parent, query="", fragment="")), self.t)
+
+    def list(self) -> list[str]:
+        if self._entries is None:
+            if not self.is_dir():
+                raise FormatError("not a directory", self.where)
+            self._entries = {e.name: e for e in self.t.list(self.url)}
+            for e in self._entries.values():
+                if e.is_dir:
+                    for u in (self.t.join(self.url, e.name), self.t.join(self.url, e.name) + "/"):
+                        b = blob(u, self.t)
+                        b.kind = b.kind or "dir"
+        return sorted(self._entries)
+
+    def child_dir(self, name: str) -> RemoteSource:
+        """A sub-directory known from the listing, as a directory URL (ending in ``/``)."""
+        return RemoteSource(self.t.join(self.url, name) + "/", self.t)
+
+    def walk(self, limit: int = 100_000) -> Iterator[RemoteSource]:
+        """Every file below this directory, depth first in name order (at most ``limit``)."""
+        stack: list[RemoteSource] = [self]
+        seen = 0
+        while stack:
+            d = stack.pop()
+            names = d.list()
+            entries = d._entries or {}
+            subdirs = []
+            for n in names:
+                if entries[n].is_dir:
+                    subdirs.append(d.child_dir(n))
+                else:
+                    seen += 1
+                    if seen > limit:
+                        raise FormatError(f"more than {limit} files below", self.where)
+                    yield d.child(n)
+            stack.extend(reversed(subdirs))
+
+
+def open_url(url: str) -> RemoteSource:
+    """A source for ``url``; a directory URL is normalised to end in ``/``."""
+    src = RemoteSource(url)
+    if not url.endswith("/") and src.is_dir():
+        return RemoteSource(url + "/", src.t)
+    return src
