@@ -325,7 +325,8 @@ class RemoteSource(Source):
 
     @property
     def where(self) -> str:
-        return redact(self.url)
+        url = self.url.rstrip("/") if not self.url.endswith("://") else self.url
+        return redact(url if "/" in url.split("://", 1)[-1] else self.url)
 
     @property
     def name(self) -> str:

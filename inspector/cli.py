@@ -58,13 +58,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args._run(args)
     except InspectorError as e:
         if args.debug:
-            raise
+            _debug_traceback()
         print(f"inspector: {e}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        if not args.debug:
+            raise
+        _debug_traceback()
+        return EXIT_ERROR
+
+
+def _debug_traceback() -> None:
+    """The traceback of the error being handled, URLs with their credentials redacted."""
+    import traceback
+
+    from inspector.adapters.remote_transport import redact_text
+
+    sys.stderr.write(redact_text(traceback.format_exc()))
 
 
 if __name__ == "__main__":

@@ -72,8 +72,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(302, b"", {"Location": self.path})
         if mode == "slow":
             time.sleep(self.server.slow_seconds)
-        target = (self.server.root / rel).resolve()
-        if self.server.root not in (target, *target.parents) or not target.exists():
+        if ".." in rel.split("/"):
+            return self._send(404, b"not found")
+        target = self.server.root / rel  # symlinks are followed (fixtures linked into the root)
+        if not target.exists():
             return self._send(404, b"not found")
         if target.is_dir():
             if not path.endswith("/"):
@@ -87,10 +89,20 @@ class _Handler(BaseHTTPRequestHandler):
         size = target.stat().st_size
         rng = self.headers.get("Range")
         m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng or "")
-        if mode == "norange" or m is None:
-            with open(target, "rb") as f:
-                body = f.read()
-            return self._send(200, body, {"Content-Type": "application/octet-stream"})
+        if mode == "norange" or m is None:  # the whole file, streamed
+            self.send_response(200)
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            sent = 0
+            try:
+                with open(target, "rb") as f:
+                    while self.command != "HEAD" and (chunk := f.read(1 << 20)):
+                        self.wfile.write(chunk)
+                        sent += len(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+            self._log(200, sent)
+            return None
         start = int(m.group(1))
         end = min(size - 1, int(m.group(2)) if m.group(2) else size - 1)
         if start >= size:
@@ -127,7 +139,7 @@ class RangeServer:
 
     def __init__(self, root: str | os.PathLike[str], slow_seconds: float = 3.0) -> None:
         self.httpd = _Server(("127.0.0.1", 0), _Handler)
-        self.httpd.root = Path(root).resolve()
+        self.httpd.root = Path(root).absolute()
         self.httpd.log = []
         self.httpd.log_lock = threading.Lock()
         self.httpd.slow_seconds = slow_seconds

@@ -1,0 +1,287 @@
+"""Checkpoints behind URLs, all on this machine: a local HTTP server honouring Range (logging
+each request, tests/remote_servers.py) and moto's S3 server driven through real s3fs. Listings
+over a URL equal the local ones; requests and bytes per format stay within budgets measured by
+the server; bad remote input ends in one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+
+pytest.importorskip("fsspec")
+pytest.importorskip("aiohttp")
+
+import remote_bigfiles as big  # noqa: E402
+from remote_servers import RangeServer  # noqa: E402
+
+from inspector.adapters.errors import FormatError  # noqa: E402
+from inspector.adapters.remote_transport import redact, redact_text  # noqa: E402
+
+KIB = 1 << 10
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory the server serves: the fixtures (linked) and big sparse files."""
+    root = tmp_path_factory.mktemp("served")
+    (root / "fixtures").symlink_to(FIXTURES)
+    b = root / "big"
+    b.mkdir()
+    big.safetensors(b / "big.safetensors", [(f"w{i}", "F32", (16384, 16384)) for i in range(4)])
+    (b / "hdr").mkdir()
+    hdr = big.safetensors(
+        b / "hdr" / "model.safetensors",
+        [(f"model.layers.{i // 8}.w{i}", "F32", (256, 1024)) for i in range(4000)],
+    )
+    (b / "hdr" / "header_len").write_text(str(hdr))
+    big.torch_zip(b / "big.pt", 2, gib_each=2)
+    big.torch_zip(b / "many.pt", 16, gib_each=0, mib_each=256)
+    big.torch_legacy(b / "big_legacy.pt", 4, 256)
+    shards = b / "sharded"
+    shards.mkdir()
+    weight_map = {}
+    for k in range(1, 5):
+        name = f"model-{k:05d}-of-00004.safetensors"
+        tensors = [(f"layers.{k}.w{j}", "F32", (8192, 8192)) for j in range(4)]
+        big.safetensors(shards / name, tensors)
+        weight_map.update({t[0]: name for t in tensors})
+    (shards / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": 16 * (8192 * 8192 * 4)}, "weight_map": weight_map})
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(served: Path):
+    with RangeServer(served, slow_seconds=4) as srv:
+        yield srv
+
+
+def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "inspector", *args],
+        capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def show_json(target: str, *extra: str, env: dict[str, str] | None = None) -> dict:
+    proc = run("show", target, "--format", "json", *extra, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def same_listing(local: Path, url: str, env: dict[str, str] | None = None) -> None:
+    """The listing over ``url`` equals the local one, paths aside."""
+    here = show_json(str(local))
+    there = show_json(url, env=env)
+    a, b = str(local).rstrip("/").split("/"), url.rstrip("/").split("/")
+    while a and b and a[-1] == b[-1]:
+        a, b = a[:-1], b[:-1]
+    text = json.dumps(there).replace("/".join(b) + "/", "/".join(a) + "/")
+    assert json.loads(text) == here
+
+
+# -- listings equal the local ones, within request budgets -------------------------------------
+
+CASES = [  # (path under fixtures/, most requests)
+    ("safetensors/seed001_transformer_lm.safetensors", 1),
+    ("safetensors/dtype_zoo.safetensors", 1),
+    ("torch/gru.pt", 2),
+    ("torch/lstm_bidir_legacy.pt", 2),
+    ("torch/dtype_zoo.pt", 2),
+    ("keras/batch_norm.keras", 3),
+    ("keras/batch_norm.legacy.h5", 3),
+    ("dirs/torchscript_trace.pt", 2),
+]
+
+
+@pytest.mark.parametrize("rel,budget", CASES)
+def test_http_listing_equals_local(server: RangeServer, rel: str, budget: int) -> None:
+    server.reset()
+    same_listing(FIXTURES / rel, f"{server.url}/fixtures/{rel}")
+    gets = [r for r in server.log]
+    assert len(gets) <= budget, [(r.range, r.sent) for r in gets]
+
+
+def test_every_format_fixture_over_http(server: RangeServer) -> None:
+    """Each fixture with a truth file lists the same over HTTP (mxnet, npy/npz, sockeye, HF and
+    Keras directories, sharded checkpoints)."""
+    picked = [
+        "mxnet", "numpy", "sockeye", "dirs/hf_llama_safetensors_sharded",
+        "dirs/hf_gpt2_bin_sharded", "dirs/keras_sharded", "dirs/peft_lora_safetensors",
+    ]
+    done = 0
+    for name in picked:
+        base = FIXTURES / name
+        if not base.exists():
+            continue
+        files = [base] if base.is_dir() and (base / "config.json").exists() else []
+        if not files:
+            files = sorted(p.with_name(p.name[: -len(".truth.json")])
+                           for p in base.rglob("*.truth.json"))[:4]
+        for f in files:
+            if not f.exists():
+                continue
+            rel = f.relative_to(FIXTURES).as_posix()
+            same_listing(f, f"{server.url}/fixtures/{rel}" + ("/" if f.is_dir() else ""))
+            done += 1
+    assert done >= 8
+
+
+def test_big_safetensors_one_request(server: RangeServer, served: Path) -> None:
+    """A 4 GiB safetensors file lists in <= 2 requests and <= header + 64 KiB."""
+    server.reset()
+    same_listing(served / "big/big.safetensors", f"{server.url}/big/big.safetensors")
+    assert len(server.log) <= 2
+    assert server.bytes_sent() <= 8 + 352 + 64 * KIB
+
+
+def test_big_header_two_requests(server: RangeServer, served: Path) -> None:
+    """A header larger than the first block (390 KB, 4000 tensors): the rest in one more
+    request."""
+    hdr = int((served / "big/hdr/header_len").read_text())
+    assert hdr > 64 * KIB
+    server.reset()
+    same_listing(served / "big/hdr/model.safetensors", f"{server.url}/big/hdr/model.safetensors")
+    assert len(server.log) <= 2, [(r.range, r.sent) for r in server.log]
+    assert server.bytes_sent() <= 8 + hdr + 64 * KIB
+
+
+def test_big_torch_zip_four_requests(server: RangeServer, served: Path) -> None:
+    """A 4 GiB torch zip of two storages: the first block (data.pkl, the first record's local
+    header), the end (central directory) and the second record's 30-byte local header."""
+    server.reset()
+    same_listing(served / "big/big.pt", f"{server.url}/big/big.pt")
+    assert len(server.log) <= 4, [(r.range, r.sent) for r in server.log]
+    assert server.bytes_sent() <= 4 * 64 * KIB + 64
+
+
+def test_torch_zip_one_request_per_far_record(server: RangeServer, served: Path) -> None:
+    """A 4 GiB torch zip of 16 storages: a record's data offset needs its local header (its extra
+    field is not in the central directory), so each record beyond the cached blocks costs one
+    small request; never more."""
+    server.reset()
+    same_listing(served / "big/many.pt", f"{server.url}/big/many.pt")
+    assert len(server.log) <= 2 + 15, [(r.range, r.sent) for r in server.log]
+    assert server.bytes_sent() <= (2 + 15) * 64 * KIB + 64
+
+
+def test_big_legacy_torch(server: RangeServer, served: Path) -> None:
+    """A 1 GiB legacy torch file: one small request per storage count between the data."""
+    server.reset()
+    same_listing(served / "big/big_legacy.pt", f"{server.url}/big/big_legacy.pt")
+    assert len(server.log) <= 1 + 4
+    assert server.bytes_sent() <= 5 * 64 * KIB
+
+
+def test_sharded_headers_fetched_together(server: RangeServer, served: Path) -> None:
+    """A 16 GiB checkpoint in 4 shards: the index, then the four shard headers concurrently (the
+    first block of each); nothing else."""
+    server.reset()
+    url = f"{server.url}/big/sharded/model.safetensors.index.json"
+    same_listing(served / "big/sharded/model.safetensors.index.json", url)
+    shard_gets = [r for r in server.log if "model-0000" in r.path]
+    assert len(shard_gets) == 4
+    assert len(server.log) == 5
+    assert server.bytes_sent() <= 5 * 64 * KIB
+
+
+def test_directory_url_opens_like_a_local_directory(server: RangeServer) -> None:
+    same_listing(FIXTURES / "dirs/hf_llama_safetensors_sharded",
+                 f"{server.url}/fixtures/dirs/hf_llama_safetensors_sharded")
+
+
+def test_values_over_http_equal_local(server: RangeServer) -> None:
+    """diff --values reads tensor bytes through the remote source: equal to the local file."""
+    rel = "safetensors/seed001_transformer_lm.safetensors"
+    proc = run("diff", "--values", f"{server.url}/fixtures/{rel}", str(FIXTURES / rel),
+               "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["values"] is True and doc["values_changed"] == 0
+    assert doc["values_not_compared"] == 0 and doc["different"] is False, doc["summary"]
+
+
+def test_escaping_names_are_refused(server: RangeServer) -> None:
+    from inspector.adapters.source import as_source
+
+    src = as_source(f"{server.url}/fixtures/dirs/hf_llama_safetensors_sharded/")
+    for bad in ("../x", "/etc/passwd", "a/../../b"):
+        with pytest.raises(FormatError):
+            src.child(bad)
+    f = as_source(f"{server.url}/fixtures/torch/gru.pt")
+    with pytest.raises(FormatError):
+        f.sibling("../safetensors/dtype_zoo.safetensors")
+
+
+# -- bad remote input ---------------------------------------------------------------------------
+
+
+def one_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1, err
+    for n in needles:
+        assert n in err, (n, err)
+    return err
+
+
+def test_not_found(server: RangeServer) -> None:
+    one_line(run("show", f"{server.url}/fixtures/nothing.safetensors"), "no such file")
+
+
+def test_forbidden(server: RangeServer) -> None:
+    one_line(run("show", f"{server.url}/forbidden/fixtures/torch/gru.pt"), "403")
+
+
+def test_server_ignoring_range_small_file_is_read(server: RangeServer) -> None:
+    rel = "torch/gru.pt"
+    same_listing(FIXTURES / rel, f"{server.url}/norange/fixtures/{rel}")
+
+
+def test_server_ignoring_range_big_file_is_refused(server: RangeServer) -> None:
+    server.reset()
+    one_line(run("show", f"{server.url}/norange/big/big.safetensors"),
+             "ignores Range", "refusing")
+    assert server.bytes_sent() < 64 << 20
+
+
+def test_connection_reset_mid_header(server: RangeServer) -> None:
+    one_line(run("show", f"{server.url}/reset/big/hdr/model.safetensors"), "broke off")
+
+
+def test_redirect_loop(server: RangeServer) -> None:
+    one_line(run("show", f"{server.url}/loop/x.safetensors"), "redirect")
+
+
+def test_slow_server_times_out(server: RangeServer) -> None:
+    err = one_line(run("show", f"{server.url}/slow/fixtures/torch/gru.pt",
+                       env={"INSPECTOR_REMOTE_TIMEOUT": "1"}, timeout=30), "timed out")
+    assert "1 s" in err
+
+
+def test_unreachable_host() -> None:
+    one_line(run("show", "http://127.0.0.1:9/x.pt", env={"INSPECTOR_REMOTE_TIMEOUT": "2"}),
+             "cannot connect")
+
+
+def test_credentials_are_redacted(server: RangeServer) -> None:
+    url = f"http://alice:s3cret@127.0.0.1:{server.url.rsplit(':', 1)[1]}/fixtures/none.pt"
+    for args in (("show", url), ("--debug", "show", url)):
+        proc = run(*args)
+        assert proc.returncode == 2
+        assert "s3cret" not in proc.stderr + proc.stdout
+        assert "alice:***@" in proc.stderr
+    assert redact("https://h/x?X-Amz-Signature=abc&X-Amz-Credential=k&v=1") == (
+        "https://h/x?X-Amz-Signature=***&X-Amz-Credential=***&v=1"
+    )
+    assert "tok" not in redact_text("see https://u:tok@h/p and s3://b/k")
