@@ -55,6 +55,7 @@ class Blob:
         self.lock = threading.Lock()
         self.ready = threading.Event()
         self.claimed = False
+        self.entries: list[Entry] | None = None  # a directory's listing, once read
 
     @property
     def where(self) -> str:
@@ -122,8 +123,8 @@ class Blob:
         for b, got in zip(mine, results, strict=True):
             b.settle(got)
         if self.kind == "missing":  # an object store prefix is a directory without an object
-            entry = self.t.info(self.url)
-            if entry is not None and entry.is_dir:
+            self.entries = self.t.list_dir(self.url)
+            if self.entries:
                 self.kind = "dir"
 
     # -- ranged reads -------------------------------------------------------------------------
@@ -404,7 +405,10 @@ class RemoteSource(Source):
         if self._entries is None:
             if not self.is_dir():
                 raise FormatError("not a directory", self.where)
-            self._entries = {e.name: e for e in self.t.list(self.url)}
+            found = self._b.entries
+            if found is None:
+                found = self._b.entries = self.t.list(self.url)
+            self._entries = {e.name: e for e in found}
             for e in self._entries.values():
                 if e.is_dir:
                     for u in (self.t.join(self.url, e.name), self.t.join(self.url, e.name) + "/"):

@@ -202,18 +202,6 @@ class Transport:
         STATS.add(redact(url), len(data))
         return Fetched(data, start, total)
 
-    def info(self, url: str) -> Entry | None:
-        """What ``url`` is (a file with its size, a directory), or None if nothing is there."""
-        try:
-            got = self.fs.info(self.fs_path(url))
-        except FileNotFoundError:
-            return None
-        except Exception as e:  # noqa: BLE001
-            raise self.error(e, url) from None
-        finally:
-            STATS.add(redact(url), 0)
-        return Entry(url, got.get("type") == "directory", got.get("size"))
-
     def list(self, url: str) -> list[Entry]:
         """The entries directly inside the directory ``url``."""
         try:
@@ -232,6 +220,14 @@ class Transport:
             if rest and "/" not in rest:
                 out.append(Entry(rest, d.get("type") == "directory", d.get("size")))
         return out
+
+    def list_dir(self, url: str) -> list[Entry] | None:
+        """The entries of ``url`` if it is a non-empty directory, else None."""
+        try:
+            found = self.list(url)
+        except NotFoundError:
+            return None
+        return found or None
 
     def join(self, url: str, name: str) -> str:
         return url.rstrip("/") + "/" + name
@@ -323,9 +319,9 @@ class HTTPTransport(Transport):
             STATS.add(where, len(data))
             return Fetched(data, 0, len(data), whole=True)
 
-    def info(self, url: str) -> Entry | None:
-        """Directories only: a URL ending in ``/`` (files are known from their first range)."""
-        return Entry(url, True) if url.endswith("/") else None
+    def list_dir(self, url: str) -> list[Entry] | None:
+        """Nothing: an HTTP directory is known by its redirect to a URL ending in ``/``."""
+        return None
 
     def list(self, url: str) -> list[Entry]:
         """The links of an index page (a directory listing) that lie directly below ``url``."""
@@ -377,13 +373,17 @@ class S3Transport(Transport):
     def _options(self) -> dict[str, Any]:
         t = timeout()
         return {
-            "retries": 2,
             "config_kwargs": {
                 "connect_timeout": t,
                 "read_timeout": t,
                 "retries": {"max_attempts": 2, "mode": "standard"},
             },
         }
+
+    def _make(self) -> Any:
+        fs = super()._make()
+        fs.retries = 2  # s3fs's own retry loop (default 5) on top of botocore's
+        return fs
 
     async def _afetch(self, url: str, start: int, end: int) -> Fetched:
         fs = self.fs

@@ -172,10 +172,14 @@ class MotoS3:
     through the standard variables (``AWS_ENDPOINT_URL``, test credentials)."""
 
     def __init__(self) -> None:
+        import logging
+
         from moto.server import DomainDispatcherApplication, create_backend_app
         from werkzeug.serving import make_server
 
-        app = DomainDispatcherApplication(create_backend_app, "s3")
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+
+        app = DomainDispatcherApplication(create_backend_app)
         self.log: list[Logged] = []
         self._lock = threading.Lock()
 
