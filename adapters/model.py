@@ -66,6 +66,10 @@ class TensorExtra(TypedDict, total=False):
     chunks: list[int]
     compression: str
     h5_offset: int
+    # a predicted tensor (inspector.formulas.core.expected): the formula block that produced it,
+    # and the predicted tensor whose storage it shares (its ``storage`` is that tensor's name)
+    block: str
+    tied_to: str
 
 
 @dataclass(frozen=True, slots=True, init=False)  # __init__ below: a listing makes one per tensor
@@ -77,12 +81,14 @@ class TensorEntry:
     names (tied weights) and are counted once. ``offset`` is the absolute byte offset of the first
     element in ``file`` where the format says so; ``extra`` holds format-specific facts
     (sparse storage type, strides, quantization scheme, ...): the keys of :class:`TensorExtra`.
+    A tensor an architecture predicts is the same record with ``dtype`` None (a prediction
+    says no dtype) and ``storage`` naming the predicted tensor whose memory it uses.
     """
 
     stored_name: str
     name: str
     shape: tuple[int, ...]
-    dtype: str
+    dtype: str | None
     role: Role = Role.PARAMETER
     nbytes: int | None = None
     storage: str | None = None

@@ -342,7 +342,7 @@ def breakdown(arch: core.Arch, pred: core.Prediction,
               scheme: str | None = None) -> tuple[dict[str, int], str]:
     """Parameters per group of ``scheme`` (default: the architecture's own, when it exists),
     else per formula block; tied tensors counted once."""
-    items = [(t.name, t.numel) for t in pred.tensors if t.tied_to is None and t.role == "parameter"]
+    items = [(t.name, t.numel) for t in core.counted(pred.tensors)]
     if scheme or arch.scheme:
         from inspector import grouping
         from inspector.compare import choose_scheme
@@ -350,9 +350,9 @@ def breakdown(arch: core.Arch, pred: core.Prediction,
         s = choose_scheme(scheme, [n for n, _ in items], default=arch.scheme)
         return grouping.group_counts(s, items), f"scheme {s.name}"
     out: dict[str, int] = {}
-    for t in pred.tensors:
-        if t.tied_to is None and t.role == "parameter":
-            out[t.block or "other"] = out.get(t.block or "other", 0) + t.numel
+    for t in core.counted(pred.tensors):
+        block = core.block_of(t) or "other"
+        out[block] = out.get(block, 0) + t.numel
     return out, "block"
 
 

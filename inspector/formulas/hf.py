@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from inspector.adapters.errors import FormatError, UsageError
 from inspector.adapters.hf_dir import read_config
+from inspector.adapters.model import TensorEntry
 from inspector.adapters.source import as_source
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, expected, register
 from inspector.formulas.torch_nn import parameters
 
 CONFIG_NAME = "config.json"
@@ -33,11 +33,11 @@ def sidecar_config(ckpt: Any) -> dict[str, Any]:
     hyperparameters, else the one beside a weights file; ``{}`` when there is none."""
     if ckpt.metadata.get("config_file") == CONFIG_NAME:
         return ckpt.hyperparameters.get("config") or {}
-    path = Path(ckpt.path)
-    if path.is_dir():
+    src = ckpt.source if ckpt.source is not None else as_source(ckpt.path)
+    if src.is_dir():
         return {}
     try:
-        cfg = as_source(path).sibling(CONFIG_NAME)
+        cfg = src.sibling(CONFIG_NAME)
     except FormatError:
         return {}
     return read_config(cfg) if cfg.is_file() else {}
@@ -53,13 +53,13 @@ def _from_config(arch_hparams: tuple[HParam, ...]):
     return read
 
 
-def conv1d(prefix: str, nf: int, nx: int) -> list[Expected]:
+def conv1d(prefix: str, nf: int, nx: int) -> list[TensorEntry]:
     """transformers' ``Conv1D(nf, nx)``: ``weight`` (nx, nf) = (in, out), ``bias`` (nf,)."""
     return [bt.param(prefix, "weight", (nx, nf), "conv1d"),
             bt.param(prefix, "bias", (nf,), "conv1d")]
 
 
-def rms_norm(prefix: str, hidden_size: int) -> list[Expected]:
+def rms_norm(prefix: str, hidden_size: int) -> list[TensorEntry]:
     """``LlamaRMSNorm``: ``weight`` only."""
     return [bt.param(prefix, "weight", (hidden_size,), "rms_norm")]
 
@@ -189,7 +189,7 @@ def predict_llama(hp: Mapping[str, Any]) -> Prediction:
         out += bt.linear(f"{a}.k_proj", d, kv * hd, ab) + bt.linear(f"{a}.v_proj", d, kv * hd, ab)
         out += bt.linear(f"{a}.o_proj", heads * hd, d, ab)
         if hp["saved_inv_freq"]:  # arange(0, head_dim, 2): ceil(head_dim / 2) frequencies
-            out.append(Expected(f"{a}.rotary_emb.inv_freq", ((hd + 1) // 2,), "buffer", "rotary"))
+            out.append(expected(f"{a}.rotary_emb.inv_freq", ((hd + 1) // 2,), "buffer", "rotary"))
         out += bt.linear(f"{m}.gate_proj", d, ff, mb) + bt.linear(f"{m}.up_proj", d, ff, mb)
         out += bt.linear(f"{m}.down_proj", ff, d, mb)
         out += rms_norm(f"model.layers.{i}.input_layernorm", d)

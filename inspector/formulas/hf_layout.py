@@ -26,8 +26,9 @@ from functools import cache
 from typing import Any
 
 from inspector.adapters.errors import UsageError
+from inspector.adapters.model import TensorEntry
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, register, total_of
+from inspector.formulas.core import Arch, HParam, Prediction, expected, register, tied_to, total_of
 
 # --- expressions -------------------------------------------------------------------------------
 
@@ -245,9 +246,9 @@ class Family:
 
 @dataclass
 class _Out:
-    tensors: list[Expected] = field(default_factory=list)
+    tensors: list[TensorEntry] = field(default_factory=list)
     ties: list[tuple[str, str]] = field(default_factory=list)
-    unsaved: list[Expected] = field(default_factory=list)
+    unsaved: list[TensorEntry] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -291,7 +292,7 @@ def _emit(parts: tuple[Any, ...], prefix: str, env: dict[str, Any], out: _Out) -
             out.tensors.append(bt.param(prefix, p.name, (_int(p.size, env, p.name),), "vector"))
         elif isinstance(p, Buf):
             shape = tuple(_int(s, env, p.name) for s in p.shape)
-            out.tensors.append(Expected(_join(prefix, p.name), shape, "buffer", "buffer"))
+            out.tensors.append(expected(_join(prefix, p.name), shape, "buffer", "buffer"))
         elif isinstance(p, Attn):
             _attn(p, _join(prefix, p.prefix), env, out)
         elif isinstance(p, Mlp):
@@ -407,7 +408,7 @@ def infer(family: Family, ckpt: Any) -> dict[str, Any]:
         except (UsageError, KeyError, ValueError, ZeroDivisionError):
             continue
         plain = {_shape_free(t.name) for t in tensors}
-        owners = {_shape_free(t.name) for t in tensors if t.tied_to is None}
+        owners = {_shape_free(t.name) for t in tensors if tied_to(t) is None}
         found = {_shape_free(n) for n in stored}
         # most stored names explained, then fewest predicted (untied) names absent
         score = (len(found & plain), -len(owners - found))
@@ -469,6 +470,6 @@ def register_family(family: Family) -> Arch:
     ))
 
 
-def unsaved(family: Family, hp: Mapping[str, Any]) -> list[Expected]:
+def unsaved(family: Family, hp: Mapping[str, Any]) -> list[TensorEntry]:
     """The tensors the model owns but ``save_pretrained`` does not write."""
     return layout(family, hp).unsaved

@@ -12,7 +12,6 @@ TF weight name without ``:0``). Trainable variables have role ``parameter``, non
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +19,14 @@ from inspector.adapters.errors import UsageError
 
 from .core import Arch, HParam, Prediction, Symbol, register
 from .keras_graph import model_variables
-from .keras_spec import SPEC_VARIABLES, apply_edits, json_object, load_config, spec_config
+from .keras_spec import (
+    SPEC_VARIABLES,
+    apply_edits,
+    embedded_config,
+    json_object,
+    load_config,
+    spec_config,
+)
 
 
 def predict(hp: Mapping[str, Any]) -> Prediction:
@@ -61,16 +67,9 @@ def from_checkpoint(ckpt: Any) -> dict[str, Any]:
     ``Checkpoint.hyperparameters`` (keys ``class_name``, ``config``, ...); a ``model_config``
     entry (dict or JSON text) is accepted too.
     """
-    hp = getattr(ckpt, "hyperparameters", None) or {}
-    config: Any = hp if "class_name" in hp and "config" in hp else hp.get("model_config")
-    if isinstance(config, str):
-        try:
-            config = json.loads(config)
-        except json.JSONDecodeError:
-            config = None
-    if not (isinstance(config, dict) and "class_name" in config and "config" in config):
+    model = embedded_config(getattr(ckpt, "hyperparameters", None) or {})
+    if model is None:
         return {}
-    model = {k: config[k] for k in ("class_name", "config")}
     out: dict[str, Any] = {"model_config": model}
     version = str((getattr(ckpt, "metadata", None) or {}).get("keras_version", ""))
     if version[:1] in ("2", "3"):

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from inspector.adapters.errors import UsageError
+from inspector.adapters.model import TensorEntry
 
 from . import blocks_keras as kb
-from .core import Expected, Part
+from .core import Part, revised
 
 Shape = tuple[int | None, ...]  # batch dimension first; None where unknown
 
@@ -31,7 +32,7 @@ class _Cannot(Exception):
 @dataclass
 class _Ctx:
     keras3: bool
-    tensors: list[Expected] = field(default_factory=list)
+    tensors: list[TensorEntry] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     parts: list[Part] = field(default_factory=list)  # layers whose variables are not predicted
 
@@ -64,12 +65,12 @@ class _Call:
         return default if v is None else v
 
 
-def _emit(ctx: _Ctx, call: _Call, variables: list[Expected]) -> None:
+def _emit(ctx: _Ctx, call: _Call, variables: list[TensorEntry]) -> None:
     if not call.build:
         return
     for v in variables:
         role = v.role if call.trainable else "buffer"
-        ctx.tensors.append(replace(v, name=call.prefix + v.name, role=role))
+        ctx.tensors.append(revised(v, name=call.prefix + v.name, role=str(role)))
 
 
 def _shape_str(s: Shape | None) -> str:
@@ -585,7 +586,7 @@ def detect_keras3(config: Mapping[str, Any]) -> bool:
 
 
 def model_variables(config: Mapping[str, Any], keras3: bool | None = None
-                    ) -> tuple[list[Expected], list[str], list[Part]]:
+                    ) -> tuple[list[TensorEntry], list[str], list[Part]]:
     """Every variable of the model described by ``config`` (``{"class_name", "config"}``), the
     notes on what could not be predicted and the layers whose variables are therefore not
     modelled. ``keras3`` None: detect from the config."""

@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from inspector.adapters.errors import UsageError
+from inspector.adapters.errors import FormatError, UsageError
+from inspector.adapters.model import TensorEntry
 from inspector.adapters.rau_dir import read_kwargs
 from inspector.adapters.source import as_source
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, register
+from inspector.formulas.core import Arch, HParam, Prediction, register, revised
 
-Leaf = list[Expected]
+Leaf = list[TensorEntry]
 
 # rau's --stack-transformer-layers grammar (rau/models/stack_nn/transformer/parse.py), with its
 # quirk kept on purpose: `^` anchors only the first alternative and `$` only the last, and
@@ -73,15 +72,15 @@ def _sized(hp: Mapping[str, Any], names: Sequence[str], least: int = 1) -> None:
             raise UsageError(f"{n} must be at least {least}")
 
 
-def _at(prefix: str, tensors: Sequence[Expected]) -> Leaf:
-    return [replace(t, name=bt.join(prefix, t.name)) for t in tensors]
+def _at(prefix: str, tensors: Sequence[TensorEntry]) -> Leaf:
+    return [revised(t, name=bt.join(prefix, t.name)) for t in tensors]
 
 
-def _as(tensors: Sequence[Expected], block: str) -> Leaf:
-    return [replace(t, block=block) for t in tensors]
+def _as(tensors: Sequence[TensorEntry], block: str) -> Leaf:
+    return [revised(t, block=block) for t in tensors]
 
 
-def pipeline(leaves: Sequence[Sequence[Expected]]) -> Leaf:
+def pipeline(leaves: Sequence[Sequence[TensorEntry]]) -> Leaf:
     """The tensors of ``leaves[0] | leaves[1] | ...`` under the names rau's composition gives."""
     n = len(leaves)
     out: Leaf = []
@@ -95,7 +94,7 @@ def _tie_output(tensors: Leaf, output: str) -> Leaf:
     """Mark ``output`` as the alias of the first tensor stored under the same leaf name."""
     leaf = output.rsplit(".", 1)[-1]
     source = next(t.name for t in tensors if t.name.endswith("." + leaf) and t.name != output)
-    return [replace(t, tied_to=source) if t.name == output else t for t in tensors]
+    return [revised(t, tie=source) if t.name == output else t for t in tensors]
 
 
 def _output(hp: Mapping[str, Any], width: int) -> Leaf:
@@ -310,13 +309,18 @@ def rau_kwargs(ckpt: Any) -> dict[str, Any]:
     ``{}`` when there is none."""
     if ckpt.metadata.get("kwargs_file") == KWARGS_FILE:
         return ckpt.hyperparameters.get("kwargs") or {}
-    path = Path(ckpt.path)
-    if path.is_dir():
+    src = ckpt.source if ckpt.source is not None else as_source(ckpt.path)
+    if src.is_dir():
         return {}
-    for d in (path.parent, path.parent.parent):
-        f = d / KWARGS_FILE
+    d = src.parent_dir()
+    for _ in range(2):
+        try:
+            f = d.child(KWARGS_FILE)
+        except FormatError:  # above the directory the checkpoint was opened in
+            return {}
         if f.is_file():
-            return read_kwargs(as_source(f))
+            return read_kwargs(f)
+        d = d.parent_dir()
     return {}
 
 

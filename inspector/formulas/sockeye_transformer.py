@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inspector.adapters.model import TensorEntry
 from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import (
     join,
@@ -22,7 +23,7 @@ from inspector.formulas.blocks import (
     param,
     tie,
 )
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
 from inspector.formulas.sockeye_rnn import (
     CONV_HPARAMS,
     TYING_TYPES,
@@ -113,7 +114,7 @@ NAMING["3"] = {
 }
 
 
-def _process(prefix: str, steps: str, which: int, key: str, d: int, n: dict) -> list[Expected]:
+def _process(prefix: str, steps: str, which: int, key: str, d: int, n: dict) -> list[TensorEntry]:
     """The layer norm of a pre- (which=0) or post-process (which=1) block whose steps have 'n'."""
     if "n" not in steps:
         return []
@@ -121,7 +122,7 @@ def _process(prefix: str, steps: str, which: int, key: str, d: int, n: dict) -> 
                       names=n["norm"])
 
 
-def _ff(prefix: str, d: int, ff: int, n: dict, glu: bool = False) -> list[Expected]:
+def _ff(prefix: str, d: int, ff: int, n: dict, glu: bool = False) -> list[TensorEntry]:
     """Feed-forward block; GLU (Sockeye 2/3 ``--transformer-feed-forward-use-glu``) adds the
     gate's ``linear`` (ff, d) with bias (transformer.py ``TransformerFeedForward``)."""
     name, first, second = n["ff"]
@@ -132,7 +133,7 @@ def _ff(prefix: str, d: int, ff: int, n: dict, glu: bool = False) -> list[Expect
     return out + linear(join(base, second, n["sep"]), d, ff, sep=n["sep"], block="feed_forward")
 
 
-def _ssru(prefix: str, d: int, n: dict) -> list[Expected]:
+def _ssru(prefix: str, d: int, n: dict) -> list[TensorEntry]:
     """SSRU, the ``ssru_transformer`` decoder's autoregressive layer (layers.py ``SSRU``):
     ``forget_gate`` (d, d) with bias, ``linear`` (d, d) without."""
     name, gate, lin = n["ssru"]
@@ -186,14 +187,14 @@ def _check(ok: bool, message: str) -> None:
         raise UsageError(f"inconsistent hyperparameters: {message}")
 
 
-def _attention(prefix: str, spec: tuple, d: int, kv: int, n: dict) -> list[Expected]:
+def _attention(prefix: str, spec: tuple, d: int, kv: int, n: dict) -> list[TensorEntry]:
     name, names, *layout = spec
     return mha_projections(join(prefix, name, n["sep"]), d, kv_dim=kv,
                            layout=layout[0] if layout else "qkv", names=names, sep=n["sep"])
 
 
 def _embeddings(hp: Mapping[str, Any], se: int, te: int, dd: int, n: dict, major: str,
-                src_factors: list, trg_factors: list) -> list[Expected]:
+                src_factors: list, trg_factors: list) -> list[TensorEntry]:
     """Embeddings, factor embeddings and output layers under the tying rules. What is stored
     under which name differs: Sockeye 1 names a shared source/target table
     ``source_target_embed_weight`` and drops the output weight when it is tied; Sockeye 2 saves
@@ -216,7 +217,7 @@ def _embeddings(hp: Mapping[str, Any], se: int, te: int, dd: int, n: dict, major
     else:
         groups.append([out])
     groups += [[(name, shape)] for name, shape, sh in sf if not sh]
-    result: list[Expected] = []
+    result: list[TensorEntry] = []
     for g in groups:
         if len({shape for _, shape in g}) > 1:
             _check(False, f"weight tying {t} joins tensors of shapes "
@@ -302,9 +303,9 @@ def predict(values: Mapping[str, Any]) -> Prediction:
 
 
 def encoder_stack(n: dict, layers: int, d: int, ff: int, pre: str, post: str, glu: bool,
-                  lhuc: bool) -> list[Expected]:
+                  lhuc: bool) -> list[TensorEntry]:
     """The encoder's layers and final layer norm (no embeddings) in naming ``n``."""
-    t: list[Expected] = []
+    t: list[TensorEntry] = []
     for i in range(layers):
         p = n["enc"].format(i=i)
         t += _process(p, pre, 0, "self", d, n) + _attention(p, n["self"], d, d, n)
@@ -318,14 +319,14 @@ def encoder_stack(n: dict, layers: int, d: int, ff: int, pre: str, post: str, gl
     return t
 
 
-def sockeye1_encoder(hp: Mapping[str, Any], d: int, lhuc: bool) -> list[Expected]:
+def sockeye1_encoder(hp: Mapping[str, Any], d: int, lhuc: bool) -> list[TensorEntry]:
     """Sockeye 1's transformer encoder of width ``d`` under another decoder (``--encoder
     transformer --decoder rnn``): layers, final norm and learned positions, if any."""
     n = NAMING["1"]
     ln = pair(hp["num_layers"], "num_layers")[0]
     fe = pair(hp["transformer_feed_forward_num_hidden"], "transformer_feed_forward_num_hidden")[0]
     pre, post = _steps(hp["transformer_preprocess"])[0], _steps(hp["transformer_postprocess"])[0]
-    t: list[Expected] = []
+    t: list[TensorEntry] = []
     if hp["transformer_positional_embedding_type"] == "learned":
         ls = pair(hp["max_seq_len"], "max_seq_len")[0]
         t.append(param(n["pos"][0], (ls + 1, d), "positional"))

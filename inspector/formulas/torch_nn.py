@@ -14,7 +14,7 @@ from typing import Any
 
 from inspector.adapters.errors import InspectorError
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, counted, register, tied_to
 
 # Where a training dict keeps its constructor arguments (torch.save({"model": ..., "args": ...})).
 CONFIG_KEYS = ("args", "hparams", "hyper_parameters", "config")
@@ -64,10 +64,10 @@ def explained_by(
 def tie_groups(pred: Prediction) -> list[set[str]]:
     """Each counted parameter with its tied aliases: a file needs one name of each group
     (``save_pretrained`` and ``safetensors.torch.save_model`` keep only one)."""
-    groups = {t.name: {t.name} for t in pred.tensors if t.role == "parameter" and not t.tied_to}
+    groups = {t.name: {t.name} for t in counted(pred.tensors)}
     for t in pred.tensors:
-        if t.tied_to in groups:
-            groups[t.tied_to].add(t.name)
+        if tied_to(t) in groups:
+            groups[tied_to(t)].add(t.name)
     return list(groups.values())
 
 
