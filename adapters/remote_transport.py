@@ -22,8 +22,10 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from .errors import FormatError, InspectorError, NotFoundError, PermissionDeniedError
+from .source import is_url
 
-URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+__all__ = ["is_url", "redact", "redact_text", "transport"]
+
 # A server that ignores Range and sends the whole file: accepted up to this size, refused above.
 FULL_BODY_CAP = 64 << 20
 MAX_REDIRECTS = 8
@@ -43,10 +45,6 @@ def timeout() -> float:
         return float(os.environ.get("INSPECTOR_REMOTE_TIMEOUT", "30"))
     except ValueError:
         return 30.0
-
-
-def is_url(text: str) -> bool:
-    return bool(URL.match(text))
 
 
 def redact(url: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -255,14 +256,20 @@ def _os_error(e: OSError, where: str) -> InspectorError:
     return InspectorError(f"cannot read ({e.strerror or e})", where)
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def is_url(text: str) -> bool:
+    """``text`` starts with ``scheme://`` (a remote source; ``file://`` is local)."""
+    return bool(_URL.match(text))
+
+
 def as_source(path: str | os.PathLike[str] | Source) -> Source:
     """A source for what the caller gave: a source as is, a URL (``scheme://...``, read through
     fsspec: :mod:`.remote`) as a remote source, a path as a :class:`LocalSource`."""
     if isinstance(path, Source):
         return path
     if isinstance(path, str) and "://" in path[:32]:
-        from .remote_transport import is_url
-
         if is_url(path) and not path.lower().startswith("file://"):
             from .remote import open_url
 

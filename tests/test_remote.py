@@ -361,3 +361,62 @@ def test_s3_without_credentials(moto) -> None:
     proc = subprocess.run([sys.executable, "-m", "inspector", "show", "s3://ckpts/runs/torch/gru.pt"],
                           capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
     one_line(proc, "credentials")
+
+
+# -- fleets: many paths or a prefix ---------------------------------------------------------------
+
+S3_CHECKPOINTS = [
+    "dirs/hf_llama_safetensors_sharded", "keras/batch_norm.keras",
+    "safetensors/dtype_zoo.safetensors", "torch/gru.pt", "torch/lstm_bidir_legacy.pt",
+]
+
+
+def test_show_jsonl_over_a_prefix(moto) -> None:
+    """``show s3://ckpts/runs/ --format jsonl``: one object per checkpoint below the prefix (the
+    HF directory as one), each equal to the local listing."""
+    proc = run("show", "s3://ckpts/runs/", "--format", "jsonl", "--jobs", "3", env=moto.env)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [d["path"] for d in lines] == [f"s3://ckpts/runs/{c}" for c in S3_CHECKPOINTS]
+    for rel, doc in zip(S3_CHECKPOINTS, lines, strict=True):
+        text = json.dumps(doc).replace("s3://ckpts/runs/", str(FIXTURES) + "/")
+        assert json.loads(text) == show_json(str(FIXTURES / rel)), rel
+
+
+def test_one_failure_does_not_stop_the_fleet(server: RangeServer) -> None:
+    good = f"{server.url}/fixtures/torch/gru.pt"
+    paths = [good, f"{server.url}/fixtures/missing.pt", f"{server.url}/forbidden/x.pt",
+             str(FIXTURES / "safetensors/dtype_zoo.safetensors")]
+    proc = run("show", *paths, "--format", "jsonl", "--jobs", "2")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert len(lines) == 4
+    assert lines[0]["format"] == "torch-zip" and lines[3]["format"] == "safetensors"
+    assert "no such file" in lines[1]["error"] and "403" in lines[2]["error"]
+    table = run("show", good, f"{server.url}/fixtures/missing.pt", good, "--groups")
+    assert table.returncode == 2
+    assert table.stdout.count(f"==> {good} <==") == 2
+    assert len(table.stderr.strip().splitlines()) == 1 and "missing.pt" in table.stderr
+    as_json = run("show", good, f"{server.url}/fixtures/missing.pt", "--format", "json")
+    docs = json.loads(as_json.stdout)
+    assert docs[0]["format"] == "torch-zip" and "error" in docs[1]
+
+
+def test_scan_over_a_prefix_equals_local(moto) -> None:
+    proc = run("scan", "s3://ckpts/runs/", "--format", "json", "--jobs", "4", env=moto.env)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    got = {f["path"].removeprefix("s3://ckpts/runs/"): (f["kind"], f["verdict"])
+           for f in doc["files"]}
+    assert sorted(got) == sorted(S3_FILES)
+    local = json.loads(run("scan", *(str(FIXTURES / r) for r in S3_FILES), "--format", "json").stdout)
+    want = {str(Path(f["path"]).relative_to(FIXTURES)): (f["kind"], f["verdict"])
+            for f in local["files"]}
+    assert got == want
+
+
+def test_scan_over_http_directory_listing(server: RangeServer) -> None:
+    proc = run("scan", f"{server.url}/fixtures/dirs/hf_llama_safetensors_sharded/")
+    assert proc.returncode == 0, proc.stderr
+    assert "scanned 6 files: 6 safe" in proc.stdout
