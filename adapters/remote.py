@@ -88,7 +88,6 @@ class Blob:
         else:
             self.kind = "error"
             self.error = got if isinstance(got, InspectorError) else self.t.error(got, self.url)
-        self.ready.set()
 
     def first(self) -> None:
         """Fetch the first block of this file (and of its unread same-suffix siblings)."""
@@ -111,21 +110,30 @@ class Blob:
             if not self.ready.wait(timeout() * 4):
                 raise RemoteError("timed out waiting for another read of this file", self.where)
             return
-        if self.url.endswith("/"):
-            self.settle(IsADirectory(self.where))
-            mine = mine[1:]
-            if not mine:
-                return
         try:
-            results = self.t.fetch_many([(b.url, 0, BLOCK) for b in mine])
-        except Exception as e:  # noqa: BLE001 - one request: its error settles it
-            results = [e] * len(mine)
-        for b, got in zip(mine, results, strict=True):
-            b.settle(got)
-        if self.kind == "missing":  # an object store prefix is a directory without an object
-            self.entries = self.t.list_dir(self.url)
-            if self.entries:
-                self.kind = "dir"
+            if self.url.endswith("/"):
+                self.settle(IsADirectory(self.where))
+            files = [b for b in mine if b.kind is None]
+            try:
+                results = self.t.fetch_many([(b.url, 0, BLOCK) for b in files]) if files else []
+            except Exception as e:  # noqa: BLE001 - one request: its error settles it
+                results = [e] * len(files)
+            for b, got in zip(files, results, strict=True):
+                b.settle(got)
+            for b in mine:  # an object store prefix is a directory without an object
+                if b.kind == "missing":
+                    try:
+                        b.entries = b.t.list_dir(b.url)
+                    except InspectorError as e:
+                        b.kind, b.error = "error", e
+                    if b.entries:
+                        b.kind = "dir"
+        finally:
+            for b in mine:
+                b.kind = b.kind or "error"
+                if b.kind == "error" and b.error is None:
+                    b.error = RemoteError("could not be read", b.where)
+                b.ready.set()
 
     # -- ranged reads -------------------------------------------------------------------------
     def file_size(self) -> int:

@@ -70,6 +70,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _debug_traceback()
         return EXIT_ERROR
+    finally:
+        if args.debug:
+            _remote_stats()
+
+
+def _remote_stats() -> None:
+    """Under --debug: the requests and bytes each remote file cost (URLs redacted)."""
+    transport = sys.modules.get("inspector.adapters.remote_transport")
+    if transport is None:
+        return
+    stats = transport.STATS
+    for url, (n, b) in stats.per_url.items():
+        sys.stderr.write(f"inspector: debug: {url}: {n} request(s), {b:,} bytes\n")
+    sys.stderr.write(
+        f"inspector: debug: remote total: {stats.requests} request(s), {stats.bytes:,} bytes\n"
+    )
 
 
 def _debug_traceback() -> None:

@@ -420,3 +420,25 @@ def test_scan_over_http_directory_listing(server: RangeServer) -> None:
     proc = run("scan", f"{server.url}/fixtures/dirs/hf_llama_safetensors_sharded/")
     assert proc.returncode == 0, proc.stderr
     assert "scanned 6 files: 6 safe" in proc.stdout
+
+
+def test_any_fsspec_protocol_memory() -> None:
+    """A protocol without a transport of its own (fsspec's memory://) reads through fsspec's
+    cat_file: the same listing as the local file."""
+    import fsspec
+
+    from inspector.adapters.registry import load
+    from inspector.reports.listing import listing
+
+    rel = "torch/lstm_bidir_legacy.pt"
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/ckpts/" + rel, (FIXTURES / rel).read_bytes())
+    there = listing(load(f"memory://ckpts/{rel}"), None, "stored", "auto", None)
+    here = listing(load(FIXTURES / rel), None, "stored", "auto", None)
+    assert there["tensors"] == here["tensors"] and there["totals"] == here["totals"]
+
+
+def test_debug_prints_request_counts(server: RangeServer) -> None:
+    proc = run("--debug", "show", f"{server.url}/fixtures/safetensors/dtype_zoo.safetensors")
+    assert proc.returncode == 0
+    assert "dtype_zoo.safetensors: 1 request(s), 1,591 bytes" in proc.stderr
