@@ -34,6 +34,7 @@ from .remote_transport import (
 from .source import Source, check_relative
 
 BLOCK = 64 << 10  # first request, and the least a request fetches
+AHEAD_MAX = 1 << 20  # read-ahead of a scan (HDF5 metadata spread through a file)
 KEEP_MAX = 4 << 20  # larger reads (tensor values) are not cached
 CACHE_MAX = 256 << 20  # cached bytes per file
 SCAN_MAX = 256 << 20  # find/rfind over a remote view
@@ -56,6 +57,8 @@ class Blob:
         self.ready = threading.Event()
         self.claimed = False
         self.entries: list[Entry] | None = None  # a directory's listing, once read
+        self._ahead = BLOCK  # read-ahead of the next miss
+        self._last: int | None = None  # where the last fetch ended
 
     @property
     def where(self) -> str:
@@ -159,8 +162,7 @@ class Blob:
                 return got
             if end - offset > KEEP_MAX:
                 return self._fetch(offset, end, keep=False)
-            a, b = self._missing(offset, end)
-            b = max(b, min(size, a + BLOCK))
+            a, b = self._read_ahead(*self._missing(offset, end), size)
             self._fetch(a, b, keep=True)
             got = self._cached(offset, end)
         if got is None:
@@ -201,6 +203,19 @@ class Blob:
             if start < hi <= end:
                 hi = start
         return lo, max(hi, lo + 1)
+
+    def _read_ahead(self, a: int, b: int, size: int) -> tuple[int, int]:
+        """``[a, b)`` grown to :data:`BLOCK` bytes where that fetches nothing already cached:
+        forward up to the next cached piece, then backward down to the previous one."""
+        after = min([s for s, _ in self.pieces if s >= b] + [size])
+        before = max([s + len(d) for s, d in self.pieces if s + len(d) <= a] + [0])
+        # a scan (each miss near the previous fetch) doubles the read-ahead, up to AHEAD_MAX
+        near = self._last is not None and abs(a - self._last) <= self._ahead
+        self._ahead = min(AHEAD_MAX, self._ahead * 2) if near else BLOCK
+        b = max(b, min(after, a + self._ahead))
+        a = min(a, max(before, b - self._ahead))
+        self._last = b
+        return a, b
 
     def _insert(self, a: int, data: bytes) -> None:
         b = a + len(data)

@@ -182,6 +182,27 @@ def test_big_legacy_torch(server: RangeServer, served: Path) -> None:
     assert server.bytes_sent() <= 5 * 64 * KIB
 
 
+def test_hdf5_metadata_scan_reads_each_byte_once(server: RangeServer, served: Path) -> None:
+    """An HDF5 file whose metadata is spread through it (2,000 small datasets, Keras 3
+    ``.weights.h5`` layout): h5py's file-object reads go through the cache, each byte is fetched
+    at most once and a scan grows the read-ahead, so requests stay few."""
+    import h5py
+    import numpy as np
+
+    path = served / "big" / "many.weights.h5"
+    if not path.exists():
+        with h5py.File(path, "w") as f:
+            f.create_group("vars").attrs["name"] = "sequential"
+            layers = f.create_group("layers")
+            for i in range(1000):
+                v = layers.create_group("dense" if i == 0 else f"dense_{i}").create_group("vars")
+                v["0"], v["1"] = np.zeros((4, 4), "float32"), np.zeros((4,), "float32")
+    server.reset()
+    same_listing(path, f"{server.url}/big/many.weights.h5")
+    assert server.bytes_sent() <= path.stat().st_size
+    assert len(server.log) <= 48, len(server.log)
+
+
 def test_sharded_headers_fetched_together(server: RangeServer, served: Path) -> None:
     """A 16 GiB checkpoint in 4 shards: the index, then the four shard headers concurrently (the
     first block of each); nothing else."""
