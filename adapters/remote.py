@@ -169,6 +169,28 @@ class Blob:
             raise RemoteError(f"bytes {offset}..{end} could not be read", self.where)
         return got
 
+    def prefetch(self, spans: list[tuple[int, int]]) -> None:
+        size = self.file_size()
+        ranges: list[list[int]] = []
+        with self.lock:
+            for off, n in sorted(spans):
+                a, b = max(0, off), min(size, off + n)
+                if a >= b or self._cached(a, b) is not None:
+                    continue
+                if ranges and a - ranges[-1][1] < BLOCK:
+                    ranges[-1][1] = max(ranges[-1][1], b)
+                else:
+                    ranges.append([a, b])
+        if not ranges:
+            return
+        results = self.t.fetch_many([(self.url, a, b) for a, b in ranges])
+        with self.lock:
+            for (a, b), got in zip(ranges, results, strict=True):
+                if isinstance(got, Fetched) and not got.whole and len(got.data) == b - a:
+                    if self.kept + len(got.data) <= CACHE_MAX:
+                        self._insert(a, got.data)
+                # a failed or short range is read again (and reported) when it is used
+
     def _fetch(self, a: int, b: int, keep: bool) -> bytes:
         got = self.t.fetch(self.url, a, b)
         if got.whole:  # the server ignored Range: it sent the whole (small) file
@@ -275,6 +297,11 @@ class RemoteView:
         if not 0 <= key < n:
             raise IndexError("index out of range")
         return self._b.read(key, 1)[0]
+
+    def prefetch(self, spans: list[tuple[int, int]]) -> None:
+        """Fetch the ``(offset, length)`` spans not cached yet together: spans less than
+        :data:`BLOCK` apart share a request, the requests run concurrently."""
+        self._b.prefetch(spans)
 
     def _span(self, start: int | None, end: int | None) -> tuple[int, bytes]:
         n = len(self)

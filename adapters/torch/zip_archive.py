@@ -302,6 +302,9 @@ def _locate_records(
 ) -> None:
     """Each storage's data offset from its 30-byte local header (the data itself is not read)."""
     unpack, n = _LOCAL.unpack, _LOCAL.size
+    prefetch = getattr(mm, "prefetch", None)  # a remote view fetches the headers together
+    if prefetch is not None:
+        prefetch([(members[f"{root}data/{key}"][0], n) for key in storages])
     for key, ref in storages.items():
         name = f"{root}data/{key}"
         hoff, method, csize, _usize = members[name]
