@@ -471,7 +471,17 @@ class RemoteSource(Source):
         return RemoteSource(self.t.join(self.url, name) + "/", self.t)
 
     def walk(self, limit: int = 100_000) -> Iterator[RemoteSource]:
-        """Every file below this directory, depth first in name order (at most ``limit``)."""
+        """Every file below this directory, in name order (at most ``limit``): one listing of
+        the whole prefix where the store gives one, else directory by directory."""
+        if not self.is_dir():
+            raise FormatError("not a directory", self.where)
+        found = self.t.find(self.url)
+        if found is not None:
+            if len(found) > limit:
+                raise FormatError(f"more than {limit} files below", self.where)
+            for e in found:
+                yield self.child(e.name)
+            return
         stack: list[RemoteSource] = [self]
         seen = 0
         while stack:

@@ -219,6 +219,22 @@ class Transport:
                 out.append(Entry(rest, d.get("type") == "directory", d.get("size")))
         return out
 
+    def find(self, url: str) -> list[Entry] | None:
+        """Every file below the directory ``url`` (names relative to it) in one listing where
+        the store can (an object store lists a prefix without delimiters), else None."""
+        base = self.fs_path(url).rstrip("/") + "/"
+        try:
+            found = self.fs.find(base, detail=True)
+        except Exception as e:  # noqa: BLE001
+            raise self.error(e, url) from None
+        finally:
+            STATS.add(redact(url), 0)
+        out = []
+        for name, d in sorted(found.items()):
+            if name.startswith(base) and d.get("type") != "directory":
+                out.append(Entry(name[len(base):], False, d.get("size")))
+        return out
+
     def list_dir(self, url: str) -> list[Entry] | None:
         """The entries of ``url`` if it is a non-empty directory, else None."""
         try:
@@ -319,6 +335,10 @@ class HTTPTransport(Transport):
 
     def list_dir(self, url: str) -> list[Entry] | None:
         """Nothing: an HTTP directory is known by its redirect to a URL ending in ``/``."""
+        return None
+
+    def find(self, url: str) -> list[Entry] | None:
+        """None: an index page lists one level (walked level by level)."""
         return None
 
     def list(self, url: str) -> list[Entry]:

@@ -81,6 +81,7 @@ def _remote_stats() -> None:
     if transport is None:
         return
     stats = transport.STATS
+    sys.stdout.flush()
     for url, (n, b) in stats.per_url.items():
         sys.stderr.write(f"inspector: debug: {url}: {n} request(s), {b:,} bytes\n")
     sys.stderr.write(

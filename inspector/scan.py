@@ -103,14 +103,25 @@ class FileResult:
 # walking
 
 
-def collect(paths: list[str]) -> tuple[list[Path | Source], list[str]]:
+@dataclass
+class Unreadable:
+    """A remote path whose listing failed: scanned as one ``error`` line."""
+
+    where: str
+    error: InspectorError
+
+    def __str__(self) -> str:
+        return self.where
+
+
+def collect(paths: list[str]) -> tuple[list[Path | Source | Unreadable], list[str]]:
     """The regular files under ``paths`` (recursive, sorted, each real file once) and notes on
     what was not followed. Inside a directory, symbolic links are not followed: a link to a file
     of the tree is that file, scanned under its own name; links out of the tree, to
     directories, dangling or looping are noted. A link given on the command line is followed.
     A URL (``s3://bucket/runs/``, ``https://...``) is a remote file or every file below a
     remote directory or prefix."""
-    files: list[Path | Source] = []
+    files: list[Path | Source | Unreadable] = []
     notes: list[str] = []
     seen: set[tuple[int, int]] = set()
 
@@ -135,7 +146,7 @@ def collect(paths: list[str]) -> tuple[list[Path | Source], list[str]]:
                 else:
                     files.append(remote)
             except InspectorError as e:
-                notes.append(f"{e}: not scanned")
+                files.append(Unreadable(remote.where, e))  # its error becomes its line
             continue
         top = Path(arg)
         if not top.is_dir():
@@ -167,10 +178,13 @@ def collect(paths: list[str]) -> tuple[list[Path | Source], list[str]]:
 # one file
 
 
-def scan_file(path: Path | Source) -> FileResult:
+def scan_file(path: Path | Source | Unreadable) -> FileResult:
     """The verdict on one file (a path, or a remote source); never raises for a bad file (it
     becomes an ``error`` item)."""
     res = FileResult(str(path))
+    if isinstance(path, Unreadable):
+        res.add(ERROR, _one_line(path.error))
+        return res
     try:
         if isinstance(path, Source):
             with path.open() as f:

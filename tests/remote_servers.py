@@ -137,8 +137,10 @@ class _Server(ThreadingHTTPServer):
 class RangeServer:
     """``with RangeServer(root) as srv: srv.url + "/name"``; ``srv.log`` holds the requests."""
 
-    def __init__(self, root: str | os.PathLike[str], slow_seconds: float = 3.0) -> None:
-        self.httpd = _Server(("127.0.0.1", 0), _Handler)
+    def __init__(
+        self, root: str | os.PathLike[str], slow_seconds: float = 3.0, port: int = 0
+    ) -> None:
+        self.httpd = _Server(("127.0.0.1", port), _Handler)
         self.httpd.root = Path(root).absolute()
         self.httpd.log = []
         self.httpd.log_lock = threading.Lock()
@@ -171,7 +173,7 @@ class MotoS3:
     """moto's S3 in server mode on 127.0.0.1 with a request log; ``env`` points botocore at it
     through the standard variables (``AWS_ENDPOINT_URL``, test credentials)."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         import logging
 
         from moto.server import DomainDispatcherApplication, create_backend_app
@@ -197,7 +199,7 @@ class MotoS3:
                                        status_box[0] if status_box else 0, len(body)))
             return [body]
 
-        self.server = make_server("127.0.0.1", 0, logged, threaded=True)
+        self.server = make_server("127.0.0.1", port, logged, threaded=True)
         self.endpoint = f"http://127.0.0.1:{self.server.server_port}"
         self.env = {
             "AWS_ENDPOINT_URL": self.endpoint,
@@ -221,3 +223,45 @@ class MotoS3:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self._thread.join(timeout=5)
+
+
+def main() -> None:
+    """``python tests/remote_servers.py http DIR [PORT]``: serve DIR with Range support;
+    ``python tests/remote_servers.py s3 DIR BUCKET/PREFIX [PORT]``: moto's S3 holding DIR's
+    files under the prefix. Both on 127.0.0.1 until interrupted; every request is printed."""
+    import sys
+
+    kind, root = sys.argv[1], Path(sys.argv[2])
+    port = int(sys.argv[-1]) if sys.argv[-1].isdigit() else 0
+    if kind == "http":
+        srv: Any = RangeServer(root, port=port)
+        url = srv.url
+    else:
+        import boto3
+
+        srv = MotoS3(port)
+        url = srv.endpoint
+    with srv:
+        if kind == "s3":
+            bucket, _, prefix = sys.argv[3].partition("/")
+            s3 = boto3.client("s3", endpoint_url=srv.endpoint, aws_access_key_id="testing",
+                              aws_secret_access_key="testing", region_name="us-east-1")
+            s3.create_bucket(Bucket=bucket)
+            for f in sorted(p for p in root.rglob("*") if p.is_file()):
+                key = "/".join(x for x in (prefix.strip("/"), f.relative_to(root).as_posix()) if x)
+                s3.upload_file(str(f), bucket, key)
+            print(" ".join(f"{k}={v}" for k, v in srv.env.items()), flush=True)
+        print(url, flush=True)
+        seen = 0
+        try:
+            while True:
+                time.sleep(0.2)
+                for r in srv.log[seen:]:
+                    print(f"{r.method} {r.path} {r.range or '-'} {r.status} {r.sent}", flush=True)
+                seen = len(srv.log)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

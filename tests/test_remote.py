@@ -382,6 +382,10 @@ def test_s3_without_credentials(moto) -> None:
     proc = subprocess.run([sys.executable, "-m", "inspector", "show", "s3://ckpts/runs/torch/gru.pt"],
                           capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
     one_line(proc, "credentials")
+    scan = subprocess.run([sys.executable, "-m", "inspector", "scan", "s3://ckpts/runs/"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
+    assert "Traceback" not in scan.stderr
+    assert scan.stdout.startswith("error      s3://ckpts/runs") and "credentials" in scan.stdout
 
 
 # -- fleets: many paths or a prefix ---------------------------------------------------------------
@@ -425,8 +429,10 @@ def test_one_failure_does_not_stop_the_fleet(server: RangeServer) -> None:
 
 
 def test_scan_over_a_prefix_equals_local(moto) -> None:
+    moto.reset()
     proc = run("scan", "s3://ckpts/runs/", "--format", "json", "--jobs", "4", env=moto.env)
     assert proc.returncode == 0, proc.stderr
+    assert len([r for r in moto.log if r.range is None]) == 1  # the prefix in one listing
     doc = json.loads(proc.stdout)
     got = {f["path"].removeprefix("s3://ckpts/runs/"): (f["kind"], f["verdict"])
            for f in doc["files"]}
