@@ -4,7 +4,7 @@ Serves checkpoints from a local HTTP server that honours Range and logs every re
 (tests/remote_servers.py) and from moto's S3 server (through real s3fs), runs
 ``inspector show --format json URL`` for each in a fresh process and counts, on the server side,
 the requests and the body bytes sent. Big files are sparse (their tensor data is a hole), written
-in a temporary directory: 4 GiB safetensors, a 390 KB safetensors header, a 16 GiB checkpoint in
+in a temporary directory: 4 GiB safetensors, a 390 KB safetensors header, a 4 GiB checkpoint in
 4 shards, 4 GiB torch zips, a 1 GiB legacy torch file, Keras HDF5 files of 2,000 datasets; real
 fixtures for MXNet, NumPy, Sockeye and HF directories. Big files are served over HTTP only (moto
 keeps objects in memory).
@@ -71,7 +71,7 @@ def make_big(d: Path) -> list[tuple[str, str]]:
     return [
         ("safetensors 4 GiB", "big.safetensors"),
         ("safetensors, 390 KB header", "bighdr.safetensors"),
-        ("safetensors 16 GiB, 4 shards", "sharded/model.safetensors.index.json"),
+        ("safetensors 4 GiB in 4 shards", "sharded/model.safetensors.index.json"),
         ("torch zip 4 GiB, 2 storages", "big.pt"),
         ("torch zip 4 GiB, 16 storages", "many.pt"),
         ("torch legacy 1 GiB, 4 storages", "big_legacy.pt"),

@@ -204,7 +204,7 @@ def test_hdf5_metadata_scan_reads_each_byte_once(server: RangeServer, served: Pa
 
 
 def test_sharded_headers_fetched_together(server: RangeServer, served: Path) -> None:
-    """A 16 GiB checkpoint in 4 shards: the index, then the four shard headers concurrently (the
+    """A 4 GiB checkpoint in 4 shards: the index, then the four shard headers concurrently (the
     first block of each); nothing else."""
     server.reset()
     url = f"{server.url}/big/sharded/model.safetensors.index.json"
