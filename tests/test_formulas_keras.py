@@ -16,6 +16,7 @@ import h5py
 import pytest
 
 from inspector.adapters.errors import FormatError, UnknownFormatError, UsageError
+from inspector.adapters.registry import load
 from inspector.formulas import keras_graph as kf
 from inspector.formulas.core import get
 from tests.conftest import FIXTURES, load_truth
@@ -43,7 +44,7 @@ def truth_variables(truth: dict) -> dict[str, tuple[tuple[int, ...], bool]]:
     out = {}
     for layer in truth["layers"]:
         for w in layer["weights"]:
-            name = w["path"] or w["name"].removesuffix(":0")
+            name = w["path"] or (w.get("name_as_built") or w["name"]).removesuffix(":0")
             out[name] = (tuple(w["shape"]), w["trainable"])
     return out
 
@@ -56,8 +57,12 @@ def predict(**hp):
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=lambda p: p.name.removesuffix(".truth.json"))
 def test_every_fixture_matches_keras(truth_path: Path) -> None:
     truth = load_truth(truth_path)
-    config = config_of(truth_path.with_name(truth_path.name.removesuffix(".truth.json")))
-    p = predict(model_config=config)
+    fixture = truth_path.with_name(truth_path.name.removesuffix(".truth.json"))
+    config = config_of(fixture)
+    # the naming facts the file itself carries (keras_version), as `check` reads them
+    facts = get("keras").from_checkpoint(load(sibling_with_config(fixture) or fixture))
+    facts.pop("model_config", None)
+    p = predict(model_config=config, **facts)
     assert p.notes == []
     got = {t.name: (t.shape, t.role == "parameter") for t in p.tensors}
     assert got == truth_variables(truth)

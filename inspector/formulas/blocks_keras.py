@@ -52,20 +52,21 @@ def rnn_cell(
     reset_after: bool = True,
     cell: str | None = None,
 ) -> list[TensorEntry]:
-    """A recurrent layer's cell variables, named ``<cell>/kernel`` etc.
+    """A recurrent layer's cell variables, named ``<cell>/kernel`` etc. (``cell`` "": no cell
+    scope, as Keras <= 2.3 names them).
 
     ``kind`` is ``SimpleRNN``, ``GRU`` or ``LSTM``; ``reset_after`` only matters for GRU.
     """
     gates, default_cell = RNN_CELLS[kind]
-    cell = cell or default_cell
+    scope = "" if cell == "" else f"{cell or default_cell}/"
     width = gates * units
     out = [
-        _var(f"{cell}/kernel", (n_in, width), kind),
-        _var(f"{cell}/recurrent_kernel", (units, width), kind),
+        _var(f"{scope}kernel", (n_in, width), kind),
+        _var(f"{scope}recurrent_kernel", (units, width), kind),
     ]
     if use_bias:
         bias = (2, width) if kind == "GRU" and reset_after else (width,)
-        out.append(_var(f"{cell}/bias", bias, kind))
+        out.append(_var(f"{scope}bias", bias, kind))
     return out
 
 

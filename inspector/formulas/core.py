@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector.adapters.errors import UsageError
-from inspector.adapters.model import Role, TensorEntry
+from inspector.adapters.model import Checkpoint, Role, TensorEntry
 
 
 @dataclass(frozen=True)
@@ -144,12 +144,12 @@ class Arch:
     hparams: tuple[HParam, ...]
     predict: Callable[[Mapping[str, Any]], Prediction]
     scheme: str | None = None
-    from_checkpoint: Callable[[Any], dict[str, Any]] | None = None
-    infer: Callable[[Any], dict[str, Any]] | None = None
-    applies: Callable[[Any], bool] | None = None
+    from_checkpoint: Callable[[Checkpoint], dict[str, Any]] | None = None
+    infer: Callable[[Checkpoint], dict[str, Any]] | None = None
+    applies: Callable[[Checkpoint], bool] | None = None
     symbols: tuple[Symbol, ...] = ()
     modelled: tuple[str, ...] = ()
-    unmodelled: Callable[[Any], list[Part]] | None = None
+    unmodelled: Callable[[Checkpoint], list[Part]] | None = None
     aliases: Mapping[str, str] = field(default_factory=dict)
 
     def canonical(self, values: Mapping[str, Any]) -> dict[str, Any]:

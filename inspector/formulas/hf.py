@@ -19,7 +19,7 @@ from typing import Any
 
 from inspector.adapters.errors import FormatError, UsageError
 from inspector.adapters.hf_dir import read_config
-from inspector.adapters.model import TensorEntry
+from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.adapters.source import as_source
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Arch, HParam, Prediction, Symbol, expected, register
@@ -28,7 +28,7 @@ from inspector.formulas.torch_nn import parameters
 CONFIG_NAME = "config.json"
 
 
-def sidecar_config(ckpt: Any) -> dict[str, Any]:
+def sidecar_config(ckpt: Checkpoint) -> dict[str, Any]:
     """The checkpoint's ``config.json``: what a Hugging Face directory read as its
     hyperparameters, else the one beside a weights file; ``{}`` when there is none."""
     if ckpt.metadata.get("config_file") == CONFIG_NAME:
@@ -46,7 +46,7 @@ def sidecar_config(ckpt: Any) -> dict[str, Any]:
 def _from_config(arch_hparams: tuple[HParam, ...]):
     names = {h.name for h in arch_hparams}
 
-    def read(ckpt: Any) -> dict[str, Any]:
+    def read(ckpt: Checkpoint) -> dict[str, Any]:
         cfg = sidecar_config(ckpt)
         return {k: v for k, v in cfg.items() if k in names}
 
@@ -64,7 +64,7 @@ def rms_norm(prefix: str, hidden_size: int) -> list[TensorEntry]:
     return [bt.param(prefix, "weight", (hidden_size,), "rms_norm")]
 
 
-def _claims(ckpt: Any, model_type: str, signature: str) -> bool:
+def _claims(ckpt: Checkpoint, model_type: str, signature: str) -> bool:
     """``config.json``'s ``model_type`` decides when there is one (a directory whose config says
     ``mistral`` is not checked as ``llama`` by resemblance, and one that says ``llama`` is checked
     as llama whatever it holds); without one, the signature tensor does."""
@@ -75,12 +75,12 @@ def _claims(ckpt: Any, model_type: str, signature: str) -> bool:
     return mt == model_type and bool(parameters(ckpt))
 
 
-def _layers(ckpt: Any, pattern: str) -> int | None:
+def _layers(ckpt: Checkpoint, pattern: str) -> int | None:
     idx = [int(m.group(1)) for n in parameters(ckpt) if (m := re.search(pattern, n))]
     return max(idx) + 1 if idx else None
 
 
-def _tied(ckpt: Any, head: str) -> bool:
+def _tied(ckpt: Checkpoint, head: str) -> bool:
     """True when the head is absent (``save_pretrained`` drops a tied one) or shares storage."""
     stored = [t.stored_name for t in ckpt.tensors if t.name == head]
     return not stored or bool(ckpt.shared_with().get(stored[0]))
@@ -123,7 +123,7 @@ def predict_gpt2(hp: Mapping[str, Any]) -> Prediction:
     return Prediction("gpt2", dict(hp), out)
 
 
-def infer_gpt2(ckpt: Any) -> dict[str, Any]:
+def infer_gpt2(ckpt: Checkpoint) -> dict[str, Any]:
     s = parameters(ckpt)
     if "transformer.wte.weight" not in s:
         return {}
@@ -201,7 +201,7 @@ def predict_llama(hp: Mapping[str, Any]) -> Prediction:
     return Prediction("llama", dict(hp), out, notes)
 
 
-def infer_llama(ckpt: Any) -> dict[str, Any]:
+def infer_llama(ckpt: Checkpoint) -> dict[str, Any]:
     """Sizes, layers, biases and tying; head counts only split q/k widths, so they stay as given."""
     s = parameters(ckpt)
     if "model.embed_tokens.weight" not in s:

@@ -26,7 +26,7 @@ from functools import cache
 from typing import Any
 
 from inspector.adapters.errors import UsageError
-from inspector.adapters.model import TensorEntry
+from inspector.adapters.model import Checkpoint, Role, TensorEntry
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Arch, HParam, Prediction, expected, register, tied_to, total_of
 
@@ -360,19 +360,19 @@ def predict(family: Family, hp: Mapping[str, Any]) -> Prediction:
 # --- reading a checkpoint ----------------------------------------------------------------------
 
 
-def _config(ckpt: Any) -> dict[str, Any]:
+def _config(ckpt: Checkpoint) -> dict[str, Any]:
     from inspector.formulas.hf import sidecar_config
 
     return sidecar_config(ckpt)
 
 
-def model_type(ckpt: Any) -> str | None:
+def model_type(ckpt: Checkpoint) -> str | None:
     """``config.json``'s ``model_type`` beside the checkpoint, if any."""
     mt = _config(ckpt).get("model_type")
     return mt if isinstance(mt, str) else None
 
 
-def from_config(family: Family, ckpt: Any) -> dict[str, Any]:
+def from_config(family: Family, ckpt: Checkpoint) -> dict[str, Any]:
     """The family's keys in ``config.json``, and the model class from ``architectures``."""
     cfg = _config(ckpt)
     out = {k: v for k, v in cfg.items() if k in family.config}
@@ -391,12 +391,12 @@ def _shape_free(name: str) -> str:
     return re.sub(r"\.\d+(?=\.)", ".#", name)
 
 
-def infer(family: Family, ckpt: Any) -> dict[str, Any]:
+def infer(family: Family, ckpt: Checkpoint) -> dict[str, Any]:
     """What the stored names determine: the model class whose names explain the stored ones,
     each stack's layer count and the family's file flags (buffers an older transformers saved).
     Sizes are left to ``config.json`` and the defaults."""
     # parameters and buffers: a torch file labels position_ids, inv_freq and masks as buffers
-    stored = {t.name for t in ckpt.tensors if str(t.role) in ("parameter", "buffer")}
+    stored = {t.name for t in ckpt.tensors if t.role in (Role.PARAMETER, Role.BUFFER)}
     if not stored:
         return {}
     out: dict[str, Any] = {}
@@ -453,10 +453,10 @@ def register_family(family: Family) -> Arch:
     """Register ``family`` as an architecture named after it."""
     types = family.types()
 
-    def applies(ckpt: Any) -> bool:
+    def applies(ckpt: Checkpoint) -> bool:
         # a Trainer's optimizer.pt or scheduler.pt beside config.json holds no model tensors
         return model_type(ckpt) in types and any(
-            str(t.role) == "parameter" for t in ckpt.tensors)
+            t.role is Role.PARAMETER for t in ckpt.tensors)
 
     return register(Arch(
         name=family.name,

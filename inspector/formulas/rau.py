@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from inspector.adapters.errors import FormatError, UsageError
-from inspector.adapters.model import TensorEntry
+from inspector.adapters.model import Checkpoint, Role, TensorEntry
 from inspector.adapters.rau_dir import read_kwargs
 from inspector.adapters.source import as_source
 from inspector.formulas import blocks_torch as bt
@@ -303,7 +303,7 @@ KWARG_NAMES = {  # rau kwargs.json key -> hyperparameter
 }
 
 
-def rau_kwargs(ckpt: Any) -> dict[str, Any]:
+def rau_kwargs(ckpt: Checkpoint) -> dict[str, Any]:
     """rau's ``kwargs.json``: what a rau directory read as its hyperparameters, else the one
     beside the parameters file (``parameters.pt``) or above it (``parameters/main.pt``);
     ``{}`` when there is none."""
@@ -324,10 +324,10 @@ def rau_kwargs(ckpt: Any) -> dict[str, Any]:
     return {}
 
 
-def from_kwargs(arch: str, hparams: Sequence[HParam]) -> Callable[[Any], dict[str, Any]]:
+def from_kwargs(arch: str, hparams: Sequence[HParam]) -> Callable[[Checkpoint], dict[str, Any]]:
     names = {h.name for h in hparams}
 
-    def read(ckpt: Any) -> dict[str, Any]:
+    def read(ckpt: Checkpoint) -> dict[str, Any]:
         kw = rau_kwargs(ckpt)
         # rau 0.2.0 does not always record the architecture; the arch's detector chose it then
         if kw.get("architecture") is not None and "rau-" + str(kw["architecture"]) != arch:
@@ -349,15 +349,15 @@ def from_kwargs(arch: str, hparams: Sequence[HParam]) -> Callable[[Any], dict[st
     return read
 
 
-def _shapes(ckpt: Any) -> dict[str, tuple[int, ...]]:
-    return {t.name: tuple(t.shape) for t in ckpt.tensors if str(t.role) == "parameter"}
+def _shapes(ckpt: Checkpoint) -> dict[str, tuple[int, ...]]:
+    return {t.name: tuple(t.shape) for t in ckpt.tensors if t.role is Role.PARAMETER}
 
 
 def _find(shapes: Mapping[str, tuple[int, ...]], suffix: str) -> tuple[int, ...] | None:
     return next((s for n, s in shapes.items() if n.endswith(suffix)), None)
 
 
-def infer_recurrent(ckpt: Any) -> dict[str, Any]:
+def infer_recurrent(ckpt: Checkpoint) -> dict[str, Any]:
     """Sizes, layer count and options of an RNN / stack-RNN LM from its shapes."""
     shapes = _shapes(ckpt)
     out: dict[str, Any] = {}
@@ -381,7 +381,7 @@ def infer_recurrent(ckpt: Any) -> dict[str, Any]:
 _LAYER_INDEX = re.compile(r"\.layers\.(\d+)\.self_attn\.")
 
 
-def infer_transformer(ckpt: Any) -> dict[str, Any]:
+def infer_transformer(ckpt: Checkpoint) -> dict[str, Any]:
     shapes = _shapes(ckpt)
     emb = _find(shapes, "embedding_layer.embeddings")
     ff = _find(shapes, ".linear1.weight") or _find(shapes, "func.0.linear.weight")
@@ -401,16 +401,16 @@ def infer_transformer(ckpt: Any) -> dict[str, Any]:
     return out
 
 
-def _has(*parts: str) -> Callable[[Any], bool]:
-    def applies(ckpt: Any) -> bool:
+def _has(*parts: str) -> Callable[[Checkpoint], bool]:
+    def applies(ckpt: Checkpoint) -> bool:
         names = [t.name for t in ckpt.tensors]
         return all(any(p in n for n in names) for p in parts)
 
     return applies
 
 
-def _rnn_applies(gates: int) -> Callable[[Any], bool]:
-    def applies(ckpt: Any) -> bool:
+def _rnn_applies(gates: int) -> Callable[[Checkpoint], bool]:
+    def applies(ckpt: Checkpoint) -> bool:
         shapes = _shapes(ckpt)
         hh = _find(shapes, "second.rnn.weight_hh_l0")
         return (hh is not None and hh[0] == gates * hh[1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from inspector.adapters.model import TensorEntry
+from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
 from inspector.formulas.torch_nn import explained_by, hparams_from, parameters
@@ -96,7 +96,7 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
     return Prediction("seed001-lm", dict(hp), tensors, notes)
 
 
-def from_checkpoint(ckpt: Any) -> dict[str, Any]:
+def from_checkpoint(ckpt: Checkpoint) -> dict[str, Any]:
     """A training dict's ``args`` (seed names), else a ``config.json`` beside the weights."""
     from inspector.formulas.hf import sidecar_config
 
@@ -108,7 +108,7 @@ def from_checkpoint(ckpt: Any) -> dict[str, Any]:
     return found
 
 
-def infer(ckpt: Any) -> dict[str, Any]:
+def infer(ckpt: Checkpoint) -> dict[str, Any]:
     """Which class (from the names), vocabulary, widths, positions and tying (from the shapes)."""
     s = parameters(ckpt)
     out: dict[str, Any] = {}
@@ -138,7 +138,7 @@ def infer(ckpt: Any) -> dict[str, Any]:
     return out
 
 
-def _tied(ckpt: Any) -> bool:
+def _tied(ckpt: Checkpoint) -> bool:
     """Both names stored as one tensor, or only one of them stored."""
     names = {t.name: t.stored_name for t in ckpt.tensors}
     head, emb = names.get("lm_head.weight"), names.get("word_to_embedding.weight")

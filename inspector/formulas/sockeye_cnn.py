@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from inspector.adapters.model import TensorEntry
+from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import linear, param
 from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
@@ -82,7 +82,7 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     return Prediction("sockeye-cnn", hp, t)
 
 
-def applies(ckpt: Any) -> bool:
+def applies(ckpt: Checkpoint) -> bool:
     args = sockeye_args(ckpt)
     if args:
         return sockeye_major(ckpt) == "1" and args.get("encoder") == "cnn"
@@ -97,7 +97,7 @@ def _layers(shapes: Mapping[str, Any], prefix: str) -> list[tuple[int, ...]]:
     return out
 
 
-def infer(ckpt: Any) -> dict[str, Any]:
+def infer(ckpt: Checkpoint) -> dict[str, Any]:
     """What the stored shapes determine: vocabularies, embeddings, hidden size, layer counts,
     kernel widths, GLU or not, positional tables, projections, weight norm, tying."""
     shapes = {t.name: t.shape for t in ckpt.tensors}

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from inspector.adapters.model import TensorEntry
+from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import (
     MX_GATES,
@@ -62,22 +62,22 @@ def pair_text(value: Any) -> Any:
     return value
 
 
-def sockeye_args(ckpt: Any) -> dict[str, Any]:
+def sockeye_args(ckpt: Checkpoint) -> dict[str, Any]:
     """The ``args.yaml`` of a Sockeye model directory (``{}`` for anything else)."""
-    hyper = getattr(ckpt, "hyperparameters", None) or {}
+    hyper = ckpt.hyperparameters
     args = hyper.get("args")
     return args if isinstance(args, dict) else {}
 
 
-def sockeye_major(ckpt: Any) -> str | None:
-    version = (getattr(ckpt, "hyperparameters", None) or {}).get("sockeye_version")
+def sockeye_major(ckpt: Checkpoint) -> str | None:
+    version = (ckpt.hyperparameters).get("sockeye_version")
     return str(version).split(".")[0] if version else None
 
 
-def vocab_sizes(ckpt: Any) -> dict[str, int]:
+def vocab_sizes(ckpt: Checkpoint) -> dict[str, int]:
     """``source_vocab_size``/``target_vocab_size`` from the vocabulary files (first factor),
     else from the model ``config``."""
-    hyper = getattr(ckpt, "hyperparameters", None) or {}
+    hyper = ckpt.hyperparameters
     out: dict[str, int] = {}
     for side, sizes in (hyper.get("vocab_sizes") or {}).items():
         if sizes:
@@ -89,7 +89,7 @@ def vocab_sizes(ckpt: Any) -> dict[str, int]:
     return out
 
 
-def hparams_from_args(arch: Arch, ckpt: Any) -> dict[str, Any]:
+def hparams_from_args(arch: Arch, ckpt: Checkpoint) -> dict[str, Any]:
     """The arch's hyperparameters that ``args.yaml`` and the vocabularies state."""
     args = sockeye_args(ckpt)
     out: dict[str, Any] = {}
@@ -108,10 +108,10 @@ def hparams_from_args(arch: Arch, ckpt: Any) -> dict[str, Any]:
     return out
 
 
-def factor_vocab_sizes(ckpt: Any, side: str = "source") -> str | None:
+def factor_vocab_sizes(ckpt: Checkpoint, side: str = "source") -> str | None:
     """Factor vocabularies (``vocab.src.1.json`` ...), else the ``config``'s
     ``config_embed_source.factor_configs``; comma-separated."""
-    hyper = getattr(ckpt, "hyperparameters", None) or {}
+    hyper = ckpt.hyperparameters
     sizes = (hyper.get("vocab_sizes") or {}).get(side) or []
     if len(sizes) > 1:
         return ",".join(str(int(s)) for s in sizes[1:])
@@ -391,7 +391,7 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     return Prediction("sockeye-rnn", hp, t, notes)
 
 
-def applies(ckpt: Any) -> bool:
+def applies(ckpt: Checkpoint) -> bool:
     args = sockeye_args(ckpt)
     if args:
         return sockeye_major(ckpt) == "1" and args.get("decoder", "rnn") == "rnn" \
@@ -411,7 +411,7 @@ COVERAGE_SIGNATURES = (("cov_grui2h_weight", "gru"), ("cov_e2f_weight", "fertili
                        ("cov_e2h_weight", "tanh"))
 
 
-def infer(ckpt: Any) -> dict[str, Any]:
+def infer(ckpt: Checkpoint) -> dict[str, Any]:
     """What the stored shapes determine: vocabularies, embeddings, hidden size, cell type,
     layer counts, attention type, state init, context gating, tying."""
     shapes = {t.name: t.shape for t in ckpt.tensors}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from inspector.adapters.model import TensorEntry
+from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import (
     join,
@@ -346,7 +346,7 @@ def _steps(value: Any) -> tuple[str, str]:
     return str(parts[0]), str(parts[1])
 
 
-def applies(ckpt: Any) -> bool:
+def applies(ckpt: Checkpoint) -> bool:
     args = sockeye_args(ckpt)
     if args:
         return sockeye_major(ckpt) in NAMING and args.get("decoder", "transformer") != "rnn" \
@@ -356,7 +356,7 @@ def applies(ckpt: Any) -> bool:
                for x in names)
 
 
-def from_checkpoint(ckpt: Any) -> dict[str, Any]:
+def from_checkpoint(ckpt: Checkpoint) -> dict[str, Any]:
     out = hparams_from_args(ARCH, ckpt)
     major = sockeye_major(ckpt)
     if major in NAMING:
@@ -382,7 +382,7 @@ def _version(shapes: Mapping[str, Any]) -> str | None:
     return "3"
 
 
-def infer(ckpt: Any) -> dict[str, Any]:
+def infer(ckpt: Checkpoint) -> dict[str, Any]:
     """What the stored shapes determine: naming version, layer counts, model and feed-forward
     sizes per side, vocabularies, tying, positions, pre/post layer norms, factors (sum when a
     factor has the word embedding's size, else concat), LHUC, GLU, SSRU, length task, NVS, conv
@@ -416,6 +416,22 @@ def infer(ckpt: Any) -> dict[str, Any]:
     src = shapes.get(n["src_embed"]) or shapes.get(n.get("shared_embed") or "") or out_w
     trg = shapes.get(n["trg_embed"]) or shapes.get(n.get("shared_embed") or "") or out_w
     se, te = (src[1] if src else de), (trg[1] if trg else dd)
+    out.update(_infer_factors(ckpt, shapes, n, major, se, te))
+    out["transformer_model_size"] = f"{se}:{dd}"
+    out["num_embed"] = f"{se}:{te}"
+    # heads change no shape; the default 8 must only divide the model sizes the file shows
+    out["transformer_attention_heads"] = ":".join(
+        str(next(h for h in (8, 4, 2, 1) if d % h == 0)) for d in (de, dd))
+    out.update(_infer_options(shapes, n, major))
+    out.update(infer_conv_embed(shapes, "transformer-with-conv-embed"))
+    return out
+
+
+def _infer_factors(ckpt: Checkpoint, shapes: Mapping[str, Any], n: dict, major: str,
+                   se: int, te: int) -> dict[str, Any]:
+    """Source/target factors from their embedding tables: vocabularies, widths, and combine
+    (sum when a factor has the word embedding's size, else concat); Sockeye 3's sharing."""
+    out: dict[str, Any] = {}
     src_f = _factor_shapes(shapes, n["src_factor"])
     trg_f = _factor_shapes(shapes, n.get("trg_factor", "")) if major != "1" else []
     for side, found, width in (("source", src_f, se), ("target", trg_f, te)):
@@ -432,11 +448,13 @@ def infer(ckpt: Any) -> dict[str, Any]:
         out["source_factors_share_embedding"] = ",".join(
             str(n["src_factor"].format(i=i) in joined and n["src_embed"] in joined).lower()
             for i in range(len(src_f)))
-    out["transformer_model_size"] = f"{se}:{dd}"
-    out["num_embed"] = f"{se}:{te}"
-    # heads change no shape; the default 8 must only divide the model sizes the file shows
-    out["transformer_attention_heads"] = ":".join(
-        str(next(h for h in (8, 4, 2, 1) if d % h == 0)) for d in (de, dd))
+    return out
+
+
+def _infer_options(shapes: Mapping[str, Any], n: dict, major: str) -> dict[str, Any]:
+    """The options whose tensors are present or absent: positions, pre/post layer norms, LHUC,
+    GLU, SSRU, length task, NVS."""
+    out: dict[str, Any] = {}
     pos = shapes.get(n["pos"][0])
     if pos:
         out["transformer_positional_embedding_type"] = "fixed" if major != "1" else "learned"
@@ -458,7 +476,6 @@ def infer(ckpt: Any) -> dict[str, Any]:
         out["length_task"], out["length_task_layers"] = "ratio", len(layers)
     if any(x.startswith("nvs.") for x in shapes):
         out["neural_vocab_selection"] = "logit_max"
-    out.update(infer_conv_embed(shapes, "transformer-with-conv-embed"))
     return out
 
 
@@ -469,7 +486,8 @@ def _factor_shapes(shapes: Mapping[str, Any], fmt: str) -> list[tuple[int, int]]
     return found
 
 
-def _infer_tying(ckpt: Any, shapes: Mapping[str, Any], n: dict, major: str) -> dict[str, Any]:
+def _infer_tying(ckpt: Checkpoint, shapes: Mapping[str, Any], n: dict,
+                 major: str) -> dict[str, Any]:
     """Tying type (and the source vocabulary) from which tables are stored, or, for Sockeye 3,
     which of them share storage."""
     src, trg, out = n["src_embed"], n["trg_embed"], join(n["output"], "weight", n["sep"])
