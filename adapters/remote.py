@@ -35,8 +35,9 @@ from .source import Source, check_relative
 
 BLOCK = 64 << 10  # first request, and the least a request fetches
 AHEAD_MAX = 1 << 20  # read-ahead of a scan (HDF5 metadata spread through a file)
-KEEP_MAX = 4 << 20  # larger reads (tensor values) are not cached
-CACHE_MAX = 256 << 20  # cached bytes per file
+KEEP_MAX = 1 << 20  # reads of this size or more (tensor values) are not cached
+CACHE_MAX = 64 << 20  # cached bytes per file
+TOTAL_MAX = 512 << 20  # cached bytes of all files (least recently used files dropped first)
 SCAN_MAX = 256 << 20  # find/rfind over a remote view
 PEERS_MAX = 256  # first blocks fetched together
 BLOBS_MAX = 512  # remote files whose cache is kept
@@ -72,25 +73,31 @@ class Blob:
 
     # -- the first block ----------------------------------------------------------------------
     def settle(self, got: Fetched | Exception) -> None:
+        with self.lock:
+            self._settle(got)
+
+    def _settle(self, got: Fetched | Exception) -> None:
         if isinstance(got, Fetched):
             total = got.total
             if total is None and len(got.data) < BLOCK:
                 total = len(got.data)
             if total is None:
-                self.kind, self.error = "error", RemoteError(
+                self.error = RemoteError(
                     "the server did not say the file's size (no Content-Range)", self.where
                 )
-            else:
-                self.kind, self.size = "file", total
+                self.kind = "error"
+            else:  # size before kind: a reader that sees the kind finds the size
+                self.size = total
                 if got.data:
                     self._insert(got.start, got.data)
+                self.kind = "file"
         elif isinstance(got, IsADirectory):
             self.kind = "dir"
         elif isinstance(got, NotFoundError):
             self.kind = "missing"
         else:
-            self.kind = "error"
             self.error = got if isinstance(got, InspectorError) else self.t.error(got, self.url)
+            self.kind = "error"
 
     def first(self) -> None:
         """Fetch the first block of this file (and of its unread same-suffix siblings)."""
@@ -133,9 +140,9 @@ class Blob:
                         b.kind = "dir"
         finally:
             for b in mine:
-                b.kind = b.kind or "error"
-                if b.kind == "error" and b.error is None:
+                if b.kind in (None, "error") and b.error is None:
                     b.error = RemoteError("could not be read", b.where)
+                b.kind = b.kind or "error"
                 b.ready.set()
 
     # -- ranged reads -------------------------------------------------------------------------
@@ -160,7 +167,7 @@ class Blob:
             got = self._cached(offset, end)
             if got is not None:
                 return got
-            if end - offset > KEEP_MAX:
+            if end - offset >= KEEP_MAX:
                 return self._fetch(offset, end, keep=False)
             a, b = self._read_ahead(*self._missing(offset, end), size)
             self._fetch(a, b, keep=True)
@@ -195,7 +202,7 @@ class Blob:
         got = self.t.fetch(self.url, a, b)
         if got.whole:  # the server ignored Range: it sent the whole (small) file
             self.size = len(got.data)
-            self.pieces, self.kept = [(0, got.data)], len(got.data)
+            self._set_pieces([(0, got.data)])
             return got.data[a:b]
         if len(got.data) != b - a:
             raise RemoteError(
@@ -205,7 +212,7 @@ class Blob:
             )
         if keep:
             if self.kept + len(got.data) > CACHE_MAX:
-                self.pieces, self.kept = [], 0
+                self._set_pieces([])
             self._insert(a, got.data)
         return got.data
 
@@ -254,22 +261,42 @@ class Blob:
             buf[s - lo : s - lo + len(d)] = d
         keep.append((lo, bytes(buf)))
         keep.sort(key=lambda p: p[0])
-        self.pieces = keep
-        self.kept = sum(len(d) for _, d in keep)
+        self._set_pieces(keep)
+
+    def _set_pieces(self, pieces: list[tuple[int, bytes]]) -> None:
+        """Replace the cached pieces (the caller holds ``self.lock``); over :data:`TOTAL_MAX`
+        for all files, the least recently used files' caches are dropped."""
+        global _kept_total
+        kept = sum(len(d) for _, d in pieces)
+        with _blobs_lock:
+            _kept_total += kept - self.kept
+            self.pieces, self.kept = pieces, kept
+            for other in list(_blobs.values()):
+                if _kept_total <= TOTAL_MAX:
+                    break
+                if other is not self and other.kept and other.lock.acquire(blocking=False):
+                    try:
+                        _kept_total -= other.kept
+                        other.pieces, other.kept = [], 0
+                    finally:
+                        other.lock.release()
 
 
 _blobs: OrderedDict[str, Blob] = OrderedDict()
 _blobs_lock = threading.Lock()
+_kept_total = 0  # cached bytes of all files
 
 
 def blob(url: str, t: Transport) -> Blob:
     """The shared state of ``url`` (most recently used files kept)."""
+    global _kept_total
     with _blobs_lock:
         b = _blobs.get(url)
         if b is None:
             b = _blobs[url] = Blob(url, t)
             while len(_blobs) > BLOBS_MAX:
-                _blobs.popitem(last=False)
+                _, old = _blobs.popitem(last=False)
+                _kept_total -= old.kept
         else:
             _blobs.move_to_end(url)
         return b

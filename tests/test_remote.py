@@ -469,3 +469,21 @@ def test_debug_prints_request_counts(server: RangeServer) -> None:
     proc = run("--debug", "show", f"{server.url}/fixtures/safetensors/dtype_zoo.safetensors")
     assert proc.returncode == 0
     assert "dtype_zoo.safetensors: 1 request(s), 1,591 bytes" in proc.stderr
+
+
+def test_cache_is_bounded_across_files(server: RangeServer, monkeypatch) -> None:
+    """Cached bytes stay under the total budget for the other files (least recently used
+    dropped) plus the per-file cap of the one being read, so value passes over many files do
+    not accumulate them; reads still succeed."""
+    from inspector.adapters import remote
+    from inspector.adapters.source import as_source
+
+    monkeypatch.setattr(remote, "TOTAL_MAX", 200 << 10)
+    monkeypatch.setattr(remote, "CACHE_MAX", 300 << 10)  # the file being read: its own cap
+    sources = [as_source(f"{server.url}/big/sharded/model-0000{k}-of-00004.safetensors")
+               for k in range(1, 5)]
+    for src in sources:
+        for off in range(0, 5 << 20, 512 << 10):
+            assert len(src.read(off, 100 << 10)) == 100 << 10
+            assert remote._kept_total <= (200 << 10) + (300 << 10)
+    assert sum(b.kept for b in remote._blobs.values()) == remote._kept_total
