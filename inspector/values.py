@@ -40,7 +40,32 @@ NUMPY_DTYPES = {
     "bfloat16": "<u2",
     "float32": "<f4",
     "float64": "<f8",
+    # float8 variants: read as their byte and decoded exactly by a 256-entry table (FLOAT8)
+    "float8_e4m3fn": "u1",
+    "float8_e4m3fnuz": "u1",
+    "float8_e5m2": "u1",
+    "float8_e5m2fnuz": "u1",
+    "float8_e8m0fnu": "u1",
+    # complex32 is two float16 halves, widened to complex64
+    "complex32": "<u4",
+    "complex64": "<c8",
+    "complex128": "<c16",
+    # quantized types: the stored integers (scale and zero point are not applied)
+    "qint8": "i1",
+    "quint8": "u1",
+    "qint32": "<i4",
 }
+# float8 name -> (exponent bits, mantissa bits, bias, kind): "ieee" has inf and NaNs like IEEE
+# 754 (e5m2); "fn" has no inf and NaN only at all ones (e4m3fn); "fnuz" has no inf, no -0 and
+# NaN only at 0x80; "e8m0" is an unsigned power of two with NaN at 0xff (OCP MX spec).
+FLOAT8 = {
+    "float8_e4m3fn": (4, 3, 7, "fn"),
+    "float8_e4m3fnuz": (4, 3, 8, "fnuz"),
+    "float8_e5m2": (5, 2, 15, "ieee"),
+    "float8_e5m2fnuz": (5, 2, 16, "fnuz"),
+    "float8_e8m0fnu": (8, 0, 127, "e8m0"),
+}
+_TABLES: dict[str, Any] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +100,9 @@ def compare(
         raise UsageError(f"cannot compare {a.name!r} ({a.numel} elements) with {b.numel}")
     if atol < 0 or rtol < 0:
         raise UsageError("--atol and --rtol must be >= 0")
+    for e in (a, b):
+        if e.dtype.startswith("complex"):
+            raise _refuse(e, ckpt_a.path, f"{e.dtype} values are not compared")
     integral = _integral(a.dtype) and _integral(b.dtype)
     max_abs = 0.0
     ss_diff = ss_a = ss_b = dot = 0.0
@@ -137,7 +165,8 @@ class _Reader:
         self.it: Iterator[Any] | None = None
 
     def __enter__(self) -> _Reader:
-        self.it = _open(self.ckpt, self.entry, self.chunk, self.stack)
+        self.it = _named(_open(self.ckpt, self.entry, self.chunk, self.stack), self.entry,
+                         self.ckpt.path)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -146,6 +175,19 @@ class _Reader:
     def __iter__(self) -> Iterator[Any]:
         assert self.it is not None
         return self.it
+
+
+def _named(it: Iterator[Any], entry: TensorEntry, where: str) -> Iterator[Any]:
+    """The chunks of ``it``; a read error (truncated file, size changed) names the tensor."""
+    try:
+        yield from it
+    except ValuesUnavailable:
+        raise
+    except FormatError as e:
+        if entry.stored_name in e.message:
+            raise
+        raise FormatError(f"tensor {entry.stored_name!r}: {e.message}", e.path or where,
+                          e.where) from None
 
 
 class ValuesUnavailable(FormatError):
@@ -180,12 +222,20 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
     except FormatError as e:  # the adapter cannot locate this one (compressed member, ...)
         raise _refuse(entry, where, e.message) from None
     if isinstance(loc, ByteRange):
+        size = loc.source.size
+        end = _end(entry, loc)
+        if end > size:
+            raise FormatError(
+                f"tensor {entry.stored_name!r}: its bytes end at {end}, past the end of the "
+                f"file ({size} bytes)", loc.source.where)
         f = stack.enter_context(loc.source.open())
         if loc.stride is not None and loc.stride != _c_strides(entry.shape):
-            return _strided(
+            it = _strided(
                 f, entry, loc.source.where, loc.stride, loc.big_endian, chunk, loc.offset
             )
-        return _contiguous(f, loc.offset, entry.dtype, entry.numel, loc.big_endian, chunk)
+        else:
+            it = _contiguous(f, loc.offset, entry.dtype, entry.numel, loc.big_endian, chunk)
+        return _same_size(it, f, size, loc.source.where)
     if isinstance(loc, Stream):
         f = loc.open(stack)
         if not loc.fortran or len(entry.shape) < 2:
@@ -196,6 +246,28 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
     raise _refuse(entry, where, f"unknown value location {type(loc).__name__}")
 
 
+def _end(entry: TensorEntry, loc: ByteRange) -> int:
+    """One past the last byte the tensor's elements occupy."""
+    span = entry.numel
+    if loc.stride is not None and entry.shape:
+        span = 1 + sum((d - 1) * st for d, st in zip(entry.shape, loc.stride, strict=True))
+    return loc.offset + span * _itemsize(entry.dtype)
+
+
+def _same_size(it: Iterator[Any], f: BinaryIO, size: int, where: str) -> Iterator[Any]:
+    """The chunks of ``it``, then a check that the file still has the size it had when the
+    checkpoint was opened (a file rewritten during the pass is an error, not a result)."""
+    yield from it
+    try:
+        import os
+
+        now = os.fstat(f.fileno()).st_size
+    except (AttributeError, OSError, ValueError):  # not a local file: nothing to ask
+        return
+    if now != size:
+        raise FormatError(f"the file changed size during the pass ({size} -> {now} bytes)", where)
+
+
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     out, step = [], 1
     for d in reversed(shape):
@@ -204,7 +276,42 @@ def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def float8_table(dtype: str) -> Any:
+    """The 256 values of a float8 format as float32 (every one exact), indexed by its byte."""
+    import numpy as np
+
+    table = _TABLES.get(dtype)
+    if table is not None:
+        return table
+    ebits, mbits, bias, kind = FLOAT8[dtype]
+    out = np.empty(256, dtype=np.float32)
+    for b in range(256):
+        if kind == "e8m0":
+            out[b] = np.nan if b == 0xFF else np.float32(2.0 ** (b - bias))
+            continue
+        sign = -1.0 if b >> 7 else 1.0
+        e = (b >> mbits) & ((1 << ebits) - 1)
+        m = b & ((1 << mbits) - 1)
+        top = (1 << ebits) - 1
+        if kind == "ieee" and e == top:
+            value = sign * math.inf if m == 0 else math.nan
+        elif kind == "fn" and e == top and m == (1 << mbits) - 1:
+            value = math.nan
+        elif kind == "fnuz" and b == 0x80:
+            value = math.nan
+        elif e == 0:
+            value = sign * m * 2.0 ** (1 - bias - mbits)
+        else:
+            value = sign * (1 + m / (1 << mbits)) * 2.0 ** (e - bias)
+        out[b] = value
+    out.setflags(write=False)
+    _TABLES[dtype] = out
+    return out
+
+
 def _decode(raw: bytes | Any, dtype: str, big: bool) -> Any:
+    """Stored bytes as a numpy array: bfloat16 widened to float32 (its upper half), float8
+    decoded by its table, complex32 widened to complex64; everything else as stored."""
     import numpy as np
 
     nd = np.dtype(NUMPY_DTYPES[dtype])
@@ -213,6 +320,11 @@ def _decode(raw: bytes | Any, dtype: str, big: bool) -> Any:
     x = np.frombuffer(raw, dtype=nd)
     if dtype == "bfloat16":
         return (x.astype(np.uint32) << 16).view(np.float32)
+    if dtype in FLOAT8:
+        return float8_table(dtype)[x]
+    if dtype == "complex32":
+        halves = x.view(np.dtype(">f2" if big else "<f2")).astype(np.float32)
+        return halves.view(np.complex64)
     return x
 
 
