@@ -159,27 +159,38 @@ def align(a: Sequence[TensorEntry], b: Sequence[TensorEntry], *,
 
 def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[TensorDiff],
                    atol: float = 0.0, rtol: float = 0.0,
-                   chunk: int | None = None) -> list[TensorDiff]:
+                   chunk: int | None = None, progress: Any = None,
+                   threads: int | None = None) -> list[TensorDiff]:
     """Records with values compared where both sides hold the same number of elements;
-    ``unchanged`` becomes ``changed`` when the contents differ beyond the tolerance."""
+    ``unchanged`` becomes ``changed`` when the contents differ beyond the tolerance. Tensors are
+    compared on ``threads`` threads (default: by size and cores); ``progress`` gets
+    ``advance(nbytes)``."""
     from dataclasses import replace
 
     from inspector import values
 
-    kw = {} if chunk is None else {"chunk": chunk}
-    out = []
-    for r in records:
+    kw: dict[str, Any] = {} if chunk is None else {"chunk": chunk}
+    if progress is not None:
+        kw["advance"] = progress.advance
+
+    def one(r: TensorDiff) -> TensorDiff:
         if r.a is None or r.b is None or r.a.numel != r.b.numel:
-            out.append(r)
-            continue
+            return r
         try:
             stats = values.compare(ckpt_a, r.a, ckpt_b, r.b, atol, rtol, **kw)
         except values.ValuesUnavailable as e:
-            out.append(replace(r, note=e.why))
-            continue
+            return replace(r, note=e.why)
         op = CHANGED if r.op == UNCHANGED and stats.changed else r.op
-        out.append(replace(r, op=op, values=stats))
-    return out
+        return replace(r, op=op, values=stats)
+
+    workers = threads if threads is not None else values.threads_for(
+        [r.a for r in records if r.a is not None and r.b is not None])
+    if workers <= 1:
+        return [one(r) for r in records]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, records))
 
 
 def group_deltas(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[TensorDiff],
@@ -213,7 +224,7 @@ def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
          strip_prefixes: Sequence[str] = (), renames: Sequence[Rename] | str | Path = (),
          align_mode: str = "names", values: bool = False, atol: float = 0.0,
          rtol: float = 0.0, scheme: str | None = None, groups: bool = True,
-         chunk: int | None = None) -> DiffResult:
+         chunk: int | None = None, progress: Any = None) -> DiffResult:
     """Diff two checkpoints (paths or loaded :class:`Checkpoint`); see the module docstring."""
     from inspector.adapters.registry import load
 
@@ -224,7 +235,7 @@ def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
     records = align(ckpt_a.tensors, ckpt_b.tensors, strip_prefixes=strip_prefixes,
                     renames=renames, align_mode=align_mode)
     if values:
-        records = compare_values(ckpt_a, ckpt_b, records, atol, rtol, chunk)
+        records = compare_values(ckpt_a, ckpt_b, records, atol, rtol, chunk, progress)
     scheme_name, rows = (group_deltas(ckpt_a, ckpt_b, records, scheme) if groups
                          else (None, []))
     return DiffResult(ckpt_a, ckpt_b, records, rows, scheme_name, values, atol, rtol)

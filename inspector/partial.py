@@ -101,7 +101,7 @@ def reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial:
     if x.dtype == np.bool_:
         x = x.view(np.uint8)
     floating = x.dtype.kind == "f"
-    total = float(np.sum(x, dtype=np.float64))
+    total = float(np.einsum("i->", x, dtype=np.float64))
     nan = posinf = neginf = 0
     if floating and not math.isfinite(total):  # some NaN or Inf (or an overflowing sum)
         finite = np.isfinite(x)
@@ -111,25 +111,31 @@ def reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial:
             posinf = int(np.count_nonzero(x == np.inf))
             neginf = nf - nan - posinf
             x = x[finite]
-        total = float(np.sum(x, dtype=np.float64))
+        total = float(np.einsum("i->", x, dtype=np.float64))
     m = int(x.size)
     if m == 0:
         return Partial(n, 0, nan=nan, posinf=posinf, neginf=neginf)
+    # products of float32 (and smaller) values are exact in float64; one pass, no copy
+    sumsq = float(np.einsum("i,i->", x, x, dtype=np.float64))
     mean = total / m
-    if not math.isfinite(mean):  # float64 elements whose sum overflows: sum them scaled down
-        scale = float(np.max(np.abs(x)))
-        mean = float(np.sum(x / scale)) / m * scale
-    d = np.subtract(x, mean, dtype=np.float64)  # the one float64 array of the chunk
-    m2 = float(np.dot(d, d))
-    sumsq = m2 + m * mean * mean  # sum(x^2), from accurate pieces (no cancellation)
+    m2 = sumsq - total * mean
+    if not (math.isfinite(mean) and math.isfinite(m2)) or m2 < 1e-6 * sumsq:
+        # cancellation (values close to their mean) or overflow: the two-pass formula
+        if not math.isfinite(mean):
+            scale = float(np.max(np.abs(x)))
+            mean = float(np.einsum("i->", x / scale, dtype=np.float64)) / m * scale
+        d = np.subtract(x, mean, dtype=np.float64)
+        m2 = float(np.dot(d, d))
+        if not math.isfinite(sumsq):
+            sumsq = m2 + m * mean * mean
     lo, hi = x.min(), x.max()
-    zeros = m - int(np.count_nonzero(x))
+    zeros = int(np.count_nonzero(x == 0))
     subnormal = over = 0
-    if floating:
+    if floating and (tiny is not None or f16):
         a = np.abs(x)
         if tiny is not None:
             subnormal = int(np.count_nonzero(a < tiny)) - zeros
         if f16 and max(-float(lo), float(hi)) >= F16_OVERFLOW:
             over = int(np.count_nonzero(a >= F16_OVERFLOW))
-    return Partial(n, m, mean, m2, sumsq, float(lo), float(hi), nan, posinf, neginf, zeros,
-                   subnormal, over)
+    return Partial(n, m, mean, max(m2, 0.0), sumsq, float(lo), float(hi), nan, posinf, neginf,
+                   zeros, subnormal, over)

@@ -236,7 +236,7 @@ def file_stats(path: str | Path | Checkpoint, *, match: str | None = None,
             return TensorStats(t, a.group, a.layer, None, e.why)
         return TensorStats(t, a.group, a.layer, part, None, delta)
 
-    workers = threads if threads is not None else _threads(entries)
+    workers = threads if threads is not None else values.threads_for(entries)
     if workers > 1:
         with ThreadPoolExecutor(workers) as pool:
             rows = list(pool.map(one, entries))
@@ -246,16 +246,6 @@ def file_stats(path: str | Path | Checkpoint, *, match: str | None = None,
     result = FileStats(ckpt, sch.name, rows, groups, layers, match=match)
     result.findings = tensor_findings(result) + outlier_findings(layers)
     return result
-
-
-def _threads(entries: Sequence[TensorEntry]) -> int:
-    """Threads worth starting: none for a small file (the pool costs more than it saves)."""
-    import os
-
-    total = sum(t.nbytes or 0 for t in entries)
-    if total < (8 << 20) or len(entries) < 2:
-        return 1
-    return max(1, min(len(entries), os.cpu_count() or 1, 8))
 
 
 def _groups(sch: Any, rows: list[TensorStats]) -> tuple[list[GroupStats], list[GroupStats]]:

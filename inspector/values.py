@@ -92,10 +92,16 @@ def compare(
     atol: float = 0.0,
     rtol: float = 0.0,
     chunk: int = CHUNK_ELEMENTS,
+    advance: Any = None,
 ) -> ValueStats:
-    """Compare two tensors of equal element count, one chunk of each at a time."""
-    import numpy as np
+    """Compare two tensors of equal element count, one chunk of each at a time.
 
+    Bytes first: chunks stored alike and byte-equal cost one comparison and the sums of squares.
+    Floats that differ are subtracted in their own type (float16 in float32); the largest
+    difference is then recomputed exactly in float64 on the elements that reach it (rounding is
+    monotonic, so they hold the exact maximum), and the sums of squares accumulate in float64.
+    NaN, Inf, tolerances and integers take the float64 path. ``advance(nbytes)`` is called per
+    chunk pair (a progress bar)."""
     if a.numel != b.numel:
         raise UsageError(f"cannot compare {a.name!r} ({a.numel} elements) with {b.numel}")
     if atol < 0 or rtol < 0:
@@ -104,35 +110,25 @@ def compare(
         if e.dtype.startswith("complex"):
             raise _refuse(e, ckpt_a.path, f"{e.dtype} values are not compared")
     integral = _integral(a.dtype) and _integral(b.dtype)
-    max_abs = 0.0
-    ss_diff = ss_a = ss_b = dot = 0.0
-    identical = True
-    changed = False
+    acc = _Acc()
+    step = (a.nbytes or 0) + (b.nbytes or 0)
+    per = step / max(1, a.numel)
     with ExitStack() as stack:
-        chunks_a = stack.enter_context(_Reader(ckpt_a, a, chunk))
-        chunks_b = stack.enter_context(_Reader(ckpt_b, b, chunk))
+        chunks_a = stack.enter_context(_Reader(ckpt_a, a, chunk, stored=True))
+        chunks_b = stack.enter_context(_Reader(ckpt_b, b, chunk, stored=True))
         for xa, xb in zip(chunks_a, chunks_b, strict=True):
-            fa = xa.astype(np.float64)
-            if np.array_equal(xa, xb):  # the common case of a frozen tensor: one dot product
-                sq = float(np.dot(fa, fa))
-                ss_a, ss_b, dot = ss_a + sq, ss_b + sq, dot + sq
-                continue
-            fb = xb.astype(np.float64)
-            d = np.abs(fa - fb)
-            if np.isnan(d).any():  # NaN equals NaN, inf equals inf; NaN vs a number: infinitely far
-                same = (fa == fb) | (np.isnan(fa) & np.isnan(fb))
-                d[same] = 0.0
-                d[np.isnan(d)] = np.inf
-                fa, fb = np.nan_to_num(fa), np.nan_to_num(fb)
-            if integral or d.any():  # int64 beyond 2**53 can differ where float64 cannot tell
-                identical = False
-            max_abs = max(max_abs, float(d.max()))
-            finite = np.where(np.isinf(d), 0.0, d)
-            ss_diff += float(np.dot(finite, finite))
-            changed = changed or bool((d > atol + rtol * np.abs(fb)).any())
-            ss_a += float(np.dot(fa, fa))
-            ss_b += float(np.dot(fb, fb))
-            dot += float(np.dot(fa, fb))
+            if a.dtype == b.dtype and xa.dtype == xb.dtype and _bytes_equal(xa, xb):
+                sq = _ss(widen(xa, a.dtype))
+                acc.ss_a += sq
+                acc.ss_b += sq
+                acc.dot += sq
+            else:
+                fa, fb = widen(xa, a.dtype), widen(xb, b.dtype)
+                if integral or rtol or atol or not _fast(acc, fa, fb):
+                    _slow(acc, fa, fb, integral, atol, rtol)
+            if advance is not None:
+                advance(int(per * xa.size))
+    ss_a, ss_b, ss_diff, max_abs = acc.ss_a, acc.ss_b, acc.ss_diff, acc.max_abs
     if ss_a > 0:
         rel = math.sqrt(ss_diff) / math.sqrt(ss_a)
     else:
@@ -141,15 +137,115 @@ def compare(
         rel = math.inf
     cosine = None
     if ss_a > 0 and ss_b > 0:  # clamped: rounding can put it a hair outside [-1, 1]
-        cosine = max(-1.0, min(1.0, dot / (math.sqrt(ss_a) * math.sqrt(ss_b))))
-    return ValueStats(identical, max_abs, rel, cosine, changed)
+        cosine = max(-1.0, min(1.0, acc.dot / (math.sqrt(ss_a) * math.sqrt(ss_b))))
+    return ValueStats(acc.identical, max_abs, rel, cosine, acc.changed)
 
 
-def iter_values(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK_ELEMENTS) -> Iterator[Any]:
+class _Acc:
+    """What :func:`compare` accumulates over chunk pairs."""
+
+    __slots__ = ("changed", "dot", "identical", "max_abs", "ss_a", "ss_b", "ss_diff")
+
+    def __init__(self) -> None:
+        self.max_abs = self.ss_diff = self.ss_a = self.ss_b = self.dot = 0.0
+        self.identical, self.changed = True, False
+
+
+def _bytes_equal(x: Any, y: Any) -> bool:
+    """Whether two chunks of one stored type hold the same bytes."""
+    import numpy as np
+
+    if x.dtype.itemsize not in (1, 2, 4, 8) or x.dtype.kind == "b":
+        return bool(np.array_equal(x, y))
+    unsigned = np.dtype(f"u{x.dtype.itemsize}")
+    return bool(np.array_equal(x.view(unsigned), y.view(unsigned)))
+
+
+def _ss(x: Any) -> float:
+    """Sum of squares in float64 (products and sum without a float64 copy of the chunk)."""
+    import numpy as np
+
+    if x.dtype.kind == "b":
+        return float(np.count_nonzero(x))
+    return float(np.einsum("i,i->", x, x, dtype=np.float64))
+
+
+def _fast(acc: _Acc, fa: Any, fb: Any) -> bool:
+    """Floats of one type, no tolerance: the own-type pass; False when NaN or Inf (or an
+    overflowing difference) sends the chunk to the float64 path (nothing accumulated then)."""
+    import numpy as np
+
+    if fa.dtype != fb.dtype or fa.dtype.kind != "f":
+        return False
+    work = np.float32 if fa.dtype.itemsize < 4 else fa.dtype
+    d = np.subtract(fa, fb, dtype=work)
+    ad = np.abs(d, out=d)
+    m = float(ad.max())
+    if not math.isfinite(m):
+        return False
+    if m > 0:
+        at = np.flatnonzero(ad == m)  # the exact maximum is among the rounded maxima
+        exact = float(np.max(np.abs(np.subtract(fa[at], fb[at], dtype=np.float64))))
+        acc.max_abs = max(acc.max_abs, exact)
+        acc.identical = False
+        acc.changed = True
+        ss_a, ss_b = _ss(fa), _ss(fb)
+        ss_d = float(np.einsum("i,i->", d, d, dtype=np.float64))
+        acc.ss_diff += ss_d
+        acc.ss_a += ss_a
+        acc.ss_b += ss_b
+        acc.dot += (ss_a + ss_b - ss_d) / 2  # a.b from the three norms, no fourth pass
+    else:  # equal values in different bytes (0.0 and -0.0)
+        sq = _ss(fa)
+        acc.ss_a += sq
+        acc.ss_b += sq
+        acc.dot += sq
+    return True
+
+
+def _slow(acc: _Acc, xa: Any, xb: Any, integral: bool, atol: float, rtol: float) -> None:
+    """The float64 path: NaN equals NaN, inf equals inf, a NaN against a number is infinitely
+    far; tolerances; integers (int64 beyond 2**53 can differ where float64 cannot tell)."""
+    import numpy as np
+
+    fa = xa.astype(np.float64)
+    fb = xb.astype(np.float64)
+    d = np.abs(fa - fb)
+    if np.isnan(d).any():
+        same = (fa == fb) | (np.isnan(fa) & np.isnan(fb))
+        d[same] = 0.0
+        d[np.isnan(d)] = np.inf
+        fa, fb = np.nan_to_num(fa), np.nan_to_num(fb)
+    if integral and not np.array_equal(xa, xb) or d.any():
+        acc.identical = False
+    acc.max_abs = max(acc.max_abs, float(d.max()))
+    finite = np.where(np.isinf(d), 0.0, d)
+    acc.ss_diff += float(np.dot(finite, finite))
+    acc.changed = acc.changed or bool((d > atol + rtol * np.abs(fb)).any())
+    acc.ss_a += float(np.dot(fa, fa))
+    acc.ss_b += float(np.dot(fb, fb))
+    acc.dot += float(np.dot(fa, fb))
+
+
+def iter_values(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK_ELEMENTS,
+                stored: bool = False) -> Iterator[Any]:
     """The tensor's elements in C order, as numpy arrays of at most ``chunk`` elements
-    (bfloat16 widened to float32, everything else in its own dtype)."""
-    with _Reader(ckpt, entry, chunk) as it:
+    (bfloat16 widened to float32, float8 decoded, everything else in its own dtype; with
+    ``stored`` as stored, for :func:`widen` later)."""
+    with _Reader(ckpt, entry, chunk, stored) as it:
         yield from it
+
+
+def threads_for(entries: Any) -> int:
+    """Threads worth starting for a pass over ``entries``: one for a small pass (a pool costs
+    more than it saves), else one per core up to 8 (numpy releases the GIL)."""
+    import os
+
+    entries = list(entries)
+    total = sum(t.nbytes or 0 for t in entries)
+    if total < (8 << 20) or len(entries) < 2:
+        return 1
+    return max(1, min(len(entries), os.cpu_count() or 1, 8))
 
 
 def _integral(dtype: str) -> bool:
@@ -159,14 +255,20 @@ def _integral(dtype: str) -> bool:
 class _Reader:
     """Context manager and iterator over one tensor's chunks."""
 
-    def __init__(self, ckpt: Checkpoint, entry: TensorEntry, chunk: int) -> None:
+    def __init__(self, ckpt: Checkpoint, entry: TensorEntry, chunk: int,
+                 stored: bool = False) -> None:
         self.ckpt, self.entry, self.chunk = ckpt, entry, max(1, chunk)
+        self.stored = stored  # chunks as stored (no widening; see widen())
         self.stack = ExitStack()
         self.it: Iterator[Any] | None = None
 
     def __enter__(self) -> _Reader:
-        self.it = _named(_open(self.ckpt, self.entry, self.chunk, self.stack), self.entry,
-                         self.ckpt.path)
+        it = _named(_open(self.ckpt, self.entry, self.chunk, self.stack), self.entry,
+                    self.ckpt.path)
+        dtype = self.entry.dtype
+        if not self.stored and (dtype == "bfloat16" or dtype in FLOAT8 or dtype == "complex32"):
+            it = (widen(x, dtype) for x in it)
+        self.it = it
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -310,21 +412,31 @@ def float8_table(dtype: str) -> Any:
 
 
 def _decode(raw: bytes | Any, dtype: str, big: bool) -> Any:
-    """Stored bytes as a numpy array: bfloat16 widened to float32 (its upper half), float8
-    decoded by its table, complex32 widened to complex64; everything else as stored."""
+    """Stored bytes as a numpy array of the stored type, in the stored byte order (see
+    :func:`widen` for the types numpy has no arithmetic for)."""
     import numpy as np
 
     nd = np.dtype(NUMPY_DTYPES[dtype])
     if big:
         nd = nd.newbyteorder(">")
-    x = np.frombuffer(raw, dtype=nd)
+    return np.frombuffer(raw, dtype=nd)
+
+
+def widen(x: Any, dtype: str) -> Any:
+    """A stored chunk as numbers numpy computes with: bfloat16 widened to float32 (its upper
+    half), float8 decoded by its table, complex32 widened to complex64; others unchanged."""
+    import numpy as np
+
+    if x.dtype.kind not in "ui":  # already numbers (an HDF5 dataset's own type)
+        return x
     if dtype == "bfloat16":
         return (x.astype(np.uint32) << 16).view(np.float32)
     if dtype in FLOAT8:
         return float8_table(dtype)[x]
     if dtype == "complex32":
-        halves = x.view(np.dtype(">f2" if big else "<f2")).astype(np.float32)
-        return halves.view(np.complex64)
+        half = np.dtype("<f2").newbyteorder(x.dtype.byteorder if x.dtype.byteorder in "<>"
+                                            else "=")
+        return x.view(half).astype(np.float32).view(np.complex64)
     return x
 
 
