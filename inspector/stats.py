@@ -165,26 +165,40 @@ def tensor_partial(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK,
     olds = values.iter_values(prev[0], prev[1], chunk) if prev is not None else None
     if olds is not None:
         delta = 0.0
-    for x in chunks:
-        if olds is not None:
-            y = next(olds)
-            if not np.array_equal(x, y):  # a frozen tensor costs one comparison
-                if k == "complex":
-                    d = np.abs(x.astype(np.complex128) - y)
-                else:
-                    if k == "bool":
-                        x, y = x.view(np.uint8), y.view(np.uint8)
-                    d = np.subtract(x, y, dtype=np.float64)
-                d = d[~np.isnan(d)] if np.isnan(d).any() else d  # NaN is counted elsewhere
-                delta += float(np.dot(d, d))
-        if k == "complex":
-            x = np.abs(x.astype(np.complex128))
-        out = out.merge(reduce(x, tiny, f16))
-        if advance is not None:
-            advance(int(x.size * itemsize))
+    with np.errstate(all="ignore"):  # overflow to inf is counted, never printed
+        for x in chunks:
+            out, delta = _chunk(x, olds, k, tiny, f16, out, delta)
+            if advance is not None:
+                advance(int(x.size * itemsize))
     if olds is not None:
         for _ in olds:  # equal element counts: nothing is left; closes the reader
             pass
+    return out, delta
+
+
+def _chunk(x: Any, olds: Any, k: str, tiny: float | None, f16: bool, out: Partial,
+           delta: float | None) -> tuple[Partial, float | None]:
+    """One chunk into the partial, and its squared difference from the previous file's."""
+    import numpy as np
+
+    from inspector import values
+
+    if olds is not None:
+        y = next(olds)
+        if not np.array_equal(x, y):  # a frozen tensor costs one comparison
+            if k == "complex":
+                d = np.abs(x.astype(np.complex128) - y)
+            else:
+                if k == "bool":
+                    x, y = x.view(np.uint8), y.view(np.uint8)
+                d = np.subtract(x, y, dtype=np.float64)
+            d = d[~np.isnan(d)] if np.isnan(d).any() else d  # NaN is counted elsewhere
+            delta += float(np.dot(d, d))
+    if k == "complex":
+        x = np.abs(x.astype(np.complex128))
+    elif x.dtype.kind == "f" and x.dtype.itemsize == 2:  # float16: exact as float32
+        x = values.float32(x)
+    out = out.merge(reduce(x, tiny, f16))
     return out, delta
 
 

@@ -96,12 +96,15 @@ def compare(
 ) -> ValueStats:
     """Compare two tensors of equal element count, one chunk of each at a time.
 
-    Bytes first: chunks stored alike and byte-equal cost one comparison and the sums of squares.
-    Floats that differ are subtracted in their own type (float16 in float32); the largest
-    difference is then recomputed exactly in float64 on the elements that reach it (rounding is
-    monotonic, so they hold the exact maximum), and the sums of squares accumulate in float64.
-    NaN, Inf, tolerances and integers take the float64 path. ``advance(nbytes)`` is called per
-    chunk pair (a progress bar)."""
+    Bytes first: chunks stored alike and byte-equal cost one comparison and a sum of squares.
+    Floats that differ are subtracted in their own type (float16 and bfloat16 in float32); the
+    largest difference is then recomputed exactly in float64 on the elements that reach it
+    (rounding is monotonic, so they hold the exact maximum). Sums of squares are BLAS dot
+    products in that type per chunk, added in float64 (``rel_l2`` and ``cosine`` to about 1e-6
+    relative; ``identical``, ``changed`` and ``max_abs`` exact); 1 - cosine comes from
+    ||a - b||^2 and ||a||^2 - ||b||^2 = (a - b).(a + b), which do not cancel when a and b are
+    close. NaN, Inf, tolerances and integers take the float64 path. ``advance(nbytes)`` is
+    called per chunk pair (a progress bar)."""
     if a.numel != b.numel:
         raise UsageError(f"cannot compare {a.name!r} ({a.numel} elements) with {b.numel}")
     if atol < 0 or rtol < 0:
@@ -121,7 +124,6 @@ def compare(
                 sq = _ss(widen(xa, a.dtype))
                 acc.ss_a += sq
                 acc.ss_b += sq
-                acc.dot += sq
             else:
                 fa, fb = widen(xa, a.dtype), widen(xb, b.dtype)
                 if integral or rtol or atol or not _fast(acc, fa, fb):
@@ -137,17 +139,21 @@ def compare(
         rel = math.inf
     cosine = None
     if ss_a > 0 and ss_b > 0:  # clamped: rounding can put it a hair outside [-1, 1]
-        cosine = max(-1.0, min(1.0, acc.dot / (math.sqrt(ss_a) * math.sqrt(ss_b))))
+        na, nb = math.sqrt(ss_a), math.sqrt(ss_b)
+        gap = acc.ss_ab / (na + nb)  # ||a|| - ||b||
+        one_minus = (ss_diff - gap * gap) / (2 * na * nb)
+        cosine = max(-1.0, min(1.0, 1.0 - one_minus))
     return ValueStats(acc.identical, max_abs, rel, cosine, acc.changed)
 
 
 class _Acc:
     """What :func:`compare` accumulates over chunk pairs."""
 
-    __slots__ = ("changed", "dot", "identical", "max_abs", "ss_a", "ss_b", "ss_diff")
+    __slots__ = ("changed", "identical", "max_abs", "ss_a", "ss_ab", "ss_b", "ss_diff")
 
     def __init__(self) -> None:
-        self.max_abs = self.ss_diff = self.ss_a = self.ss_b = self.dot = 0.0
+        # ss_ab: ||a||^2 - ||b||^2, summed as (a - b).(a + b) where a and b differ
+        self.max_abs = self.ss_diff = self.ss_a = self.ss_b = self.ss_ab = 0.0
         self.identical, self.changed = True, False
 
 
@@ -162,11 +168,13 @@ def _bytes_equal(x: Any, y: Any) -> bool:
 
 
 def _ss(x: Any) -> float:
-    """Sum of squares in float64 (products and sum without a float64 copy of the chunk)."""
+    """Sum of squares of a chunk: a BLAS dot for floats, exact in float64 for the rest."""
     import numpy as np
 
     if x.dtype.kind == "b":
         return float(np.count_nonzero(x))
+    if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.dtype.isnative:
+        return float(np.dot(x, x))
     return float(np.einsum("i,i->", x, x, dtype=np.float64))
 
 
@@ -177,9 +185,13 @@ def _fast(acc: _Acc, fa: Any, fb: Any) -> bool:
 
     if fa.dtype != fb.dtype or fa.dtype.kind != "f":
         return False
-    work = np.float32 if fa.dtype.itemsize < 4 else fa.dtype
-    d = np.subtract(fa, fb, dtype=work)
-    ad = np.abs(d, out=d)
+    if fa.dtype.itemsize == 2:  # float16: as float32 (exact)
+        fa, fb = float32(fa), float32(fb)
+    elif not fa.dtype.isnative:  # byte-swapped
+        fa, fb = fa.astype(fa.dtype.newbyteorder("=")), fb.astype(fb.dtype.newbyteorder("="))
+    with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN go to the float64 path
+        d = fa - fb
+    ad = np.abs(d)
     m = float(ad.max())
     if not math.isfinite(m):
         return False
@@ -189,17 +201,14 @@ def _fast(acc: _Acc, fa: Any, fb: Any) -> bool:
         acc.max_abs = max(acc.max_abs, exact)
         acc.identical = False
         acc.changed = True
-        ss_a, ss_b = _ss(fa), _ss(fb)
-        ss_d = float(np.einsum("i,i->", d, d, dtype=np.float64))
-        acc.ss_diff += ss_d
-        acc.ss_a += ss_a
-        acc.ss_b += ss_b
-        acc.dot += (ss_a + ss_b - ss_d) / 2  # a.b from the three norms, no fourth pass
+        acc.ss_diff += float(np.dot(d, d))
+        acc.ss_a += float(np.dot(fa, fa))
+        acc.ss_b += float(np.dot(fb, fb))
+        acc.ss_ab += float(np.dot(d, fa + fb))
     else:  # equal values in different bytes (0.0 and -0.0)
         sq = _ss(fa)
         acc.ss_a += sq
         acc.ss_b += sq
-        acc.dot += sq
     return True
 
 
@@ -224,7 +233,7 @@ def _slow(acc: _Acc, xa: Any, xb: Any, integral: bool, atol: float, rtol: float)
     acc.changed = acc.changed or bool((d > atol + rtol * np.abs(fb)).any())
     acc.ss_a += float(np.dot(fa, fa))
     acc.ss_b += float(np.dot(fb, fb))
-    acc.dot += float(np.dot(fa, fb))
+    acc.ss_ab += float(np.dot(fa - fb, fa + fb))
 
 
 def iter_values(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK_ELEMENTS,
@@ -420,6 +429,19 @@ def _decode(raw: bytes | Any, dtype: str, big: bool) -> Any:
     if big:
         nd = nd.newbyteorder(">")
     return np.frombuffer(raw, dtype=nd)
+
+
+def float32(x: Any) -> Any:
+    """A float16 chunk as float32 (exact), through a 65,536-entry table: twice as fast as
+    numpy's own conversion where the CPU path is not vectorised."""
+    import numpy as np
+
+    table = _TABLES.get("float16")
+    if table is None:
+        table = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+        table = _TABLES["float16"] = table.astype(np.float32)
+    u = x.view(np.uint16) if x.dtype.isnative else x.astype(np.float16).view(np.uint16)
+    return np.take(table, u)
 
 
 def widen(x: Any, dtype: str) -> Any:
