@@ -99,12 +99,17 @@ def _text(report: dict[str, Any], md: bool, view: str) -> str:
     out.write(_table(headers, rows, md, set(range(1, 8))))
     s = report["summary"]
     line = (f"\n{s['tensors']:,} tensors, {s['elements']:,} values by scheme "
-            f"{sanitize(report['scheme'])}; {s['errors']} errors, {s['warnings']} warnings")
+            f"{sanitize(report['scheme'])}; {_plural(s['errors'], 'error')}, "
+            f"{_plural(s['warnings'], 'warning')}")
     if s["values_not_read"]:
         line += f"; INCOMPLETE: the values of {s['values_not_read']} tensors were not read"
     out.write(line + "\n")
     out.write(_findings(report["findings"], md))
     return out.getvalue()
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def _run_text(report: dict[str, Any], md: bool) -> str:
