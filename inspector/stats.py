@@ -181,8 +181,6 @@ def _chunk(x: Any, olds: Any, k: str, tiny: float | None, f16: bool, out: Partia
     """One chunk into the partial, and its squared difference from the previous file's."""
     import numpy as np
 
-    from inspector import values
-
     if olds is not None:
         y = next(olds)
         if not np.array_equal(x, y):  # a frozen tensor costs one comparison
@@ -194,12 +192,31 @@ def _chunk(x: Any, olds: Any, k: str, tiny: float | None, f16: bool, out: Partia
                 d = np.subtract(x, y, dtype=np.float64)
             d = d[~np.isnan(d)] if np.isnan(d).any() else d  # NaN is counted elsewhere
             delta += float(np.dot(d, d))
+    return out.merge(_reduce(x, k, tiny, f16)), delta
+
+
+def chunk_partial(x: Any, dtype: str) -> Partial:
+    """The :class:`Partial` of one chunk of a tensor of ``dtype`` (a canonical dtype name), as
+    :func:`inspector.values.iter_values` yields it: what a worker computes for its shard before
+    the partials are merged."""
+    import numpy as np
+
+    k = kind(dtype)
+    f16 = k == "float" and dtype != "float16" and not dtype.startswith("float8")
+    with np.errstate(all="ignore"):
+        return _reduce(x, k, _TINY.get(dtype), f16)
+
+
+def _reduce(x: Any, k: str, tiny: float | None, f16: bool) -> Partial:
+    import numpy as np
+
+    from inspector import values
+
     if k == "complex":
         x = np.abs(x.astype(np.complex128))
     elif x.dtype.kind == "f" and x.dtype.itemsize == 2:  # float16: exact as float32
         x = values.float32(x)
-    out = out.merge(reduce(x, tiny, f16))
-    return out, delta
+    return reduce(x, tiny, f16)
 
 
 # ---------------------------------------------------------------------------------------------

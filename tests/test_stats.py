@@ -16,7 +16,7 @@ import sys
 import pytest
 
 import inspector
-from inspector import stats
+from inspector import stats, values
 from inspector.adapters.errors import FormatError
 from inspector.partial import Partial, merge_all, reduce
 from inspector.progress import Progress
@@ -138,6 +138,15 @@ def test_merge_is_exact_in_any_split():
             assert m.std == pytest.approx(finite.std(), rel=1e-9)
             assert m.l2 == pytest.approx(np.sqrt(np.dot(finite, finite)), rel=1e-12)
     assert pickle.loads(pickle.dumps(whole)) == whole
+    # shards of a real tensor, reduced apart (as workers would) and merged in any order
+    ckpt = inspector.load(STATS / "torch/dtypes.pt")
+    for entry in ckpt.tensors:
+        whole = stats.tensor_partial(ckpt, entry)[0]
+        shards = [stats.chunk_partial(c, entry.dtype)
+                  for c in values.iter_values(ckpt, entry, chunk=5)]
+        merged = merge_all(pickle.loads(pickle.dumps(p)) for p in reversed(shards))
+        assert merged.count == whole.count and merged.zeros == whole.zeros, entry.name
+        assert merged.l2 == pytest.approx(whole.l2, rel=1e-12), entry.name
     assert Partial().merge(whole) == whole.merge(Partial()) == whole
 
 
