@@ -153,8 +153,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
 
 
 def _with_file(t: TensorEntry, file: str) -> TensorEntry:
-    return TensorEntry(t.stored_name, t.name, t.shape, t.dtype, t.role, t.nbytes, t.storage,
-                       t.offset, file, t.stored_numel, t.extra)
+    return t.replace(file=file)
 
 
 def open_bin_index(index: Source) -> Checkpoint:

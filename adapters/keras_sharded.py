@@ -85,9 +85,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
             raise FormatError(f"{group!r}: the index says {listed}, found in {sorted(held)}",
                               where)
     base = _build(index, merged, config=None, metadata={})
-    tensors = [TensorEntry(t.stored_name, t.name, t.shape, t.dtype, t.role, t.nbytes, t.storage,
-                           t.offset, file_of.get(t.stored_name), t.stored_numel, t.extra)
-               for t in base.tensors]
+    tensors = [t.replace(file=file_of.get(t.stored_name)) for t in base.tensors]
     readers = {s: _values(src, archive=False) for s, src in shard_sources.items()}
 
     def locate(entry: TensorEntry) -> ValueLocation:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, BinaryIO, TypedDict
 
@@ -66,36 +65,135 @@ class TensorExtra(TypedDict, total=False):
     chunks: list[int]
     compression: str
     h5_offset: int
+    # a predicted tensor (inspector.formulas.core.expected): the formula block that produced it,
+    # and the predicted tensor whose storage it shares (its ``storage`` is that tensor's name)
+    block: str
+    tied_to: str
 
 
-@dataclass(frozen=True, slots=True, init=False)  # __init__ below: a listing makes one per tensor
-class TensorEntry:
-    """One stored tensor, described by metadata only.
+class SharedMetadata(TypedDict, total=False):
+    """The :attr:`Checkpoint.metadata` keys code outside the adapter relies on (an adapter adds
+    its own format facts beside them: record versions, ``storages``, ``members``, ...)."""
+
+    byteorder: str  # "big": value reads swap bytes (legacy torch from a big-endian machine)
+    pickle_globals: list[dict[str, Any]]  # every global a pickle names, with its verdict
+    keras_version: str  # the Keras version that wrote the file (selects its naming rules)
+    params_format: str  # Sockeye: the format of the inner params file
+    config_file: str  # HF directories: the config read as the hyperparameters
+    kwargs_file: str  # rau directories: the kwargs read as the hyperparameters
+    file_kind: str  # Keras HDF5: "model" | "weights"
+    shards: list[str]  # sharded checkpoints: every shard file, relative to the index
+
+
+class SharedHyperparameters(TypedDict, total=False):
+    """The :attr:`Checkpoint.hyperparameters` keys the formulas read; everything else is the
+    producer's record as it wrote it (a training dict's ``args``, a Keras model config, ...)."""
+
+    config: dict[str, Any]  # HF config.json; Sockeye's ``config`` file
+    args: dict[str, Any]  # Sockeye's args.yaml; a torch training dict's args
+    kwargs: dict[str, Any]  # rau's kwargs.json
+    sockeye_version: str
+    class_name: str  # Keras: the model config itself (class_name, config, ...)
+    model_config: Any  # Keras legacy .h5: the JSON model config
+
+
+class _Record:
+    """Base of the small records below: plain ``__slots__`` classes (no ``dataclasses``, whose
+    import costs more than a whole header-only listing), compared and printed field by field."""
+
+    __slots__ = ()
+
+    def _fields(self) -> tuple:
+        return tuple(getattr(self, f) for f in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
+        return f"{type(self).__name__}({inner})"
+
+
+class TensorEntry(_Record):
+    """One stored tensor, described by metadata only. Read-only by contract: build a changed
+    copy with :meth:`replace`.
 
     ``storage`` identifies the memory the tensor views (e.g. a torch storage key, a safetensors
     byte range); two entries with the same :attr:`identity` are the same tensor stored under two
     names (tied weights) and are counted once. ``offset`` is the absolute byte offset of the first
     element in ``file`` where the format says so; ``extra`` holds format-specific facts
     (sparse storage type, strides, quantization scheme, ...): the keys of :class:`TensorExtra`.
+    ``numel`` (the logical element count: the product of the shape, 1 for a 0-d tensor, the
+    number a framework's own parameter count uses, also for sparse arrays) is computed once
+    here, as a listing reads it several times per tensor.
+    A tensor an architecture predicts is the same record with ``dtype`` None (a prediction
+    says no dtype) and ``storage`` naming the predicted tensor whose memory it uses.
     """
 
+    __slots__ = ("stored_name", "name", "shape", "dtype", "role", "nbytes", "storage", "offset",
+                 "file", "stored_numel", "extra", "numel")
     stored_name: str
     name: str
     shape: tuple[int, ...]
-    dtype: str
-    role: Role = Role.PARAMETER
-    nbytes: int | None = None
-    storage: str | None = None
-    offset: int | None = None
-    file: str | None = None
-    stored_numel: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    dtype: str | None
+    role: Role
+    nbytes: int | None
+    storage: str | None
+    offset: int | None
+    file: str | None
+    stored_numel: int | None
+    extra: Mapping[str, Any]
+    numel: int
 
-    @property
-    def numel(self) -> int:
-        """Logical element count: the product of the shape (1 for a 0-d tensor), the number a
-        framework's own parameter count uses, also for sparse arrays."""
-        return math.prod(self.shape)
+    def __init__(
+        self,
+        stored_name: str,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: str | None,
+        role: Role = Role.PARAMETER,
+        *,
+        nbytes: int | None = None,
+        storage: str | None = None,
+        offset: int | None = None,
+        file: str | None = None,
+        stored_numel: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.stored_name = stored_name
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+        self.role = role
+        self.nbytes = nbytes
+        self.storage = storage
+        self.offset = offset
+        self.file = file
+        self.stored_numel = stored_numel
+        self.extra = {} if extra is None else extra
+        self.numel = math.prod(shape)
+
+    def _fields(self) -> tuple:
+        return (self.stored_name, self.name, self.shape, self.dtype, self.role, self.nbytes,
+                self.storage, self.offset, self.file, self.stored_numel, self.extra)
+
+    __hash__ = None  # type: ignore[assignment]  # ``extra`` is a dict
+
+    def __repr__(self) -> str:
+        names = self.__slots__[:-1]  # numel follows from shape
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in names)
+        return f"TensorEntry({inner})"
+
+    def replace(self, **changes: Any) -> TensorEntry:
+        """A copy with ``changes`` (field name -> value) applied."""
+        fields = dict(zip(self.__slots__[:-1], self._fields(), strict=True))
+        fields.update(changes)
+        return TensorEntry(**fields)
 
     @property
     def counted_stored(self) -> int:
@@ -110,81 +208,55 @@ class TensorEntry:
         return (self.file, self.storage, self.offset, self.shape, self.extra.get("stride"))
 
 
-_NO_EXTRA: Any = object()
-
-
-def _entry_init(
-    self: TensorEntry,
-    stored_name: str,
-    name: str,
-    shape: tuple[int, ...],
-    dtype: str,
-    role: Role = Role.PARAMETER,
-    nbytes: int | None = None,
-    storage: str | None = None,
-    offset: int | None = None,
-    file: str | None = None,
-    stored_numel: int | None = None,
-    extra: Mapping[str, Any] = _NO_EXTRA,
-    _set: tuple = tuple(TensorEntry.__dict__[f].__set__ for f in TensorEntry.__dataclass_fields__),
-) -> None:
-    # What dataclass would generate, but through the slot descriptors: the generated frozen
-    # __init__ goes through object.__setattr__ per field, ~60% slower for 50,000 tensors.
-    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10 = _set
-    s0(self, stored_name)
-    s1(self, name)
-    s2(self, shape)
-    s3(self, dtype)
-    s4(self, role)
-    s5(self, nbytes)
-    s6(self, storage)
-    s7(self, offset)
-    s8(self, file)
-    s9(self, stored_numel)
-    s10(self, {} if extra is _NO_EXTRA else extra)
-
-
-TensorEntry.__init__ = _entry_init  # type: ignore[method-assign]
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(_Record):
     """Something noteworthy the adapter saw (a foreign pickle global, an odd header field)."""
 
-    severity: str  # "info" | "warning" | "danger"
-    message: str
-    where: str | None = None
-    subject: str | None = None  # what it is about, e.g. the pickle global "os.system"
+    __slots__ = ("severity", "message", "where", "subject")
+
+    def __init__(self, severity: str, message: str, where: str | None = None,
+                 subject: str | None = None) -> None:
+        self.severity = severity  # "info" | "warning" | "danger"
+        self.message = message
+        self.where = where
+        self.subject = subject  # what it is about, e.g. the pickle global "os.system"
 
 
-@dataclass(frozen=True, slots=True)
-class ByteRange:
+class ByteRange(_Record):
     """A tensor's elements at ``offset`` in ``source``, C-contiguous or, with ``stride`` (in
     elements), a strided view over the bytes from ``offset``."""
 
-    source: Source
-    offset: int
-    big_endian: bool = False
-    stride: tuple[int, ...] | None = None
+    __slots__ = ("source", "offset", "big_endian", "stride")
+
+    def __init__(self, source: Source, offset: int, big_endian: bool = False,
+                 stride: tuple[int, ...] | None = None) -> None:
+        self.source = source
+        self.offset = offset
+        self.big_endian = big_endian
+        self.stride = stride
 
 
-@dataclass(frozen=True, slots=True)
-class Stream:
+class Stream(_Record):
     """A tensor's elements read in order from the file object ``open(stack)`` returns (a zip
     member, positioned at the first element; what must be closed is entered into ``stack``);
     ``fortran`` when they are stored column-major."""
 
-    open: Callable[[ExitStack], BinaryIO]
-    big_endian: bool = False
-    fortran: bool = False
+    __slots__ = ("open", "big_endian", "fortran")
+
+    def __init__(self, open: Callable[[ExitStack], BinaryIO], big_endian: bool = False,
+                 fortran: bool = False) -> None:
+        self.open = open
+        self.big_endian = big_endian
+        self.fortran = fortran
 
 
-@dataclass(frozen=True, slots=True)
-class Blocks:
+class Blocks(_Record):
     """A tensor held by a library object that slices like a numpy array (an h5py dataset):
     ``open(stack)`` returns it, entering whatever it needs to close into ``stack``."""
 
-    open: Callable[[ExitStack], Any]
+    __slots__ = ("open",)
+
+    def __init__(self, open: Callable[[ExitStack], Any]) -> None:
+        self.open = open
 
 
 ValueLocation = ByteRange | Stream | Blocks
@@ -202,28 +274,42 @@ TOTALS_KEY = {
 }
 
 
-@dataclass(slots=True, repr=False)
 class Checkpoint:
     """A whole checkpoint: possibly several files (shards, a model directory).
 
     It reads as a mapping from canonical tensor name to :class:`TensorEntry` (``ckpt["lm_head.
     weight"]``, ``"x" in ckpt``, ``len(ckpt)``, iteration over names in stored order); a stored
     name that differs from the canonical one is accepted as a key too. :attr:`tensors` is the
-    ordered list behind it. ``metadata`` holds format facts (documented per adapter in
-    docs/architecture.md), ``hyperparameters`` what the producer recorded in or beside the file.
+    ordered list behind it. ``metadata`` holds format facts (the keys others may rely on:
+    :class:`SharedMetadata`), ``hyperparameters`` what the producer recorded in or beside the
+    file (the keys the formulas read: :class:`SharedHyperparameters`).
+    ``source`` (where the bytes come from) and ``reader`` (where each tensor's values are, see
+    :data:`ValueReader`) are set by the registry when an adapter leaves them out.
     """
 
-    paths: tuple[str, ...]
-    format: str
-    tensors: list[TensorEntry]
-    metadata: dict[str, Any] = field(default_factory=dict)
-    hyperparameters: dict[str, Any] = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
-    # Where the bytes come from, and where each tensor's values are (see ValueReader); both set
-    # by the registry when an adapter leaves them out.
-    source: Source | None = None
-    reader: ValueReader | None = None
-    _index: tuple[int, dict[str, TensorEntry]] | None = field(default=None, compare=False)
+    __slots__ = ("paths", "format", "tensors", "metadata", "hyperparameters", "findings",
+                 "source", "reader", "_index")
+
+    def __init__(
+        self,
+        paths: tuple[str, ...],
+        format: str,
+        tensors: list[TensorEntry],
+        metadata: dict[str, Any] | None = None,
+        hyperparameters: dict[str, Any] | None = None,
+        findings: list[Finding] | None = None,
+        source: Source | None = None,
+        reader: ValueReader | None = None,
+    ) -> None:
+        self.paths = paths
+        self.format = format
+        self.tensors = tensors
+        self.metadata = {} if metadata is None else metadata
+        self.hyperparameters = {} if hyperparameters is None else hyperparameters
+        self.findings = [] if findings is None else findings
+        self.source = source
+        self.reader = reader
+        self._index: tuple[int, dict[str, TensorEntry]] | None = None
 
     @property
     def path(self) -> str:

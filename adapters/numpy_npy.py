@@ -21,7 +21,6 @@ import math
 import struct
 import zipfile
 from contextlib import ExitStack
-from dataclasses import replace
 from typing import BinaryIO
 
 from .dtypes import NUMPY_KINDS as KINDS
@@ -313,8 +312,7 @@ def _sparse_entry(
     nbytes = math.prod(data_shape) * itemsize + sum(
         math.prod(h[1]) * h[2] for p in ("indptr", "indices") if (h := headers.get(f"{base}/{p}"))
     )
-    return replace(
-        _entry(base, dtype, tuple(shape), itemsize, offset=offset),
+    return _entry(base, dtype, tuple(shape), itemsize, offset=offset).replace(
         nbytes=nbytes,
         stored_numel=math.prod(data_shape),
         extra={"stype": stype, "storage_shape": data_shape, "aux": aux},

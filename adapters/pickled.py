@@ -262,8 +262,7 @@ def _values(ckpt: Checkpoint, source: Source) -> Any:
 def _other(t: TensorEntry) -> TensorEntry:
     if t.role is Role.OTHER:
         return t
-    return TensorEntry(t.stored_name, t.name, t.shape, t.dtype, Role.OTHER, t.nbytes, t.storage,
-                       t.offset, t.file, t.stored_numel, t.extra)
+    return t.replace(role=Role.OTHER)
 
 
 def _unwrap_joblib(obj: Any, wrapper: type) -> Any:
@@ -317,7 +316,7 @@ def object_array_entries(data: bytes, where: str, prefix: str = "") -> tuple[lis
     ckpt = build_checkpoint(as_source(where.split(":", 1)[0]), NAME, obj, globals_, {}, where,
                             len(data))
     dot = prefix + "." if prefix else ""
-    entries = [TensorEntry(dot + t.stored_name, dot + t.name, t.shape, t.dtype, Role.OTHER,
-                           t.nbytes, t.storage, None, t.file, t.stored_numel, t.extra)
+    entries = [t.replace(stored_name=dot + t.stored_name, name=dot + t.name, role=Role.OTHER,
+                         offset=None)
                for t in ckpt.tensors]
     return entries, ckpt.findings

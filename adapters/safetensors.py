@@ -187,21 +187,10 @@ def _entries(
                 where,
             )
         spans.append((begin, end, name))
-        # stored_name, name, shape, dtype, role, nbytes, storage, offset, file, stored_numel, extra
         tensors.append(
-            TensorEntry(
-                name,
-                name,
-                shape,
-                dtype,
-                parameter,
-                end - begin,
-                None,
-                data_start + begin,
-                shard,
-                None,
-                {"data_offsets": (begin, end)},
-            )
+            TensorEntry(name, name, shape, dtype, parameter, nbytes=end - begin,
+                        offset=data_start + begin, file=shard,
+                        extra={"data_offsets": (begin, end)})
         )
     _check_coverage(spans, buffer_len, where)
     return tensors

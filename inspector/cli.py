@@ -4,8 +4,9 @@ Example::
 
     $ inspector show fixtures/torch/seed001_transformer_lm.pt --format markdown
 
-Exit codes: 0 success; 1 a check or diff found differences; 2 bad input (unreadable, corrupt or
-unsupported file) or bad usage. Errors print as one line on stderr; ``--debug`` adds the traceback.
+Global options (``--debug``, ``--raw-numbers``, ``--verbose``, ``--color``) work before or after
+the verb. Exit codes of every verb are listed in ``inspector --help`` (each command module's
+``EXITS``). Errors print as one line on stderr; ``--debug`` adds the traceback.
 """
 
 from __future__ import annotations
@@ -32,28 +33,61 @@ def _version() -> str:
     return __version__
 
 
+DEFAULT_EXITS = "0 success, 2 error"
+COLOR_CHOICES = ("auto", "always", "never")
+
+
+def _global_options(p: argparse.ArgumentParser, after_verb: bool) -> None:
+    """The options every verb takes, before the verb (defaults set) or after it (no defaults,
+    so a value given before the verb is kept)."""
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if after_verb else value
+
+    g = p.add_argument_group("global options (before or after the verb)")
+    g.add_argument("--debug", action="store_true", default=default(False),
+                   help="on error, show the traceback instead of one line")
+    g.add_argument("--raw-numbers", action="store_true", default=default(False),
+                   help="counts without thousands separators (42767, not 42,767)")
+    g.add_argument("-v", "--verbose", action="store_true", default=default(False),
+                   help="every hyperparameter, not only those that determine shapes")
+    g.add_argument("--color", choices=COLOR_CHOICES, default=default("auto"),
+                   help="colour status words, findings and deltas (auto: only on a terminal, "
+                        "never with NO_COLOR set)")
+
+
 def _parser() -> argparse.ArgumentParser:
     from importlib import import_module
 
     from .commands import MODULES
 
+    modules = [import_module(f"{__package__}.commands.{name}") for name in MODULES]
+    width = max(len(m.NAME) for m in modules)
+    exits = "\n".join(f"  {m.NAME:<{width}}  {getattr(m, 'EXITS', DEFAULT_EXITS)}"
+                      for m in modules)
     p = _Parser(
         prog="inspector",
         description="What is inside a checkpoint, read without the framework that wrote it.",
+        epilog=f"exit codes:\n{exits}\n\nTables fit the terminal (or COLUMNS); piped output "
+               "keeps full names and no colour.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.add_argument("--version", action="version", version=f"inspector {_version()}")
+    _global_options(p, after_verb=False)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module_name in MODULES:
-        module = import_module(f"{__package__}.commands.{module_name}")
-        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
+    for module in modules:
+        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(cmd)
+        _global_options(cmd, after_verb=True)
         cmd.set_defaults(_run=module.run)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from inspector.reports.text import terminal_style
+
     args = _parser().parse_args(argv)
+    args.style = terminal_style(args.raw_numbers, args.verbose, args.color)
     try:
         return args._run(args)
     except InspectorError as e:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from string import Formatter
 from typing import Any
@@ -34,47 +33,101 @@ _PARAM = re.compile(r"\$\{([A-Za-z_]\w*)\}")
 _LINE = "__line__"
 
 
-@dataclass(frozen=True, slots=True)
 class Assignment:
     """Where one tensor name goes. ``key`` is the name with its ``layer`` capture replaced by
     ``#`` (so identical repeated layers can be recognised); ``rule`` the index of the group rule
-    that matched (``-1`` for ``other``)."""
+    that matched (``-1`` for ``other``). Read-only by contract."""
 
-    group: str
-    layer: str | None = None
-    direction: str | None = None
-    block: str | None = None
-    key: str | None = None
-    rule: int = -1
+    __slots__ = ("group", "layer", "direction", "block", "key", "rule")
+
+    def __init__(self, group: str, layer: str | None = None, direction: str | None = None,
+                 block: str | None = None, key: str | None = None, rule: int = -1) -> None:
+        self.group = group
+        self.layer = layer
+        self.direction = direction
+        self.block = block
+        self.key = key
+        self.rule = rule
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Assignment:
+            return NotImplemented
+        return self._tuple() == other._tuple()
+
+    def __hash__(self) -> int:
+        return hash(self._tuple())
+
+    def _tuple(self) -> tuple:
+        return (self.group, self.layer, self.direction, self.block, self.key, self.rule)
+
+    def __repr__(self) -> str:
+        return ("Assignment(group={!r}, layer={!r}, direction={!r}, block={!r}, key={!r}, "
+                "rule={!r})".format(*self._tuple()))
 
 
-@dataclass(frozen=True, slots=True)
 class GroupRule:
-    name: str  # a literal group name or a template over the patterns' named captures
-    patterns: tuple[re.Pattern[str], ...]
-    fields: tuple[str, ...]  # template fields; empty for a literal name
-    embedding: bool = False
+    """One group of a scheme: a literal name or a template over the patterns' named captures
+    (``fields``: the template's fields, empty for a literal name). The patterns are compiled
+    on first use: a listing compiles only the chosen scheme's."""
+
+    __slots__ = ("name", "sources", "fields", "embedding", "_patterns")
+
+    def __init__(self, name: str, sources: tuple[str, ...], fields: tuple[str, ...],
+                 embedding: bool = False) -> None:
+        self.name = name
+        self.sources = sources  # regexes, parameters substituted
+        self.fields = fields
+        self.embedding = embedding
+        self._patterns: tuple[re.Pattern[str], ...] | None = None
+
+    @property
+    def patterns(self) -> tuple[re.Pattern[str], ...]:
+        if self._patterns is None:
+            self._patterns = tuple(re.compile(p) for p in self.sources)
+        return self._patterns
 
 
-@dataclass(frozen=True, slots=True)
 class DetectRule:
-    pattern: re.Pattern[str]
-    score: int
-    on_format: bool  # True: matched against the format name, else against tensor names
+    """One detect rule: ``score`` when ``pattern`` matches a tensor name (or, ``on_format``,
+    the adapter's format name)."""
+
+    __slots__ = ("source", "score", "on_format", "_pattern")
+
+    def __init__(self, source: str, score: int, on_format: bool) -> None:
+        self.source = source
+        self.score = score
+        self.on_format = on_format
+        self._pattern: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            self._pattern = re.compile(self.source)
+        return self._pattern
 
 
-@dataclass
 class Scheme:
-    """A loaded, validated scheme; :meth:`assign` is memoised per name."""
+    """A loaded, validated scheme; :meth:`assign` is memoised per name, and its regexes run
+    once per pattern of names that differ only in their digits (see :class:`_Matcher`)."""
 
-    name: str
-    description: str
-    source: str  # "built-in" or the file it came from
-    groups: tuple[GroupRule, ...]
-    detect: tuple[DetectRule, ...] = ()
-    min_score: int = 1
-    parameters: dict[str, int] = field(default_factory=dict)
-    _memo: dict[str, Assignment] = field(default_factory=dict, repr=False, compare=False)
+    __slots__ = ("name", "description", "source", "groups", "detect", "min_score", "parameters",
+                 "_memo", "_matcher")
+
+    def __init__(self, name: str, description: str, source: str, groups: tuple[GroupRule, ...],
+                 detect: tuple[DetectRule, ...] = (), min_score: int = 1,
+                 parameters: dict[str, int] | None = None) -> None:
+        self.name = name
+        self.description = description
+        self.source = source  # "built-in" or the file it came from
+        self.groups = groups
+        self.detect = detect
+        self.min_score = min_score
+        self.parameters = {} if parameters is None else parameters
+        self._memo: dict[str, Assignment] = {}
+        self._matcher: _Matcher | None = None
+
+    def __repr__(self) -> str:
+        return f"Scheme({self.name!r}, source={self.source!r})"
 
     def assign(self, name: str) -> Assignment:
         """The group (and captured layer/direction/block) of one canonical tensor name."""
@@ -84,24 +137,22 @@ class Scheme:
         return hit
 
     def _assign(self, name: str) -> Assignment:
-        for index, rule in enumerate(self.groups):
-            for rx in rule.patterns:
-                m = rx.search(name)
-                if m is None:
-                    continue
-                caps = m.groupdict()
-                group = rule.name
-                if rule.fields:
-                    group = rule.name.format_map({f: caps.get(f) or "" for f in rule.fields})
-                key = None
-                if caps.get("layer") is not None:
-                    start, end = m.span("layer")
-                    key = name[:start] + "#" + name[end:]
-                return Assignment(
-                    group or OTHER, caps.get("layer"), caps.get("direction"),
-                    caps.get("block"), key, index,
-                )
-        return Assignment(OTHER)
+        if self._matcher is None:
+            self._matcher = _Matcher(self.groups)
+        found = self._matcher.first(name)
+        if found is None:
+            return Assignment(OTHER)
+        index, caps, layer_span = found
+        rule = self.groups[index]
+        group = rule.name
+        if rule.fields:
+            group = rule.name.format_map({f: caps.get(f) or "" for f in rule.fields})
+        key = None
+        if layer_span is not None:
+            start, end = layer_span
+            key = name[:start] + "#" + name[end:]
+        return Assignment(group or OTHER, caps.get("layer"), caps.get("direction"),
+                          caps.get("block"), key, index)
 
     def score(self, names: Sequence[str], format: str | None = None) -> int:
         """Sum of the scores of the detect rules that fire on ``names`` / ``format``."""
@@ -110,7 +161,8 @@ class Scheme:
             if d.on_format:
                 hit = format is not None and d.pattern.search(format) is not None
             else:
-                hit = any(d.pattern.search(n) for n in names)
+                search = d.pattern.search
+                hit = any(search(n) for n in names)
             if hit:
                 total += d.score
         return total
@@ -122,6 +174,138 @@ class Scheme:
     def is_embedding(self, a: Assignment) -> bool:
         """Whether the rule that placed ``a`` is flagged ``embedding: true``."""
         return a.rule >= 0 and self.groups[a.rule].embedding
+
+
+# ---------------------------------------------------------------------------------------------
+# Matching once per pattern of names
+
+# Every ASCII digit -> "0": two names with the same key differ only in which digits they hold.
+_ZERO = str.maketrans("123456789", "000000000")
+
+
+class _Matcher:
+    """The first (rule, pattern) that matches a name, with its captures.
+
+    A regex that treats all ASCII digits alike (no digit literal, no class holding some digits
+    but not others, no backreference: :func:`digit_blind`) matches every name of one
+    digit-pattern (``layers.0.attn`` and ``layers.7.attn``) at the same spans. Such regexes run
+    once per pattern and their captures are sliced out of each name; the others (``linear[12]``)
+    run per name, in rule order, only while no earlier regex has matched. The result is exactly
+    that of trying every regex on every name.
+    """
+
+    __slots__ = ("_rules", "_classes")
+
+    def __init__(self, groups: Sequence[GroupRule]) -> None:
+        self._rules = [(i, rx, digit_blind(rx)) for i, g in enumerate(groups) for rx in g.patterns]
+        # digit pattern -> (position of the first blind regex that matches or None, its spans)
+        self._classes: dict[str, tuple[int | None, dict[str, tuple[int, int]] | None]] = {}
+
+    def first(self, name: str) -> tuple[int, dict[str, str | None], tuple[int, int] | None] | None:
+        rules = self._rules
+        key = name.translate(_ZERO)
+        cls = self._classes.get(key)
+        if cls is None:
+            cls = self._classes[key] = self._blind_first(name)
+        stop, spans = cls
+        for pos in range(len(rules) if stop is None else stop):
+            index, rx, blind = rules[pos]
+            if not blind:
+                m = rx.search(name)
+                if m is not None:
+                    caps = m.groupdict()
+                    return index, caps, m.span("layer") if caps.get("layer") is not None else None
+        if stop is None or spans is None:
+            return None
+        caps = {g: None if s < 0 else name[s:e] for g, (s, e) in spans.items()}
+        layer = spans.get("layer")
+        return rules[stop][0], caps, layer if layer is not None and layer[0] >= 0 else None
+
+    def _blind_first(self, name: str) -> tuple[int | None, dict[str, tuple[int, int]] | None]:
+        for pos, (_, rx, blind) in enumerate(self._rules):
+            if blind:
+                m = rx.search(name)
+                if m is not None:
+                    return pos, {g: m.span(g) for g in rx.groupindex}
+        return None, None
+
+
+def digit_blind(rx: re.Pattern[str]) -> bool:
+    """Whether ``rx`` cannot tell one ASCII digit from another: matching it on names that
+    differ only in their digits gives the same spans. False when unsure."""
+    try:
+        from re import _parser as sre  # type: ignore[attr-defined]
+    except ImportError:  # Python 3.10
+        import sre_parse as sre  # type: ignore[no-redef]
+    try:
+        return _blind(sre.parse(rx.pattern, rx.flags))
+    except Exception:  # noqa: BLE001 - an unknown parse tree is simply not proven blind
+        return False
+
+
+def _blind(items: Any) -> bool:
+    for op, av in items:
+        name = getattr(op, "name", None)
+        if name in ("LITERAL", "NOT_LITERAL"):
+            if 0x30 <= av <= 0x39:
+                return False
+        elif name == "IN":
+            if not _class_blind(av):
+                return False
+        elif name in ("ANY", "AT"):
+            continue
+        elif name == "SUBPATTERN":
+            if not _blind(av[-1]):
+                return False
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            if not _blind(av[2]):
+                return False
+        elif name == "BRANCH":
+            if not all(_blind(b) for b in av[1]):
+                return False
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            if not _blind(av[1]):
+                return False
+        elif name == "ATOMIC_GROUP":
+            if not _blind(av):
+                return False
+        elif name == "GROUPREF_EXISTS":
+            if not (_blind(av[1]) and (av[2] is None or _blind(av[2]))):
+                return False
+        else:  # GROUPREF (a backreference compares digits) and anything unknown
+            return False
+    return True
+
+
+_ALL_DIGITS = {"CATEGORY_DIGIT", "CATEGORY_WORD", "CATEGORY_NOT_SPACE", "CATEGORY_UNI_DIGIT",
+               "CATEGORY_UNI_WORD", "CATEGORY_UNI_NOT_SPACE", "CATEGORY_LOC_WORD",
+               "CATEGORY_NOT_LINEBREAK", "CATEGORY_UNI_NOT_LINEBREAK"}
+_NO_DIGITS = {"CATEGORY_NOT_DIGIT", "CATEGORY_SPACE", "CATEGORY_NOT_WORD",
+              "CATEGORY_UNI_NOT_DIGIT", "CATEGORY_UNI_SPACE", "CATEGORY_UNI_NOT_WORD",
+              "CATEGORY_LOC_NOT_WORD", "CATEGORY_LINEBREAK", "CATEGORY_UNI_LINEBREAK"}
+
+
+def _class_blind(items: Any) -> bool:
+    """A character class holds all ten ASCII digits or none of them."""
+    digits: set[int] = set()
+    for op, av in items:
+        name = getattr(op, "name", None)
+        if name == "NEGATE":
+            continue
+        if name == "LITERAL":
+            if 0x30 <= av <= 0x39:
+                digits.add(av)
+        elif name == "RANGE":
+            digits.update(c for c in range(0x30, 0x3A) if av[0] <= c <= av[1])
+        elif name == "CATEGORY":
+            cat = getattr(av, "name", None)
+            if cat in _ALL_DIGITS:
+                digits.update(range(0x30, 0x3A))
+            elif cat not in _NO_DIGITS:
+                return False
+        else:
+            return False
+    return len(digits) in (0, 10)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,8 +385,10 @@ def parse_scheme(data: Any, source: str, params: Mapping[str, int] | None = None
         if not isinstance(d["score"], int) or isinstance(d["score"], bool):
             c.fail(f"score must be an integer, got {d['score']!r}", d)
         on_format = "format" in d
-        detect.append(DetectRule(c.regex(d["format" if on_format else "match"], values, d),
-                                 d["score"], on_format))
+        rx = c.regex(d["format" if on_format else "match"], values, d)
+        rule = DetectRule(rx.pattern, d["score"], on_format)
+        rule._pattern = rx
+        detect.append(rule)
     min_score = data.get("min_score", 1)
     if not isinstance(min_score, int) or isinstance(min_score, bool):
         c.fail(f"min_score must be an integer, got {min_score!r}", data)
@@ -259,37 +445,146 @@ def _group(c: _Checker, g: Any, values: Mapping[str, int]) -> GroupRule:
             c.fail(f"pattern {rx.pattern!r} lacks the capture(s) {missing} its name uses", g, name)
     if not isinstance(g.get("embedding", False), bool):
         c.fail("embedding must be true or false", g, name)
-    return GroupRule(name, patterns, fields, g.get("embedding", False))
+    rule = GroupRule(name, tuple(rx.pattern for rx in patterns), fields, g.get("embedding", False))
+    rule._patterns = patterns
+    return rule
 
 
-def _builtin_dir():
+SCHEMES_DIR = "schemes"
+COMPILED_MODULE = "builtin_schemes.py"  # in the package, next to schemes/
+
+
+def _builtin_dir() -> Any:
+    """The directory of the built-in scheme files (a Path when the package is on disk)."""
+    here = Path(__file__).resolve().parent / SCHEMES_DIR
+    if here.is_dir():
+        return here
     from importlib.resources import files
 
-    return files("inspector") / "schemes"
+    return files("inspector") / SCHEMES_DIR
 
 
 _builtin_cache: dict[tuple[str, tuple], Scheme] = {}
+_builtin_texts: dict[str, bytes] | None = None
+_compiled: dict[str, dict[str, Any]] | None = None
+
+
+def _texts() -> dict[str, bytes]:
+    """Built-in scheme name -> the bytes of its YAML file."""
+    global _builtin_texts
+    if _builtin_texts is None:
+        _builtin_texts = {p.name[: -len(".yaml")]: p.read_bytes()
+                          for p in _builtin_dir().iterdir() if p.name.endswith(".yaml")}
+    return _builtin_texts
 
 
 def builtin_names() -> list[str]:
     """Names of the schemes shipped in the package, sorted."""
-    return sorted(p.name[: -len(".yaml")] for p in _builtin_dir().iterdir()
-                  if p.name.endswith(".yaml"))
+    return sorted(_texts())
+
+
+def _fingerprint(data: bytes) -> tuple[int, int]:
+    from binascii import crc32
+
+    return len(data), crc32(data)
+
+
+def _compiled_schemes() -> dict[str, dict[str, Any]]:
+    """The built-in schemes as validated data (``inspector/builtin_schemes.py``, generated from
+    the YAML files by :func:`compile_builtins`), or ``{}`` when any YAML file differs from the
+    one it was generated from (added, removed or edited): a stale table is never used."""
+    global _compiled
+    if _compiled is None:
+        _compiled = {}
+        try:
+            from inspector import builtin_schemes as gen
+        except ImportError:
+            return _compiled
+        texts = _texts()
+        if gen.SOURCES.keys() == texts.keys() and all(
+            tuple(gen.SOURCES[n]) == _fingerprint(t) for n, t in texts.items()
+        ):
+            _compiled = gen.SCHEMES
+    return _compiled
 
 
 def _load_text(text: str, source: str, params: Mapping[str, int] | None) -> Scheme:
     return parse_scheme(_yaml_with_lines(text, source), source, params)
 
 
+def _from_compiled(name: str, data: Mapping[str, Any], params: Mapping[str, int] | None) -> Scheme:
+    """A built-in scheme from its generated, already validated data; only ``params`` are
+    checked (and substituted) here, and regexes compile on first use."""
+    c = _Checker(f"built-in:{name}.yaml")
+    c.scheme = name
+    values = _parameters(c, data["parameters"], params or {})
+
+    def expand(pattern: str) -> str:
+        for k, v in values.items():
+            pattern = pattern.replace("${" + k + "}", str(v))
+        return pattern
+
+    detect = tuple(DetectRule(expand(p), score, on_format)
+                   for p, score, on_format in data["detect"])
+    groups = tuple(GroupRule(g, tuple(expand(p) for p in patterns), tuple(fields), embedding)
+                   for g, patterns, fields, embedding in data["groups"])
+    return Scheme(name, data["description"], "built-in", groups, detect, data["min_score"], values)
+
+
+def compile_builtins() -> str:
+    """The text of ``inspector/builtin_schemes.py``: every built-in YAML file validated (as
+    :func:`get_scheme` does) and stored as plain data with its size and CRC-32, so a start
+    needs neither the YAML parser nor the validation. Regenerate after editing a scheme::
+
+        python -c "from inspector.grouping import write_builtins; write_builtins()"
+    """
+    from pprint import pformat
+
+    sources, schemes = {}, {}
+    for name, text in sorted(_texts().items()):
+        source = f"built-in:{name}.yaml"
+        data = _yaml_with_lines(text.decode("utf-8"), source)
+        scheme = parse_scheme(data, source)  # validates
+        declared = {k: {f: v for f, v in spec.items() if f in ("default", "min", "max")}
+                    for k, spec in (data.get("parameters") or {}).items() if k != _LINE}
+        raw_detect = [(d.get("match", d.get("format")), d["score"], "format" in d)
+                      for d in data.get("detect") or []]
+        raw_groups = [(g["name"], tuple(g["match"] if isinstance(g["match"], list)
+                                        else [g["match"]]), rule.fields, rule.embedding)
+                      for g, rule in zip(data["groups"], scheme.groups, strict=True)]
+        sources[name] = _fingerprint(text)
+        schemes[name] = {"description": scheme.description, "parameters": declared,
+                         "detect": raw_detect, "min_score": scheme.min_score,
+                         "groups": raw_groups}
+    return (
+        '"""The built-in grouping schemes (``schemes/*.yaml``) as validated data. GENERATED by\n'
+        "``inspector.grouping.compile_builtins()`` -- do not edit; a YAML file that differs from\n"
+        'the size and CRC-32 recorded here makes the loader parse the YAML instead."""\n\n'
+        "# ruff: noqa: E501\n"
+        f"SOURCES = {pformat(sources, width=100)}\n\n"
+        f"SCHEMES = {pformat(schemes, width=100)}\n"
+    )
+
+
+def write_builtins() -> None:
+    """Write :func:`compile_builtins` to ``inspector/builtin_schemes.py``."""
+    target = Path(__file__).resolve().parent / COMPILED_MODULE
+    target.write_text(compile_builtins(), encoding="utf-8")
+
+
 def get_scheme(name_or_path: str, params: Mapping[str, int] | None = None) -> Scheme:
     """A built-in scheme by name, or a scheme YAML file; ``params`` set its declared parameters
     (e.g. ``{"depth": 2}`` for ``prefix``). :class:`UsageError` when unknown or invalid."""
     key = (name_or_path, tuple(sorted((params or {}).items())))
-    if name_or_path in builtin_names():
+    if name_or_path in _texts():
         if key not in _builtin_cache:
-            res = _builtin_dir() / f"{name_or_path}.yaml"
-            scheme = _load_text(res.read_text(encoding="utf-8"), f"built-in:{res.name}", params)
-            scheme.source = "built-in"
+            compiled = _compiled_schemes().get(name_or_path)
+            if compiled is not None:
+                scheme = _from_compiled(name_or_path, compiled, params)
+            else:
+                text = _texts()[name_or_path].decode("utf-8")
+                scheme = _load_text(text, f"built-in:{name_or_path}.yaml", params)
+                scheme.source = "built-in"
             _builtin_cache[key] = scheme
         return _builtin_cache[key]
     path = Path(name_or_path)
@@ -327,8 +622,12 @@ def representatives(names: Iterable[str]) -> list[str]:
     ``layers.11.x``): detection looks at naming conventions, and a 50,000-tensor model has a few
     hundred of them."""
     seen: dict[str, str] = {}
+    zeroed: set[str] = set()  # names equal up to each digit share their "#" pattern: skip them
     for n in names:
-        seen.setdefault(_DIGITS.sub("#", n), n)
+        z = n.translate(_ZERO)
+        if z not in zeroed:
+            zeroed.add(z)
+            seen.setdefault(_DIGITS.sub("#", n), n)
     return list(seen.values())
 
 

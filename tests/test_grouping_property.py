@@ -39,7 +39,8 @@ def checkpoints(draw) -> Checkpoint:
         n = 1
         for d in shape:
             n *= d
-        tensors.append(TensorEntry(f"{name}#{i}", name, shape, "float32", role, 4 * n, storage, 0))
+        tensors.append(TensorEntry(f"{name}#{i}", name, shape, "float32", role, nbytes=4 * n,
+                                   storage=storage, offset=0))
     return Checkpoint(("generated",), "generated", tensors)
 
 

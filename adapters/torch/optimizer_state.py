@@ -71,9 +71,7 @@ def align(obj: Any, entries: list[TensorEntry]) -> list[TensorEntry]:
             if t.name.startswith(head):
                 key, dot, rest = t.name[len(head):].partition(".")
                 if key in mapping:
-                    t = TensorEntry(t.stored_name, head + mapping[key] + dot + rest, t.shape,
-                                    t.dtype, t.role, t.nbytes, t.storage, t.offset, t.file,
-                                    t.stored_numel, t.extra)
+                    t = t.replace(name=head + mapping[key] + dot + rest)
                 break
         out.append(t)
     return out

@@ -322,12 +322,10 @@ def _entry(stored: str, name: str, rec: Any, role: Role, where: str) -> TensorEn
                 rec.shape,
                 rec.dtype,
                 role,
-                (math.prod(rec.shape) * bits + 7) // 8,
-                st.key,
-                None if st.offset is None or first % 8 else st.offset + first // 8,
-                None,
-                None,
-                {
+                nbytes=(math.prod(rec.shape) * bits + 7) // 8,
+                storage=st.key,
+                offset=None if st.offset is None or first % 8 else st.offset + first // 8,
+                extra={
                     "stride": rec.stride,
                     "storage_offset": rec.storage_offset,
                     "storage_numel": st.numel,

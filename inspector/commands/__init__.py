@@ -5,5 +5,7 @@ Each module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args
 load only when that verb runs.
 """
 
-MODULES = ("show", "formats", "schemes", "check", "predict", "archs", "budget", "diff", "stats",
-           "scan")
+MODULES = (
+    "show", "formats", "schemes", "check", "predict", "archs", "budget", "diff", "stats", "scan",
+    "report",
+)

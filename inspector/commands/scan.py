@@ -14,12 +14,16 @@ import sys
 
 NAME = "scan"
 HELP = "security verdict (safe/foreign/dangerous/error) for every file under the given paths"
+EXITS = "0 nothing dangerous, 1 some file is dangerous, 2 usage error"
 PROGRESS_AFTER = 5
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    p.add_argument("--format", choices=("text", "json", "csv"), default="text",
+                   help="output format: text (one line per file as it is scanned), json "
+                        "(inspector.scan/1) or csv (one row per file: path, verdict, kind, "
+                        "what)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "text":
             if progress:
                 sys.stderr.write("\r\033[K")
-            sys.stdout.write(line(r) + "\n")
+            verdict, _, rest = line(r).partition(" ")
+            sys.stdout.write(args.style.paint(verdict) + " " + rest + "\n")
     if progress:
         sys.stderr.write("\r\033[K")
     s = summary(results, notes)
@@ -49,6 +54,15 @@ def run(args: argparse.Namespace) -> int:
         doc = {"schema": SCHEMA, "files": [r.to_dict() for r in results], "not_followed": notes,
                "summary": s}
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    elif args.format == "csv":
+        import csv
+
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(["path", "verdict", "kind", "what"])
+        for r in results:
+            d = r.to_dict()
+            w.writerow([d["path"], d["verdict"], d["kind"] or "",
+                        "; ".join(f["text"] for f in d["findings"])])
     else:
         from inspector.reports.render import sanitize
 

@@ -12,6 +12,7 @@ __all__ = ["refuse_if_unsafe"]  # kept importable from here
 
 NAME = "show"
 HELP = "list every tensor with its shape, dtype, count and role"
+EXITS = "0 success, 1 --globals found a dangerous global, 2 error (or a refused unsafe pickle)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,14 +75,15 @@ def _run(args: argparse.Namespace) -> int:
 
     ckpt = load(args.path, args.input_format)
     if args.globals:
-        from inspector.pickle_globals import globals_report, render_globals
+        from inspector.pickle_globals import globals_report
+        from inspector.reports.globals import render as render_globals
 
         report = globals_report(ckpt)
-        sys.stdout.write(render_globals(report, args.format))
+        sys.stdout.write(render_globals(report, args.format, args.style))
         return 1 if any(r["severity"] == "danger" for r in report["globals"]) else 0
     refuse_if_unsafe(ckpt, args.allow_unsafe)
     params = {"depth": args.depth} if args.depth is not None else None
     report = listing(ckpt, args.match, args.sort, args.scheme, params)
     view = "layers" if args.per_layer else "groups" if args.groups else "tensors"
-    sys.stdout.write(render(report, args.format, view))
+    sys.stdout.write(render(report, args.format, view, args.style))
     return 0
