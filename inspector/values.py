@@ -191,20 +191,21 @@ def _fast(acc: _Acc, fa: Any, fb: Any) -> bool:
         fa, fb = fa.astype(fa.dtype.newbyteorder("=")), fb.astype(fb.dtype.newbyteorder("="))
     with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN go to the float64 path
         d = fa - fb
-    ad = np.abs(d)
-    m = float(ad.max())
+    m = max(float(d.max()), -float(d.min()))
     if not math.isfinite(m):
         return False
     if m > 0:
-        at = np.flatnonzero(ad == m)  # the exact maximum is among the rounded maxima
+        at = np.flatnonzero((d == m) | (d == -m))  # the exact maximum is among these
         exact = float(np.max(np.abs(np.subtract(fa[at], fb[at], dtype=np.float64))))
         acc.max_abs = max(acc.max_abs, exact)
         acc.identical = False
         acc.changed = True
-        acc.ss_diff += float(np.dot(d, d))
-        acc.ss_a += float(np.dot(fa, fa))
-        acc.ss_b += float(np.dot(fb, fb))
-        acc.ss_ab += float(np.dot(d, fa + fb))
+        ss_d, ss_a = float(np.dot(d, d)), float(np.dot(fa, fa))
+        ss_ab = ss_d + 2 * float(np.dot(d, fb))  # a^2 - b^2 = (a - b)(a + b) = d^2 + 2 d b
+        acc.ss_diff += ss_d
+        acc.ss_a += ss_a
+        acc.ss_b += ss_a - ss_ab
+        acc.ss_ab += ss_ab
     else:  # equal values in different bytes (0.0 and -0.0)
         sq = _ss(fa)
         acc.ss_a += sq
