@@ -10,6 +10,15 @@ unreadable one a :class:`PermissionError`, a corrupt one (or a bad argument) a
 
 from __future__ import annotations
 
+# A name read from a file (a zip member, a pickle string) may hold line breaks or terminal
+# escapes: the one-line message shows them as escapes.
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+
+
+def sanitize(text: str) -> str:
+    """A string from a file made safe to print: control characters become visible escapes."""
+    return text.translate(_CONTROL)
+
 
 class InspectorError(Exception):
     """Base of every error the tool raises on purpose."""
@@ -23,7 +32,8 @@ class InspectorError(Exception):
     def __str__(self) -> str:
         parts = [p for p in (self.path, self.where) if p]
         prefix = ": ".join(parts)
-        return f"{prefix}: {self.message}" if prefix else self.message
+        text = f"{prefix}: {self.message}" if prefix else str(self.message)
+        return sanitize(text)
 
 
 class FormatError(InspectorError, ValueError):

@@ -92,13 +92,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args._run(args)
     except InspectorError as e:
         if args.debug:
-            raise
+            _debug_traceback()
         print(f"inspector: {e}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        if not args.debug:
+            raise
+        _debug_traceback()
+        return EXIT_ERROR
+    finally:
+        if args.debug:
+            _remote_stats()
+
+
+def _remote_stats() -> None:
+    """Under --debug: the requests and bytes each remote file cost (URLs redacted)."""
+    transport = sys.modules.get("inspector.adapters.remote_transport")
+    if transport is None:
+        return
+    stats = transport.STATS
+    sys.stdout.flush()
+    for url, (n, b) in stats.per_url.items():
+        sys.stderr.write(f"inspector: debug: {url}: {n} request(s), {b:,} bytes\n")
+    sys.stderr.write(
+        f"inspector: debug: remote total: {stats.requests} request(s), {stats.bytes:,} bytes\n"
+    )
+
+
+def _debug_traceback() -> None:
+    """The traceback of the error being handled, URLs with their credentials redacted."""
+    import traceback
+
+    from inspector.adapters.remote_transport import redact_text
+
+    sys.stderr.write(redact_text(traceback.format_exc()))
 
 
 if __name__ == "__main__":

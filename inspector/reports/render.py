@@ -15,18 +15,13 @@ import io
 import json
 from typing import Any
 
+from inspector.adapters.errors import sanitize
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
 __all__ = ["FORMATS", "VIEWS", "render", "sanitize", "shape_text"]
 
 FORMATS = ("table", "markdown", "json", "csv")
 VIEWS = ("tensors", "groups", "layers")
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
-
-
-def sanitize(text: str) -> str:
-    """Make a string from a file safe to print: control characters become visible escapes."""
-    return text.translate(_CONTROL)
 
 
 def render(report: dict[str, Any], fmt: str, view: str = "tensors",
