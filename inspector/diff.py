@@ -160,27 +160,38 @@ def align(a: Sequence[TensorEntry], b: Sequence[TensorEntry], *,
 
 def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[TensorDiff],
                    atol: float = 0.0, rtol: float = 0.0,
-                   chunk: int | None = None) -> list[TensorDiff]:
+                   chunk: int | None = None, progress: Any = None,
+                   threads: int | None = None) -> list[TensorDiff]:
     """Records with values compared where both sides hold the same number of elements;
-    ``unchanged`` becomes ``changed`` when the contents differ beyond the tolerance."""
+    ``unchanged`` becomes ``changed`` when the contents differ beyond the tolerance. Tensors are
+    compared on ``threads`` threads (default: by size and cores); ``progress`` gets
+    ``advance(nbytes)``."""
     from dataclasses import replace
 
     from inspector import values
 
-    kw = {} if chunk is None else {"chunk": chunk}
-    out = []
-    for r in records:
+    kw: dict[str, Any] = {} if chunk is None else {"chunk": chunk}
+    if progress is not None:
+        kw["advance"] = progress.advance
+
+    def one(r: TensorDiff) -> TensorDiff:
         if r.a is None or r.b is None or r.a.numel != r.b.numel:
-            out.append(r)
-            continue
+            return r
         try:
             stats = values.compare(ckpt_a, r.a, ckpt_b, r.b, atol, rtol, **kw)
         except values.ValuesUnavailable as e:
-            out.append(replace(r, note=e.why))
-            continue
+            return replace(r, note=e.why)
         op = CHANGED if r.op == UNCHANGED and stats.changed else r.op
-        out.append(replace(r, op=op, values=stats))
-    return out
+        return replace(r, op=op, values=stats)
+
+    workers = threads if threads is not None else values.threads_for(
+        [r.a for r in records if r.a is not None and r.b is not None])
+    if workers <= 1:
+        return [one(r) for r in records]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, records))
 
 
 def group_deltas(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[TensorDiff],
@@ -237,7 +248,7 @@ def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
          align_mode: str = "names", values: bool = False, atol: float = 0.0,
          rtol: float = 0.0, scheme: str | None = None, groups: bool = True,
          chunk: int | None = None, match: str | None = None,
-         roles: Sequence[str] = ()) -> DiffResult:
+         roles: Sequence[str] = (), progress: Any = None) -> DiffResult:
     """Diff two checkpoints (paths or loaded :class:`Checkpoint`); see the module docstring.
     ``match`` / ``roles`` keep only some records (:func:`select`) before values are read, so
     counts, groups and the verdict are over those."""
@@ -255,7 +266,7 @@ def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
         records = select(records, match, roles)
         kept = {"match": match, "roles": list(roles), "kept": len(records), "of": of}
     if values:
-        records = compare_values(ckpt_a, ckpt_b, records, atol, rtol, chunk)
+        records = compare_values(ckpt_a, ckpt_b, records, atol, rtol, chunk, progress)
     scheme_name, rows = (group_deltas(ckpt_a, ckpt_b, records, scheme) if groups
                          else (None, []))
     return DiffResult(ckpt_a, ckpt_b, records, rows, scheme_name, values, atol, rtol, kept)

@@ -40,7 +40,32 @@ NUMPY_DTYPES = {
     "bfloat16": "<u2",
     "float32": "<f4",
     "float64": "<f8",
+    # float8 variants: read as their byte and decoded exactly by a 256-entry table (FLOAT8)
+    "float8_e4m3fn": "u1",
+    "float8_e4m3fnuz": "u1",
+    "float8_e5m2": "u1",
+    "float8_e5m2fnuz": "u1",
+    "float8_e8m0fnu": "u1",
+    # complex32 is two float16 halves, widened to complex64
+    "complex32": "<u4",
+    "complex64": "<c8",
+    "complex128": "<c16",
+    # quantized types: the stored integers (scale and zero point are not applied)
+    "qint8": "i1",
+    "quint8": "u1",
+    "qint32": "<i4",
 }
+# float8 name -> (exponent bits, mantissa bits, bias, kind): "ieee" has inf and NaNs like IEEE
+# 754 (e5m2); "fn" has no inf and NaN only at all ones (e4m3fn); "fnuz" has no inf, no -0 and
+# NaN only at 0x80; "e8m0" is an unsigned power of two with NaN at 0xff (OCP MX spec).
+FLOAT8 = {
+    "float8_e4m3fn": (4, 3, 7, "fn"),
+    "float8_e4m3fnuz": (4, 3, 8, "fnuz"),
+    "float8_e5m2": (5, 2, 15, "ieee"),
+    "float8_e5m2fnuz": (5, 2, 16, "fnuz"),
+    "float8_e8m0fnu": (8, 0, 127, "e8m0"),
+}
+_TABLES: dict[str, Any] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,44 +92,45 @@ def compare(
     atol: float = 0.0,
     rtol: float = 0.0,
     chunk: int = CHUNK_ELEMENTS,
+    advance: Any = None,
 ) -> ValueStats:
-    """Compare two tensors of equal element count, one chunk of each at a time."""
-    import numpy as np
+    """Compare two tensors of equal element count, one chunk of each at a time.
 
+    Bytes first: chunks stored alike and byte-equal cost one comparison and a sum of squares.
+    Floats that differ are subtracted in their own type (float16 and bfloat16 in float32); the
+    largest difference is then recomputed exactly in float64 on the elements that reach it
+    (rounding is monotonic, so they hold the exact maximum). Sums of squares are BLAS dot
+    products in that type per chunk, added in float64 (``rel_l2`` and ``cosine`` to about 1e-6
+    relative; ``identical``, ``changed`` and ``max_abs`` exact); 1 - cosine comes from
+    ||a - b||^2 and ||a||^2 - ||b||^2 = (a - b).(a + b), which do not cancel when a and b are
+    close. NaN, Inf, tolerances and integers take the float64 path. ``advance(nbytes)`` is
+    called per chunk pair (a progress bar)."""
     if a.numel != b.numel:
         raise UsageError(f"cannot compare {a.name!r} ({a.numel} elements) with {b.numel}")
     if atol < 0 or rtol < 0:
         raise UsageError("--atol and --rtol must be >= 0")
+    for e in (a, b):
+        if e.dtype.startswith("complex"):
+            raise _refuse(e, ckpt_a.path, f"{e.dtype} values are not compared")
     integral = _integral(a.dtype) and _integral(b.dtype)
-    max_abs = 0.0
-    ss_diff = ss_a = ss_b = dot = 0.0
-    identical = True
-    changed = False
+    acc = _Acc()
+    step = (a.nbytes or 0) + (b.nbytes or 0)
+    per = step / max(1, a.numel)
     with ExitStack() as stack:
-        chunks_a = stack.enter_context(_Reader(ckpt_a, a, chunk))
-        chunks_b = stack.enter_context(_Reader(ckpt_b, b, chunk))
+        chunks_a = stack.enter_context(_Reader(ckpt_a, a, chunk, stored=True))
+        chunks_b = stack.enter_context(_Reader(ckpt_b, b, chunk, stored=True))
         for xa, xb in zip(chunks_a, chunks_b, strict=True):
-            fa = xa.astype(np.float64)
-            if np.array_equal(xa, xb):  # the common case of a frozen tensor: one dot product
-                sq = float(np.dot(fa, fa))
-                ss_a, ss_b, dot = ss_a + sq, ss_b + sq, dot + sq
-                continue
-            fb = xb.astype(np.float64)
-            d = np.abs(fa - fb)
-            if np.isnan(d).any():  # NaN equals NaN, inf equals inf; NaN vs a number: infinitely far
-                same = (fa == fb) | (np.isnan(fa) & np.isnan(fb))
-                d[same] = 0.0
-                d[np.isnan(d)] = np.inf
-                fa, fb = np.nan_to_num(fa), np.nan_to_num(fb)
-            if integral or d.any():  # int64 beyond 2**53 can differ where float64 cannot tell
-                identical = False
-            max_abs = max(max_abs, float(d.max()))
-            finite = np.where(np.isinf(d), 0.0, d)
-            ss_diff += float(np.dot(finite, finite))
-            changed = changed or bool((d > atol + rtol * np.abs(fb)).any())
-            ss_a += float(np.dot(fa, fa))
-            ss_b += float(np.dot(fb, fb))
-            dot += float(np.dot(fa, fb))
+            if a.dtype == b.dtype and xa.dtype == xb.dtype and _bytes_equal(xa, xb):
+                sq = _ss(widen(xa, a.dtype))
+                acc.ss_a += sq
+                acc.ss_b += sq
+            else:
+                fa, fb = widen(xa, a.dtype), widen(xb, b.dtype)
+                if integral or rtol or atol or not _fast(acc, fa, fb):
+                    _slow(acc, fa, fb, integral, atol, rtol)
+            if advance is not None:
+                advance(int(per * xa.size))
+    ss_a, ss_b, ss_diff, max_abs = acc.ss_a, acc.ss_b, acc.ss_diff, acc.max_abs
     if ss_a > 0:
         rel = math.sqrt(ss_diff) / math.sqrt(ss_a)
     else:
@@ -113,15 +139,123 @@ def compare(
         rel = math.inf
     cosine = None
     if ss_a > 0 and ss_b > 0:  # clamped: rounding can put it a hair outside [-1, 1]
-        cosine = max(-1.0, min(1.0, dot / (math.sqrt(ss_a) * math.sqrt(ss_b))))
-    return ValueStats(identical, max_abs, rel, cosine, changed)
+        na, nb = math.sqrt(ss_a), math.sqrt(ss_b)
+        gap = acc.ss_ab / (na + nb)  # ||a|| - ||b||
+        one_minus = (ss_diff - gap * gap) / (2 * na * nb)
+        cosine = max(-1.0, min(1.0, 1.0 - one_minus))
+    return ValueStats(acc.identical, max_abs, rel, cosine, acc.changed)
 
 
-def iter_values(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK_ELEMENTS) -> Iterator[Any]:
+class _Acc:
+    """What :func:`compare` accumulates over chunk pairs."""
+
+    __slots__ = ("changed", "identical", "max_abs", "ss_a", "ss_ab", "ss_b", "ss_diff")
+
+    def __init__(self) -> None:
+        # ss_ab: ||a||^2 - ||b||^2, summed as (a - b).(a + b) where a and b differ
+        self.max_abs = self.ss_diff = self.ss_a = self.ss_b = self.ss_ab = 0.0
+        self.identical, self.changed = True, False
+
+
+def _bytes_equal(x: Any, y: Any) -> bool:
+    """Whether two chunks of one stored type hold the same bytes."""
+    import numpy as np
+
+    if x.dtype.itemsize not in (1, 2, 4, 8) or x.dtype.kind == "b":
+        return bool(np.array_equal(x, y))
+    unsigned = np.dtype(f"u{x.dtype.itemsize}")
+    return bool(np.array_equal(x.view(unsigned), y.view(unsigned)))
+
+
+def _ss(x: Any) -> float:
+    """Sum of squares of a chunk: a BLAS dot for floats, exact in float64 for the rest."""
+    import numpy as np
+
+    if x.dtype.kind == "b":
+        return float(np.count_nonzero(x))
+    if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.dtype.isnative:
+        return float(np.dot(x, x))
+    return float(np.einsum("i,i->", x, x, dtype=np.float64))
+
+
+def _fast(acc: _Acc, fa: Any, fb: Any) -> bool:
+    """Floats of one type, no tolerance: the own-type pass; False when NaN or Inf (or an
+    overflowing difference) sends the chunk to the float64 path (nothing accumulated then)."""
+    import numpy as np
+
+    if fa.dtype != fb.dtype or fa.dtype.kind != "f":
+        return False
+    if fa.dtype.itemsize == 2:  # float16: as float32 (exact)
+        fa, fb = float32(fa), float32(fb)
+    elif not fa.dtype.isnative:  # byte-swapped
+        fa, fb = fa.astype(fa.dtype.newbyteorder("=")), fb.astype(fb.dtype.newbyteorder("="))
+    with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN go to the float64 path
+        d = fa - fb
+    m = max(float(d.max()), -float(d.min()))
+    if not math.isfinite(m):
+        return False
+    if m > 0:
+        at = np.flatnonzero((d == m) | (d == -m))  # the exact maximum is among these
+        exact = float(np.max(np.abs(np.subtract(fa[at], fb[at], dtype=np.float64))))
+        acc.max_abs = max(acc.max_abs, exact)
+        acc.identical = False
+        acc.changed = True
+        ss_d, ss_a = float(np.dot(d, d)), float(np.dot(fa, fa))
+        ss_ab = ss_d + 2 * float(np.dot(d, fb))  # a^2 - b^2 = (a - b)(a + b) = d^2 + 2 d b
+        acc.ss_diff += ss_d
+        acc.ss_a += ss_a
+        acc.ss_b += ss_a - ss_ab
+        acc.ss_ab += ss_ab
+    else:  # equal values in different bytes (0.0 and -0.0)
+        sq = _ss(fa)
+        acc.ss_a += sq
+        acc.ss_b += sq
+    return True
+
+
+def _slow(acc: _Acc, xa: Any, xb: Any, integral: bool, atol: float, rtol: float) -> None:
+    """The float64 path: NaN equals NaN, inf equals inf, a NaN against a number is infinitely
+    far; tolerances; integers (int64 beyond 2**53 can differ where float64 cannot tell)."""
+    import numpy as np
+
+    fa = xa.astype(np.float64)
+    fb = xb.astype(np.float64)
+    d = np.abs(fa - fb)
+    if np.isnan(d).any():
+        same = (fa == fb) | (np.isnan(fa) & np.isnan(fb))
+        d[same] = 0.0
+        d[np.isnan(d)] = np.inf
+        fa, fb = np.nan_to_num(fa), np.nan_to_num(fb)
+    if integral and not np.array_equal(xa, xb) or d.any():
+        acc.identical = False
+    acc.max_abs = max(acc.max_abs, float(d.max()))
+    finite = np.where(np.isinf(d), 0.0, d)
+    acc.ss_diff += float(np.dot(finite, finite))
+    acc.changed = acc.changed or bool((d > atol + rtol * np.abs(fb)).any())
+    acc.ss_a += float(np.dot(fa, fa))
+    acc.ss_b += float(np.dot(fb, fb))
+    acc.ss_ab += float(np.dot(fa - fb, fa + fb))
+
+
+def iter_values(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK_ELEMENTS,
+                stored: bool = False) -> Iterator[Any]:
     """The tensor's elements in C order, as numpy arrays of at most ``chunk`` elements
-    (bfloat16 widened to float32, everything else in its own dtype)."""
-    with _Reader(ckpt, entry, chunk) as it:
+    (bfloat16 widened to float32, float8 decoded, everything else in its own dtype; with
+    ``stored`` as stored, for :func:`widen` later)."""
+    with _Reader(ckpt, entry, chunk, stored) as it:
         yield from it
+
+
+def threads_for(entries: Any) -> int:
+    """Threads worth starting for a pass over ``entries``: one for a small pass (a pool costs
+    more than it saves), else one per core up to 8 (numpy releases the GIL)."""
+    import os
+
+    entries = list(entries)
+    total = sum(t.nbytes or 0 for t in entries)
+    if total < (8 << 20) or len(entries) < 2:
+        return 1
+    return max(1, min(len(entries), os.cpu_count() or 1, 8))
 
 
 def _integral(dtype: str) -> bool:
@@ -131,13 +265,20 @@ def _integral(dtype: str) -> bool:
 class _Reader:
     """Context manager and iterator over one tensor's chunks."""
 
-    def __init__(self, ckpt: Checkpoint, entry: TensorEntry, chunk: int) -> None:
+    def __init__(self, ckpt: Checkpoint, entry: TensorEntry, chunk: int,
+                 stored: bool = False) -> None:
         self.ckpt, self.entry, self.chunk = ckpt, entry, max(1, chunk)
+        self.stored = stored  # chunks as stored (no widening; see widen())
         self.stack = ExitStack()
         self.it: Iterator[Any] | None = None
 
     def __enter__(self) -> _Reader:
-        self.it = _open(self.ckpt, self.entry, self.chunk, self.stack)
+        it = _named(_open(self.ckpt, self.entry, self.chunk, self.stack), self.entry,
+                    self.ckpt.path)
+        dtype = self.entry.dtype
+        if not self.stored and (dtype == "bfloat16" or dtype in FLOAT8 or dtype == "complex32"):
+            it = (widen(x, dtype) for x in it)
+        self.it = it
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -146,6 +287,19 @@ class _Reader:
     def __iter__(self) -> Iterator[Any]:
         assert self.it is not None
         return self.it
+
+
+def _named(it: Iterator[Any], entry: TensorEntry, where: str) -> Iterator[Any]:
+    """The chunks of ``it``; a read error (truncated file, size changed) names the tensor."""
+    try:
+        yield from it
+    except ValuesUnavailable:
+        raise
+    except FormatError as e:
+        if entry.stored_name in e.message:
+            raise
+        raise FormatError(f"tensor {entry.stored_name!r}: {e.message}", e.path or where,
+                          e.where) from None
 
 
 class ValuesUnavailable(FormatError):
@@ -180,12 +334,20 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
     except FormatError as e:  # the adapter cannot locate this one (compressed member, ...)
         raise _refuse(entry, where, e.message) from None
     if isinstance(loc, ByteRange):
+        size = loc.source.size
+        end = _end(entry, loc)
+        if end > size:
+            raise FormatError(
+                f"tensor {entry.stored_name!r}: its bytes end at {end}, past the end of the "
+                f"file ({size} bytes)", loc.source.where)
         f = stack.enter_context(loc.source.open())
         if loc.stride is not None and loc.stride != _c_strides(entry.shape):
-            return _strided(
+            it = _strided(
                 f, entry, loc.source.where, loc.stride, loc.big_endian, chunk, loc.offset
             )
-        return _contiguous(f, loc.offset, entry.dtype, entry.numel, loc.big_endian, chunk)
+        else:
+            it = _contiguous(f, loc.offset, entry.dtype, entry.numel, loc.big_endian, chunk)
+        return _same_size(it, f, size, loc.source.where)
     if isinstance(loc, Stream):
         f = loc.open(stack)
         if not loc.fortran or len(entry.shape) < 2:
@@ -196,6 +358,28 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
     raise _refuse(entry, where, f"unknown value location {type(loc).__name__}")
 
 
+def _end(entry: TensorEntry, loc: ByteRange) -> int:
+    """One past the last byte the tensor's elements occupy."""
+    span = entry.numel
+    if loc.stride is not None and entry.shape:
+        span = 1 + sum((d - 1) * st for d, st in zip(entry.shape, loc.stride, strict=True))
+    return loc.offset + span * _itemsize(entry.dtype)
+
+
+def _same_size(it: Iterator[Any], f: BinaryIO, size: int, where: str) -> Iterator[Any]:
+    """The chunks of ``it``, then a check that the file still has the size it had when the
+    checkpoint was opened (a file rewritten during the pass is an error, not a result)."""
+    yield from it
+    try:
+        import os
+
+        now = os.fstat(f.fileno()).st_size
+    except (AttributeError, OSError, ValueError):  # not a local file: nothing to ask
+        return
+    if now != size:
+        raise FormatError(f"the file changed size during the pass ({size} -> {now} bytes)", where)
+
+
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     out, step = [], 1
     for d in reversed(shape):
@@ -204,15 +388,78 @@ def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def float8_table(dtype: str) -> Any:
+    """The 256 values of a float8 format as float32 (every one exact), indexed by its byte."""
+    import numpy as np
+
+    table = _TABLES.get(dtype)
+    if table is not None:
+        return table
+    ebits, mbits, bias, kind = FLOAT8[dtype]
+    out = np.empty(256, dtype=np.float32)
+    for b in range(256):
+        if kind == "e8m0":
+            out[b] = np.nan if b == 0xFF else np.float32(2.0 ** (b - bias))
+            continue
+        sign = -1.0 if b >> 7 else 1.0
+        e = (b >> mbits) & ((1 << ebits) - 1)
+        m = b & ((1 << mbits) - 1)
+        top = (1 << ebits) - 1
+        if kind == "ieee" and e == top:
+            value = sign * math.inf if m == 0 else math.nan
+        elif kind == "fn" and e == top and m == (1 << mbits) - 1:
+            value = math.nan
+        elif kind == "fnuz" and b == 0x80:
+            value = math.nan
+        elif e == 0:
+            value = sign * m * 2.0 ** (1 - bias - mbits)
+        else:
+            value = sign * (1 + m / (1 << mbits)) * 2.0 ** (e - bias)
+        out[b] = value
+    out.setflags(write=False)
+    _TABLES[dtype] = out
+    return out
+
+
 def _decode(raw: bytes | Any, dtype: str, big: bool) -> Any:
+    """Stored bytes as a numpy array of the stored type, in the stored byte order (see
+    :func:`widen` for the types numpy has no arithmetic for)."""
     import numpy as np
 
     nd = np.dtype(NUMPY_DTYPES[dtype])
     if big:
         nd = nd.newbyteorder(">")
-    x = np.frombuffer(raw, dtype=nd)
+    return np.frombuffer(raw, dtype=nd)
+
+
+def float32(x: Any) -> Any:
+    """A float16 chunk as float32 (exact), through a 65,536-entry table: twice as fast as
+    numpy's own conversion where the CPU path is not vectorised."""
+    import numpy as np
+
+    table = _TABLES.get("float16")
+    if table is None:
+        table = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+        table = _TABLES["float16"] = table.astype(np.float32)
+    u = x.view(np.uint16) if x.dtype.isnative else x.astype(np.float16).view(np.uint16)
+    return np.take(table, u)
+
+
+def widen(x: Any, dtype: str) -> Any:
+    """A stored chunk as numbers numpy computes with: bfloat16 widened to float32 (its upper
+    half), float8 decoded by its table, complex32 widened to complex64; others unchanged."""
+    import numpy as np
+
+    if x.dtype.kind not in "ui":  # already numbers (an HDF5 dataset's own type)
+        return x
     if dtype == "bfloat16":
         return (x.astype(np.uint32) << 16).view(np.float32)
+    if dtype in FLOAT8:
+        return float8_table(dtype)[x]
+    if dtype == "complex32":
+        half = np.dtype("<f2").newbyteorder(x.dtype.byteorder if x.dtype.byteorder in "<>"
+                                            else "=")
+        return x.view(half).astype(np.float32).view(np.complex64)
     return x
 
 

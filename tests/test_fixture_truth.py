@@ -19,6 +19,8 @@ from conftest import FIXTURES, load_truth, truth_files
 PENDING: dict[str, str] = {
     "dirs": "issue 14's truths (directories, look-alikes, TorchScript, pickles) describe more than "
     "one listing: checked by tests/test_dirs.py, test_torchscript.py and test_pickled.py",
+    "stats": "value-statistics truths (per-tensor numbers from the producer): checked with "
+    "their names, shapes and dtypes by tests/test_stats.py",
     "security": "security-verdict fixtures: their truths record globals, not tensors "
     "(checked by tests/test_scan.py)",
 }

@@ -6,5 +6,6 @@ load only when that verb runs.
 """
 
 MODULES = (
-    "show", "formats", "schemes", "check", "predict", "archs", "budget", "diff", "scan", "report"
+    "show", "formats", "schemes", "check", "predict", "archs", "budget", "diff", "stats", "scan",
+    "report",
 )

@@ -68,19 +68,24 @@ def run(args: argparse.Namespace) -> int:
     ckpts = []
     for path in (args.a, args.b):
         ckpts.append(load_checked(path, args.input_format, args.allow_unsafe))
-    result = diff(
-        ckpts[0],
-        ckpts[1],
-        strip_prefixes=args.strip_prefix,
-        renames=args.map or (),
-        align_mode=args.align,
-        values=args.values,
-        atol=args.atol,
-        rtol=args.rtol,
-        scheme=args.scheme,
-        match=args.match,
-        roles=args.role,
-    )
+    from inspector.progress import progress
+
+    total = sum(t.nbytes or 0 for c in ckpts for t in c.unique()) if args.values else 0
+    with progress(total, "diff --values") as bar:
+        result = diff(
+            ckpts[0],
+            ckpts[1],
+            strip_prefixes=args.strip_prefix,
+            renames=args.map or (),
+            align_mode=args.align,
+            values=args.values,
+            atol=args.atol,
+            rtol=args.rtol,
+            scheme=args.scheme,
+            match=args.match,
+            roles=args.role,
+            progress=bar if args.values else None,
+        )
     rep = report(result, all_records=args.all, expand=args.expand)
     sys.stdout.write(render(rep, args.format, args.style))
     return 1 if result.different else 0

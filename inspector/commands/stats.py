@@ -1,0 +1,66 @@
+"""``inspector stats PATH [PATH ...]``: value statistics of a checkpoint or of a training run.
+
+One checkpoint: per tensor and per group count, min, max, mean, std, L2 norm, NaN/Inf, zeros,
+subnormals and float16 overflows, with findings (NaN or Inf: error; a parameter all zeros or
+constant, a layer whose norm is far from the others of its kind: warning). Several checkpoints,
+or one directory of a run (params.NNNNN, epoch=*.ckpt, checkpoint-N/, ordered naturally): per
+group and checkpoint the norm and the relative change from the previous checkpoint, with groups
+that never changed, the first NaN/Inf and sudden jumps flagged.
+
+Examples::
+
+    $ inspector stats fixtures/stats/torch/lm_nan_zero.pt
+    $ inspector stats fixtures/stats/sockeye1_run --format csv
+
+Exit codes: 0 no error finding, 1 an error finding (NaN or Inf), 2 bad input (nothing is
+reported then: a report is only printed once every value was read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from inspector.pickle_policy import add_allow_unsafe, load_checked
+
+NAME = "stats"
+HELP = "value statistics per tensor and group (NaN/Inf, zeros, norms), or across a training run"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from inspector.reports.render_stats import FORMATS
+
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="checkpoint(s), or one directory of a run's checkpoints")
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    p.add_argument("--match", metavar="REGEX", help="only tensors whose name matches")
+    p.add_argument("--groups", action="store_true", help="groups only, not every tensor")
+    p.add_argument("--scheme", metavar="NAME|FILE", default=None,
+                   help="grouping scheme (default: detected from the names)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="tensors read in parallel (default: by file size and cores)")
+    p.add_argument("--input-format", metavar="NAME", help="read every file as this format")
+    add_allow_unsafe(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from inspector import stats
+    from inspector.progress import progress
+    from inspector.reports.render_stats import render
+
+    paths = stats.expand(args.paths)
+    ckpts = [load_checked(p, args.input_format, args.allow_unsafe) for p in paths]
+    total = sum(t.nbytes or 0 for c in ckpts for t in stats.selected(c, args.match))
+    with progress(total, "stats") as bar:
+        if len(ckpts) == 1:
+            result = stats.file_stats(ckpts[0], match=args.match, scheme=args.scheme,
+                                      threads=args.threads, progress=bar)
+            report = stats.report(result)
+            failed = result.errors
+        else:
+            run_result = stats.run_stats(ckpts, match=args.match, scheme=args.scheme,
+                                         threads=args.threads, progress=bar)
+            report = stats.run_report(run_result)
+            failed = run_result.errors
+    sys.stdout.write(render(report, args.format, "groups" if args.groups else "tensors"))
+    return 1 if failed else 0
