@@ -11,9 +11,11 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from enum import Enum
-from typing import TYPE_CHECKING, Any, BinaryIO, TypedDict
 
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
+    from typing import Any, BinaryIO, TypedDict
+
     from .source import Source
 
 
@@ -29,46 +31,48 @@ class Role(str, Enum):
         return self.value
 
 
-class TensorExtra(TypedDict, total=False):
-    """The keys an adapter may put in :attr:`TensorEntry.extra` (every key is optional; only the
-    ones the format has are set). Code outside the adapter may rely on these names only."""
+if TYPE_CHECKING:  # a type, for checkers and readers: no run-time cost
 
-    # torch (zip and legacy): the view over its storage, and what the rebuild call said
-    stride: tuple[int, ...]  # in elements; a non-C-contiguous view is read as a strided span
-    storage_offset: int  # elements into the storage
-    storage_numel: int  # elements of the whole storage
-    requires_grad: bool
-    storage: dict[str, Any]  # {"kind", "storage_type", "location"}
-    subclass: str  # dotted name of a tensor subclass (placeholder for a foreign global)
-    device: str  # where it was saved (cuda:0, meta, ...)
-    layout: str  # torch: sparse_coo, sparse_csr, ..., quantized; HDF5: contiguous, chunked, ...
-    indices: dict[str, Any]  # sparse parts: a summary each (shape, dtype, stride, storage)
-    values: dict[str, Any]
-    qscheme: str  # quantized tensors: the scheme and its parameters
-    scale: float
-    zero_point: int
-    axis: int
-    q_scales: Any
-    q_zero_points: Any
-    stored_dtype: str
-    # sparse arrays (MXNet, NumPy .npz of MXNet 2.x)
-    stype: str  # row_sparse | csr
-    storage_shape: tuple[int, ...]
-    aux: dict[str, dict[str, Any]]  # aux arrays: {"dtype", "shape"} each
-    # MXNet record facts
-    record: int  # record layout version
-    record_offset: int
-    context: Any
-    none: bool  # an MXNet None array (no data)
-    # HDF5 (Keras)
-    stored_bytes: int
-    chunks: list[int]
-    compression: str
-    h5_offset: int
+    class TensorExtra(TypedDict, total=False):
+        """The keys an adapter may put in :attr:`TensorEntry.extra` (every key is optional; only the
+        ones the format has are set). Code outside the adapter may rely on these names only."""
+
+        # torch (zip and legacy): the view over its storage, and what the rebuild call said
+        stride: tuple[int, ...]  # in elements; a non-C-contiguous view is read as a strided span
+        storage_offset: int  # elements into the storage
+        storage_numel: int  # elements of the whole storage
+        requires_grad: bool
+        storage: dict[str, Any]  # {"kind", "storage_type", "location"}
+        subclass: str  # dotted name of a tensor subclass (placeholder for a foreign global)
+        device: str  # where it was saved (cuda:0, meta, ...)
+        layout: str  # torch: sparse_coo, sparse_csr, ..., quantized; HDF5: contiguous, chunked, ...
+        indices: dict[str, Any]  # sparse parts: a summary each (shape, dtype, stride, storage)
+        values: dict[str, Any]
+        qscheme: str  # quantized tensors: the scheme and its parameters
+        scale: float
+        zero_point: int
+        axis: int
+        q_scales: Any
+        q_zero_points: Any
+        stored_dtype: str
+        # sparse arrays (MXNet, NumPy .npz of MXNet 2.x)
+        stype: str  # row_sparse | csr
+        storage_shape: tuple[int, ...]
+        aux: dict[str, dict[str, Any]]  # aux arrays: {"dtype", "shape"} each
+        # MXNet record facts
+        record: int  # record layout version
+        record_offset: int
+        context: Any
+        none: bool  # an MXNet None array (no data)
+        # HDF5 (Keras)
+        stored_bytes: int
+        chunks: list[int]
+        compression: str
+        h5_offset: int
 
 
-class _Record:
-    """Base of the small records below: plain ``__slots__`` classes (no ``dataclasses``, whose
+class Record:
+    """Base of small read-only records: plain ``__slots__`` classes (no ``dataclasses``, whose
     import costs more than a whole header-only listing), compared and printed field by field."""
 
     __slots__ = ()
@@ -89,7 +93,7 @@ class _Record:
         return f"{type(self).__name__}({inner})"
 
 
-class TensorEntry(_Record):
+class TensorEntry(Record):
     """One stored tensor, described by metadata only. Read-only by contract: build a changed
     copy with :meth:`replace`.
 
@@ -176,7 +180,7 @@ class TensorEntry(_Record):
         return (self.file, self.storage, self.offset, self.shape, self.extra.get("stride"))
 
 
-class Finding(_Record):
+class Finding(Record):
     """Something noteworthy the adapter saw (a foreign pickle global, an odd header field)."""
 
     __slots__ = ("severity", "message", "where", "subject")
@@ -189,7 +193,7 @@ class Finding(_Record):
         self.subject = subject  # what it is about, e.g. the pickle global "os.system"
 
 
-class ByteRange(_Record):
+class ByteRange(Record):
     """A tensor's elements at ``offset`` in ``source``, C-contiguous or, with ``stride`` (in
     elements), a strided view over the bytes from ``offset``."""
 
@@ -203,7 +207,7 @@ class ByteRange(_Record):
         self.stride = stride
 
 
-class Stream(_Record):
+class Stream(Record):
     """A tensor's elements read in order from the file object ``open(stack)`` returns (a zip
     member, positioned at the first element; what must be closed is entered into ``stack``);
     ``fortran`` when they are stored column-major."""
@@ -217,7 +221,7 @@ class Stream(_Record):
         self.fortran = fortran
 
 
-class Blocks(_Record):
+class Blocks(Record):
     """A tensor held by a library object that slices like a numpy array (an h5py dataset):
     ``open(stack)`` returns it, entering whatever it needs to close into ``stack``."""
 

@@ -19,11 +19,13 @@ import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from string import Formatter
-from typing import Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Role, TensorEntry
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 OTHER = "other"
 AUTO = "auto"
@@ -465,6 +467,8 @@ def _group(c: _Checker, g: Any, values: Mapping[str, int]) -> GroupRule:
     name = g["name"]
     if not isinstance(name, str) or not name.strip():
         c.fail(f"group name must be a non-empty string, got {name!r}", g)
+    from string import Formatter
+
     try:
         fields = tuple(f for _, f, _, _ in Formatter().parse(name) if f is not None)
     except ValueError as e:

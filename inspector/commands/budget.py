@@ -22,7 +22,10 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "budget"
 HELP = "hyperparameters whose predicted parameter count hits a target (inverse of predict)"

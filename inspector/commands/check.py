@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from inspector.pickle_policy import add_allow_unsafe, dangerous, load_checked
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "check"
 HELP = "compare a checkpoint's tensors and group counts with the formula prediction"

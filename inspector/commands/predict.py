@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "predict"
 HELP = "expected tensors, group counts and total from hyperparameters alone (no file)"

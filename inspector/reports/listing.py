@@ -43,12 +43,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
 
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
+    from typing import Any
+
     from inspector.grouping import Assignment
 
 SCHEMA = "inspector.listing/1"

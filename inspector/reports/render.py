@@ -10,10 +10,12 @@ characters (escape sequences) are shown as ``\\xNN`` and never reach the screen 
 
 from __future__ import annotations
 
-import csv
 import io
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMATS = ("table", "markdown", "json", "csv")
 VIEWS = ("tensors", "groups", "layers")
@@ -317,6 +319,8 @@ def _indented(value: Any, newline: str) -> str:
 
 
 def _csv(report: dict[str, Any]) -> str:
+    import csv
+
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(
@@ -344,6 +348,8 @@ def _csv(report: dict[str, Any]) -> str:
 
 def _csv_groups(report: dict[str, Any], per_layer: bool) -> str:
     """One CSV row per group (and with ``per_layer`` per block/layer/direction, uncollapsed)."""
+    import csv
+
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     keys = ["tensors", "parameters", "elements", "bytes"]
