@@ -1,8 +1,11 @@
 """The data model every adapter produces: one shape for every format.
 
 A :class:`Checkpoint` is an ordered list of :class:`TensorEntry` records plus format metadata and
-the hyperparameters found inside or beside the file. Records are frozen; they carry their byte
-offsets so a later reader can fetch values lazily, but nothing here reads tensor data.
+the hyperparameters found inside or beside the file. Records are plain ``__slots__`` classes,
+read-only by contract (``TensorEntry.replace`` makes a changed copy): no ``dataclasses`` (its
+import alone costs more than a header-only listing) and one ordinary ``__init__`` each. They
+carry their byte offsets so a later reader can fetch values lazily, but nothing here reads
+tensor data.
 """
 
 from __future__ import annotations
