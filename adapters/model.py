@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from enum import Enum
+from types import MappingProxyType
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
@@ -96,6 +97,9 @@ class Record:
         return f"{type(self).__name__}({inner})"
 
 
+_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})  # shared by every entry without extras
+
+
 class TensorEntry(Record):
     """One stored tensor, described by metadata only. Read-only by contract: build a changed
     copy with :meth:`replace`.
@@ -150,7 +154,7 @@ class TensorEntry(Record):
         self.offset = offset
         self.file = file
         self.stored_numel = stored_numel
-        self.extra = {} if extra is None else extra
+        self.extra = _NO_EXTRA if extra is None else extra
         self.numel = math.prod(shape)
 
     def _fields(self) -> tuple:

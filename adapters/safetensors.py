@@ -192,8 +192,7 @@ def _entries(
         spans.append((begin, end, name))
         tensors.append(
             TensorEntry(name, name, shape, dtype, parameter, nbytes=end - begin,
-                        offset=data_start + begin, file=shard,
-                        extra={"data_offsets": (begin, end)})
+                        offset=data_start + begin, file=shard)
         )
     _check_coverage(spans, buffer_len, where)
     return tensors
