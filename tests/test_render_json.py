@@ -35,3 +35,16 @@ def test_indented_equals_json_dumps(value):
     assert _indented(value, "\n") == json.dumps(value, indent=2, ensure_ascii=False)
     expected = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
     assert _indented(value, "\n  ") == expected
+
+
+ROW_TEXT = st.text(alphabet=st.sampled_from(list('ab{}, "\\\n')), max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.fixed_dictionaries({"name": ROW_TEXT, "shape": st.lists(st.integers(0, 9)),
+                                        "file": st.none() | ROW_TEXT}), min_size=1, max_size=6))
+def test_rows_at_once_equal_rows_one_by_one(rows):
+    from inspector.reports.render import _row_encoder, _rows_text
+
+    encode_row = _row_encoder(json.JSONEncoder(ensure_ascii=False))
+    assert _rows_text(rows, encode_row) == ",\n".join("    " + encode_row(r) for r in rows)

@@ -273,12 +273,24 @@ def _json(report: dict[str, Any]) -> str:
     parts = []
     for key, value in report.items():
         if key == "tensors" and value:
-            rows = ",\n".join("    " + encode_row(t) for t in value)
-            text = f"[\n{rows}\n  ]"
+            text = f"[\n{_rows_text(value, encode_row)}\n  ]"
         else:
             text = _indented(value, "\n  ")
         parts.append(f"  {compact.encode(key)}: {text}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _rows_text(rows: list[dict[str, Any]], encode_row: Any) -> str:
+    """The tensor rows, one per line: ``"    " + encode_row(row)`` joined by ``",\\n"``.
+
+    The whole list goes through the C encoder at once and its row boundaries ``}, {`` become
+    line breaks. A row holds no nested object, so each boundary is one ``}, {``; when the text
+    holds exactly ``len(rows) - 1`` of them, none sits inside a string (a name may contain any
+    text) and the result is the row-by-row one. Otherwise the rows are encoded one by one."""
+    whole = encode_row(rows)
+    if whole.count("}, {") == len(rows) - 1:
+        return "    " + whole[1:-1].replace("}, {", "},\n    {")
+    return ",\n".join("    " + encode_row(t) for t in rows)
 
 
 _SCALARS = {True: "true", False: "false", None: "null"}
