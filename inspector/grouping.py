@@ -795,7 +795,7 @@ def summarize(
                 rec[1] += p
                 rec[2] += n
                 rec[3] += b
-            rec[4].append((a.key, t.shape, t.dtype, t.role.value))
+            rec[4].append((a.key, t.shape, t.dtype, t.role))
     total = sum(g[1] for g in sums.values())
     out = []
     for name in sorted(first, key=first.__getitem__):

@@ -152,6 +152,7 @@ def listing(
 
 
 SHARED_WITH_LIMIT = 16
+_ROLE_TEXT = {r: r.value for r in Role}  # Role.value goes through enum's descriptor: per tensor
 
 
 def tie_fields(name: str, group: list[str]) -> dict[str, Any]:
@@ -176,7 +177,7 @@ def _tensor(t: TensorEntry, group: list[str] | None, where: Assignment) -> dict[
         "stored_name": t.stored_name,
         "shape": list(t.shape),
         "dtype": t.dtype,
-        "role": t.role.value,
+        "role": _ROLE_TEXT[t.role],
         "numel": t.numel,
         "nbytes": t.nbytes,
         "offset": t.offset,
