@@ -201,6 +201,8 @@ def _group_row(headers: list[str], label: str, rec: dict[str, Any], share: str) 
 def _text(report: dict[str, Any], markdown: bool, view: str = "tensors") -> str:
     from tabulate import tabulate
 
+    from inspector.reports.plain_table import plain_table
+
     fmt = "github" if markdown else "simple"
     out = io.StringIO()
     title = f"{sanitize(report['path'])}  [{report['format']}]"
@@ -230,7 +232,8 @@ def _text(report: dict[str, Any], markdown: bool, view: str = "tensors") -> str:
         if markdown:
             rows = [[c.replace("|", "\\|") for c in row] for row in rows]
     out.write("\n")
-    out.write(tabulate(rows, headers, fmt, disable_numparse=True, colalign=align))
+    out.write(plain_table(rows, headers, fmt, align)
+              or tabulate(rows, headers, fmt, disable_numparse=True, colalign=align))
     out.write("\n\n")
     summary = _summary(report)
     if markdown:
