@@ -199,9 +199,9 @@ def _group_row(headers: list[str], label: str, rec: dict[str, Any], share: str) 
 
 
 def _text(report: dict[str, Any], markdown: bool, view: str = "tensors") -> str:
-    from tabulate import tabulate
-
     from inspector.reports.plain_table import plain_table
+
+    tabulate = _tabulate
 
     fmt = "github" if markdown else "simple"
     out = io.StringIO()
@@ -251,6 +251,13 @@ def _text(report: dict[str, Any], markdown: bool, view: str = "tensors") -> str:
             bullet = "- " if markdown else "  "
             out.write(f"{bullet}[{f['severity']}] {sanitize(f['message'])}{where}\n")
     return out.getvalue()
+
+
+def _tabulate(*args: Any, **kwargs: Any) -> str:
+    """tabulate, imported when a table needs it (its import costs tens of milliseconds)."""
+    from tabulate import tabulate
+
+    return tabulate(*args, **kwargs)
 
 
 def _row_encoder(compact: json.JSONEncoder) -> Any:
