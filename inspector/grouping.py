@@ -92,14 +92,18 @@ class GroupRule:
 
 class DetectRule:
     """One detect rule: ``score`` when ``pattern`` matches a tensor name (or, ``on_format``,
-    the adapter's format name)."""
+    the adapter's format name). ``required``: text every match contains (recorded for the
+    built-ins by :func:`compile_builtins`), so a rule whose text is in no name is decided
+    without compiling its regex."""
 
-    __slots__ = ("source", "score", "on_format", "_pattern")
+    __slots__ = ("source", "score", "on_format", "required", "_pattern")
 
-    def __init__(self, source: str, score: int, on_format: bool) -> None:
+    def __init__(self, source: str, score: int, on_format: bool,
+                 required: str | None = None) -> None:
         self.source = source
         self.score = score
         self.on_format = on_format
+        self.required = required
         self._pattern: re.Pattern[str] | None = None
 
     @property
@@ -148,6 +152,12 @@ class Scheme:
         """Sum of the scores of the detect rules that fire on ``names`` / ``format``."""
         total = 0
         for d in self.detect:
+            need = d.required
+            if need is not None and not (
+                need in format if d.on_format and format is not None
+                else not d.on_format and any(need in n for n in names)
+            ):
+                continue  # the regex cannot match: its required text is nowhere
             if d.on_format:
                 hit = format is not None and d.pattern.search(format) is not None
             else:
@@ -266,6 +276,28 @@ class _Matcher:
 
 
 _UNGROUPED = Assignment(OTHER)
+
+
+def required_text(pattern: str) -> str | None:
+    """The longest run of plain characters every match of ``pattern`` contains (its top-level
+    literals), or None (case-insensitive, parameterised, or no run of two characters)."""
+    if "${" in pattern:
+        return None
+    try:
+        from re import _parser as sre  # type: ignore[attr-defined]
+    except ImportError:  # Python 3.10
+        import sre_parse as sre  # type: ignore[no-redef]
+    parsed = sre.parse(pattern)
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    best, run = "", ""
+    for op, av in parsed:
+        if getattr(op, "name", None) == "LITERAL":
+            run += chr(av)
+            best = max(best, run, key=len)
+        else:
+            run = ""
+    return best if len(best) >= 2 else None
 
 
 def digit_blind(rx: re.Pattern[str]) -> bool:
@@ -564,8 +596,8 @@ def _from_compiled(name: str, data: Mapping[str, Any], params: Mapping[str, int]
             pattern = pattern.replace("${" + k + "}", str(v))
         return pattern
 
-    detect = tuple(DetectRule(expand(p), score, on_format)
-                   for p, score, on_format in data["detect"])
+    detect = tuple(DetectRule(expand(p), score, on_format, required)
+                   for p, score, on_format, required in data["detect"])
     groups = tuple(GroupRule(g, tuple(expand(p) for p in patterns), tuple(fields), embedding)
                    for g, patterns, fields, embedding in data["groups"])
     return Scheme(name, data["description"], "built-in", groups, detect, data["min_score"], values)
@@ -587,8 +619,10 @@ def compile_builtins() -> str:
         scheme = parse_scheme(data, source)  # validates
         declared = {k: {f: v for f, v in spec.items() if f in ("default", "min", "max")}
                     for k, spec in (data.get("parameters") or {}).items() if k != _LINE}
-        raw_detect = [(d.get("match", d.get("format")), d["score"], "format" in d)
-                      for d in data.get("detect") or []]
+        raw_detect = []
+        for d in data.get("detect") or []:
+            pattern = d.get("match", d.get("format"))
+            raw_detect.append((pattern, d["score"], "format" in d, required_text(pattern)))
         raw_groups = [(g["name"], tuple(g["match"] if isinstance(g["match"], list)
                                         else [g["match"]]), rule.fields, rule.embedding)
                       for g, rule in zip(data["groups"], scheme.groups, strict=True)]
