@@ -601,6 +601,7 @@ def _legacy(
     if layer_names is None:
         raise FormatError("no layer_names attribute", where, top or "/")
     frozen = _frozen_layers(model_config)
+    known = set(layer_names) | _config_layer_names(model_config)
     entries: list[TensorEntry] = []
     used: set[str] = set()
     for layer in layer_names:
@@ -615,7 +616,7 @@ def _legacy(
             if dpath is None:
                 raise FormatError(f"weight {wn!r} listed in weight_names is missing", where, gpath)
             used.add(dpath)
-            name = TF_SUFFIX.sub("", wn)
+            name = _ununiquified(TF_SUFFIX.sub("", wn), layer, known)
             parts = name.split("/")
             trainable = parts[-1] not in NON_TRAINABLE_NAMES and not (frozen & {layer, *parts[:-1]})
             role = Role.PARAMETER if trainable else Role.BUFFER
@@ -634,6 +635,41 @@ def _legacy(
             )
         )
     return entries
+
+
+def _ununiquified(name: str, layer: str, known: set[str]) -> str:
+    """``conv2d_1_1/kernel`` in layer ``conv2d_1``'s group -> ``conv2d_1/kernel``.
+
+    TensorFlow 1.x graphs make name scopes unique: a layer built again in the same graph (a
+    model loaded with ``load_model`` where it was built, Keras 2.0-2.3 and tf.keras 1.x) gets
+    ``<layer>_1`` as its weights' scope. The canonical name uses the layer's own name; a scope
+    that is itself a layer of the model is left alone."""
+    head, sep, rest = name.partition("/")
+    if sep and head != layer and head not in known and re.fullmatch(
+            re.escape(layer) + r"_\d+", head):
+        return f"{layer}/{rest}"
+    return name
+
+
+def _config_layer_names(model_config: Any) -> set[str]:
+    """Every layer name in a model config, nested models and wrapped layers included."""
+    out: set[str] = set()
+
+    def walk(node: Any, depth: int) -> None:
+        if depth > 64:
+            return
+        if isinstance(node, dict):
+            cfg = node.get("config")
+            if "class_name" in node and isinstance(cfg, dict) and isinstance(cfg.get("name"), str):
+                out.add(cfg["name"])
+            for v in node.values():
+                walk(v, depth + 1)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, depth + 1)
+
+    walk(model_config, 0)
+    return out
 
 
 def _legacy_optimizer(facts: H5Facts, where: str) -> list[TensorEntry]:

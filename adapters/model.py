@@ -73,6 +73,35 @@ if TYPE_CHECKING:  # a type, for checkers and readers: no run-time cost
         chunks: list[int]
         compression: str
         h5_offset: int
+        # a predicted tensor (inspector.formulas.core.expected): the formula block that produced
+        # it, and the predicted tensor whose storage it shares (its ``storage`` is that name)
+        block: str
+        tied_to: str
+
+    class SharedMetadata(TypedDict, total=False):
+        """The :attr:`Checkpoint.metadata` keys code outside the adapter relies on (an adapter adds
+        its own format facts beside them: record versions, ``storages``, ``members``, ...)."""
+
+        byteorder: str  # "big": value reads swap bytes (legacy torch from a big-endian machine)
+        pickle_globals: list[dict[str, Any]]  # every global a pickle names, with its verdict
+        keras_version: str  # the Keras version that wrote the file (selects its naming rules)
+        params_format: str  # Sockeye: the format of the inner params file
+        config_file: str  # HF directories: the config read as the hyperparameters
+        kwargs_file: str  # rau directories: the kwargs read as the hyperparameters
+        file_kind: str  # Keras HDF5: "model" | "weights"
+        shards: list[str]  # sharded checkpoints: every shard file, relative to the index
+
+
+    class SharedHyperparameters(TypedDict, total=False):
+        """The :attr:`Checkpoint.hyperparameters` keys the formulas read; everything else is the
+        producer's record as it wrote it (a training dict's ``args``, a Keras model config, ...)."""
+
+        config: dict[str, Any]  # HF config.json; Sockeye's ``config`` file
+        args: dict[str, Any]  # Sockeye's args.yaml; a torch training dict's args
+        kwargs: dict[str, Any]  # rau's kwargs.json
+        sockeye_version: str
+        class_name: str  # Keras: the model config itself (class_name, config, ...)
+        model_config: Any  # Keras legacy .h5: the JSON model config
 
 
 class Record:
@@ -112,6 +141,8 @@ class TensorEntry(Record):
     ``numel`` (the logical element count: the product of the shape, 1 for a 0-d tensor, the
     number a framework's own parameter count uses, also for sparse arrays) is computed once
     here, as a listing reads it several times per tensor.
+    A tensor an architecture predicts is the same record with ``dtype`` None (a prediction
+    says no dtype) and ``storage`` naming the predicted tensor whose memory it uses.
     """
 
     __slots__ = ("stored_name", "name", "shape", "dtype", "role", "nbytes", "storage", "offset",
@@ -119,7 +150,7 @@ class TensorEntry(Record):
     stored_name: str
     name: str
     shape: tuple[int, ...]
-    dtype: str
+    dtype: str | None
     role: Role
     nbytes: int | None
     storage: str | None
@@ -134,7 +165,7 @@ class TensorEntry(Record):
         stored_name: str,
         name: str,
         shape: tuple[int, ...],
-        dtype: str,
+        dtype: str | None,
         role: Role = Role.PARAMETER,
         *,
         nbytes: int | None = None,
@@ -259,8 +290,9 @@ class Checkpoint:
     It reads as a mapping from canonical tensor name to :class:`TensorEntry` (``ckpt["lm_head.
     weight"]``, ``"x" in ckpt``, ``len(ckpt)``, iteration over names in stored order); a stored
     name that differs from the canonical one is accepted as a key too. :attr:`tensors` is the
-    ordered list behind it. ``metadata`` holds format facts (documented per adapter in
-    docs/architecture.md), ``hyperparameters`` what the producer recorded in or beside the file.
+    ordered list behind it. ``metadata`` holds format facts (the keys others may rely on:
+    :class:`SharedMetadata`), ``hyperparameters`` what the producer recorded in or beside the
+    file (the keys the formulas read: :class:`SharedHyperparameters`).
     ``source`` (where the bytes come from) and ``reader`` (where each tensor's values are, see
     :data:`ValueReader`) are set by the registry when an adapter leaves them out.
     """

@@ -258,71 +258,16 @@ def solve(arch: str | core.Arch, target: int, free: Sequence[str],
     is nearest to ``target`` (with ``under``: the largest at most ``target``)."""
     a = core.get(arch) if isinstance(arch, str) else arch
     ties = dict(ties or {})
-    if not 1 <= len(free) <= 2:
-        raise UsageError("--solve takes one or two hyperparameters")
-    if target < 1:
-        raise UsageError("--target must be a positive parameter count")
-    if step < 1:
-        raise UsageError("--step must be at least 1")
-    known = {h.name: h for h in a.hparams}
-    for name in [*free, *ties, *(n for e in ties.values() for n in tie_names(e))]:
-        if name not in known:
-            raise UsageError(f"{a.name} has no hyperparameter {name}; it has {', '.join(known)}")
-        if known[name].kind is not int:
-            raise UsageError(f"{a.name}: {name} is not an integer hyperparameter")
-    clash = set(free) & set(ties) or set(fixed or {}) & (set(free) | set(ties))
-    if clash:
-        raise UsageError(f"{', '.join(sorted(clash))} cannot be both set and solved/tied")
-    base = a.resolve(fixed or {})
-    count = Count(a, base, free, ties)
-    bounds: dict[str, tuple[int, int | None]] = {}
-    for name in free:
-        lo, hi = (ranges or {}).get(name, (step, None))
-        if hi is not None and hi < lo:
-            raise UsageError(f"--range for {name}: {lo}:{hi} is empty")
-        bounds[name] = (lo, hi)
-
-    keep = top + 2
-    pairs: list[tuple[Values, int]] = []
-    searched: dict[str, tuple[int, int, int]] = {}
-    if len(free) == 1:
-        lo, hi = bounds[free[0]]
-        got, method, top_hi = _search_1d(lambda v: count((v,)), target, lo, hi, step, keep)
-        pairs = [((v,), t) for v, t in got]
-        searched[free[0]] = (lo, top_hi, step)
-    else:
-        (olo, ohi), (ilo, ihi) = bounds[free[0]], bounds[free[1]]
-        if ohi is None:
-            # the outer value's own budget with the inner at its smallest
-            _, _, ohi = _search_1d(lambda v: count((v, ilo)), target, olo, None, step, 1)
-        n = (ohi - olo) // step + 1
-        if n > OUTER_MAX:
-            raise UsageError(f"{free[0]} spans {n:,} values; narrow --range {free[0]}=LO:HI")
-        methods, inner_hi = set(), ilo
-        for v in range(olo, ohi + 1, step):
-            try:
-                got, m, h = _search_1d(lambda w, v=v: count((v, w)), target, ilo, ihi, step,
-                                       keep)
-            except UsageError:
-                continue
-            methods.add(m)
-            inner_hi = max(inner_hi, h)
-            pairs += [((v, w), t) for w, t in got]
-        method = f"{free[0]} enumerated, {free[1]} by " + " / ".join(sorted(methods))
-        searched = {free[0]: (olo, ohi, step), free[1]: (ilo, inner_hi, step)}
-
-    ranked: dict[Values, tuple[tuple[int, int], int]] = {}
-    for values, total in pairs:
-        k = _key(total, target, under)
-        if k is not None:
-            ranked[values] = (k, total)
-    if not ranked:
+    bounds = _validate(a, target, free, fixed or {}, ranges or {}, step, ties)
+    count = Count(a, a.resolve(fixed or {}), free, ties)
+    pairs, method, searched = _search(count, free, bounds, target, step, top + 2)
+    order = _ranked(pairs, target, under)[:top]
+    if not order:
         why = "; ".join(count.refused) or "no value in range"
         raise UsageError(f"{a.name}: no {', '.join(free)} in the searched range reaches the "
                          f"target{' from below' if under else ''} ({why})")
-    order = sorted(ranked.items(), key=lambda kv: (kv[1][0], kv[0]))[:top]
     cands = []
-    for values, (_, total) in order:
+    for values, total in order:
         hp = count.hparams(values)
         shown = {n: hp[n] for n in (*free, *ties)}
         cands.append(Candidate(shown, total, round(100 * (total - target) / target, 4)))
@@ -338,11 +283,81 @@ def solve(arch: str | core.Arch, target: int, free: Sequence[str],
     )
 
 
+def _validate(a: core.Arch, target: int, free: Sequence[str], fixed: Mapping[str, Any],
+              ranges: Mapping[str, tuple[int, int | None]], step: int,
+              ties: Mapping[str, str]) -> dict[str, tuple[int, int | None]]:
+    """The search bounds of each free hyperparameter, after every argument is checked."""
+    if not 1 <= len(free) <= 2:
+        raise UsageError("--solve takes one or two hyperparameters")
+    if target < 1:
+        raise UsageError("--target must be a positive parameter count")
+    if step < 1:
+        raise UsageError("--step must be at least 1")
+    known = {h.name: h for h in a.hparams}
+    for name in [*free, *ties, *(n for e in ties.values() for n in tie_names(e))]:
+        if name not in known:
+            raise UsageError(f"{a.name} has no hyperparameter {name}; it has {', '.join(known)}")
+        if known[name].kind is not int:
+            raise UsageError(f"{a.name}: {name} is not an integer hyperparameter")
+    clash = set(free) & set(ties) or set(fixed) & (set(free) | set(ties))
+    if clash:
+        raise UsageError(f"{', '.join(sorted(clash))} cannot be both set and solved/tied")
+    bounds: dict[str, tuple[int, int | None]] = {}
+    for name in free:
+        lo, hi = ranges.get(name, (step, None))
+        if hi is not None and hi < lo:
+            raise UsageError(f"--range for {name}: {lo}:{hi} is empty")
+        bounds[name] = (lo, hi)
+    return bounds
+
+
+def _search(count: Count, free: Sequence[str], bounds: Mapping[str, tuple[int, int | None]],
+            target: int, step: int, keep: int
+            ) -> tuple[list[tuple[Values, int]], str, dict[str, tuple[int, int, int]]]:
+    """(values, total) pairs near ``target``, how they were found, and the ranges searched.
+    One free hyperparameter: a 1-D search; two: the first enumerated, the second searched."""
+    if len(free) == 1:
+        lo, hi = bounds[free[0]]
+        got, method, top_hi = _search_1d(lambda v: count((v,)), target, lo, hi, step, keep)
+        return [((v,), t) for v, t in got], method, {free[0]: (lo, top_hi, step)}
+    (olo, ohi), (ilo, ihi) = bounds[free[0]], bounds[free[1]]
+    if ohi is None:
+        # the outer value's own budget with the inner at its smallest
+        _, _, ohi = _search_1d(lambda v: count((v, ilo)), target, olo, None, step, 1)
+    n = (ohi - olo) // step + 1
+    if n > OUTER_MAX:
+        raise UsageError(f"{free[0]} spans {n:,} values; narrow --range {free[0]}=LO:HI")
+    pairs: list[tuple[Values, int]] = []
+    methods, inner_hi = set(), ilo
+    for v in range(olo, ohi + 1, step):
+        try:
+            got, m, h = _search_1d(lambda w, v=v: count((v, w)), target, ilo, ihi, step, keep)
+        except UsageError:
+            continue
+        methods.add(m)
+        inner_hi = max(inner_hi, h)
+        pairs += [((v, w), t) for w, t in got]
+    method = f"{free[0]} enumerated, {free[1]} by " + " / ".join(sorted(methods))
+    return pairs, method, {free[0]: (olo, ohi, step), free[1]: (ilo, inner_hi, step)}
+
+
+def _ranked(pairs: Sequence[tuple[Values, int]], target: int,
+            under: bool) -> list[tuple[Values, int]]:
+    """Distinct candidates, nearest to ``target`` first (ties: the smaller values)."""
+    ranked: dict[Values, tuple[tuple[int, int], int]] = {}
+    for values, total in pairs:
+        k = _key(total, target, under)
+        if k is not None:
+            ranked[values] = (k, total)
+    return [(v, total) for v, (_, total) in sorted(ranked.items(),
+                                                    key=lambda kv: (kv[1][0], kv[0]))]
+
+
 def breakdown(arch: core.Arch, pred: core.Prediction,
               scheme: str | None = None) -> tuple[dict[str, int], str]:
     """Parameters per group of ``scheme`` (default: the architecture's own, when it exists),
     else per formula block; tied tensors counted once."""
-    items = [(t.name, t.numel) for t in pred.tensors if t.tied_to is None and t.role == "parameter"]
+    items = [(t.name, t.numel) for t in core.counted(pred.tensors)]
     if scheme or arch.scheme:
         from inspector import grouping
         from inspector.compare import choose_scheme
@@ -350,9 +365,9 @@ def breakdown(arch: core.Arch, pred: core.Prediction,
         s = choose_scheme(scheme, [n for n, _ in items], default=arch.scheme)
         return grouping.group_counts(s, items), f"scheme {s.name}"
     out: dict[str, int] = {}
-    for t in pred.tensors:
-        if t.tied_to is None and t.role == "parameter":
-            out[t.block or "other"] = out.get(t.block or "other", 0) + t.numel
+    for t in core.counted(pred.tensors):
+        block = core.block_of(t) or "other"
+        out[block] = out.get(block, 0) + t.numel
     return out, "block"
 
 

@@ -1,7 +1,8 @@
 """One comparison engine for ``check`` (expected vs found) and ``diff`` (A vs B).
 
-Two lists of named records (anything with ``name``, ``shape`` and ``dtype``; a prediction's
-:class:`~inspector.formulas.core.Expected` has no dtype) are aligned by a key computed from each
+Two lists of :class:`~inspector.adapters.model.TensorEntry` records (a prediction is the same
+record as a stored tensor, with ``dtype`` None: see :func:`inspector.formulas.core.expected`) are
+aligned by a key computed from each
 name (:class:`Keys`: wrapper prefixes stripped, regex renames applied), never by position;
 ``by_shape`` then pairs leftovers whose shape is unique on both sides. Every aligned pair or lone
 record is one :class:`Op`, in one vocabulary:

@@ -53,6 +53,27 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     )
 
 
+# Runs one command in a fresh parent, so RUSAGE_CHILDREN is that command's own peak (in the
+# test process it is the maximum over every earlier child).
+_MEASURE = """
+import json, resource, subprocess, sys
+p = subprocess.run(sys.argv[2:], capture_output=True, text=True, timeout=float(sys.argv[1]))
+json.dump([p.returncode, p.stdout, p.stderr,
+           resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024], sys.stdout)
+"""
+
+
+def run_measured(*args: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``python -m inspector *args`` and its own peak RSS in bytes. ``timeout`` is a hang
+    guard (the run fails), not a speed measurement: speed is the benchmark's."""
+    cmd = [sys.executable, "-m", "inspector", *args]
+    probe = subprocess.run([sys.executable, "-c", _MEASURE, str(timeout), *cmd],
+                           capture_output=True, text=True, cwd=ROOT, timeout=timeout + 30)
+    assert probe.returncode == 0, probe.stderr
+    rc, out, err, rss = json.loads(probe.stdout)
+    return subprocess.CompletedProcess(cmd, rc, out, err), rss
+
+
 @pytest.fixture
 def cli():
     return run_cli

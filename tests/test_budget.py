@@ -10,7 +10,7 @@ import pytest
 from inspector import budget
 from inspector.adapters.errors import UsageError
 from inspector.cli import main
-from inspector.formulas.core import Arch, Expected, HParam, Prediction
+from inspector.formulas.core import Arch, HParam, Prediction, expected
 
 SEED = {"vocab_size": 64, "num_layers": 3}
 FF = {"feedforward_size": "4*d_model"}
@@ -97,7 +97,7 @@ def test_million_vocabulary_is_bisected():
 def _synthetic(f):
     """A one-tensor architecture whose count is f(x): the search on a known function."""
     return Arch("synthetic", "test", (HParam("x", 1),),
-                lambda hp: Prediction("synthetic", dict(hp), [Expected("w", (f(hp["x"]),))]))
+                lambda hp: Prediction("synthetic", dict(hp), [expected("w", (f(hp["x"]),))]))
 
 
 def test_non_monotone_count_is_searched_exhaustively():

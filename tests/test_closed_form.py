@@ -10,7 +10,7 @@ from inspector.adapters.errors import UsageError
 from inspector.adapters.registry import load
 from inspector.formulas import get
 from inspector.formulas.closed_form import _set, closed_form, merge_symbols, parse_symbol
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, expected
 from inspector.formulas.sockeye_rnn import pair
 from tests.conftest import FIXTURES, load_truth
 
@@ -69,11 +69,11 @@ def _toy(kind: str) -> Arch:
     def predict(values):
         hp = arch.resolve(values)
         a, n = hp["a"], hp["n"]
-        t = [Expected("w", (a, a, n)), Expected("half", (a // 2,))]
+        t = [expected("w", (a, a, n)), expected("half", (a // 2,))]
         if n > 1:  # a branch: an extra tensor only from two layers on
-            t.append(Expected("extra", (a,)))
+            t.append(expected("extra", (a,)))
         if kind == "cubic":
-            t.append(Expected("cube", (a, a, a)))
+            t.append(expected("cube", (a, a, a)))
         return Prediction("toy", hp, t)
 
     arch = Arch("toy", "", (HParam("a", 2), HParam("n", 1)), predict,

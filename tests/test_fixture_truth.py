@@ -78,8 +78,9 @@ def test_listing_matches_producer(truth_path):
 
 
 def _keras_name(var: dict) -> str:
-    """Keras 3's variable path, or a Keras 2 TF variable name without its ``:0``."""
-    return var["path"] or re.sub(r":\d+$", "", var["name"])
+    """Keras 3's variable path, or a Keras 2 TF variable name without its ``:0``; for a model
+    reloaded where it was built (TF 1.x scopes ``lstm_1_1/``), the name it was built with."""
+    return var["path"] or re.sub(r":\d+$", "", var.get("name_as_built") or var["name"])
 
 
 def _check_keras(truth: dict, report: dict) -> None:

@@ -15,7 +15,7 @@ from inspector.adapters.registry import load
 from inspector.formulas import get, hf_layout
 from inspector.formulas.check import check
 from inspector.formulas.closed_form import closed_form
-from inspector.formulas.core import total_of
+from inspector.formulas.core import block_of, tied_to, total_of
 from inspector.formulas.hf import sidecar_config
 from inspector.formulas.hf_families import FAMILIES as _FAMILIES
 
@@ -52,7 +52,7 @@ def test_prediction_equals_transformers_state_dict(name):
     want = {t["name"]: tuple(t["shape"]) for t in truth["state_dict"]}
     assert list(pred.shapes().items()) == list(want.items())
     assert pred.total() == truth["parameter_count"]  # model.num_parameters(), tied once
-    assert {(t.name, t.tied_to) for t in pred.tensors if t.tied_to} == {
+    assert {(t.name, tied_to(t)) for t in pred.tensors if tied_to(t)} == {
         tuple(p) for p in truth["tied_state_dict"]}
 
 
@@ -232,7 +232,7 @@ def test_family_prediction_equals_transformers_state_dict(name):
         + total_of(out.unsaved) == truth["parameter_count"]
     assert {t.name for t in out.tensors if t.role == "buffer"} == set(truth["buffers"])
     assert {t.name for t in out.unsaved} == set(truth["unsaved_parameters"])
-    assert _groups((t.name, t.tied_to) for t in out.tensors if t.tied_to) == _groups(
+    assert _groups((t.name, tied_to(t)) for t in out.tensors if tied_to(t)) == _groups(
         _file_names(truth, p) for p in truth["tied_state_dict"])
 
 
@@ -242,7 +242,7 @@ def test_family_embedding_tables_are_the_ones_transformers_excludes(name):
     truth = _truth(name)
     out = _layout(name)
     kept = [t for t in out.tensors + out.unsaved
-            if t.tied_to is None and t.role == "parameter" and t.block != "embedding"]
+            if tied_to(t) is None and t.role == "parameter" and block_of(t) != "embedding"]
     assert sum(t.numel for t in kept) == truth["parameter_count_exclude_embeddings"]
 
 
@@ -251,7 +251,7 @@ def test_family_file_holds_the_prediction_less_aliases_and_unsaved(name):
     """What save_pretrained wrote is every predicted tensor that is not a tie alias."""
     truth = _truth(name)
     out = _layout(name)
-    assert {t.name: t.shape for t in out.tensors if t.tied_to is None} == {
+    assert {t.name: t.shape for t in out.tensors if tied_to(t) is None} == {
         t["stored_name"]: tuple(t["shape"]) for t in truth["tensors"]}
 
 
@@ -295,9 +295,9 @@ def test_family_one_config_key_changes_exactly_its_tensors(name):
         assert pred == want, v["set"]
         count = total_of(out.tensors) - sum(t.numel for t in out.tensors if t.role == "buffer")
         assert count + total_of(out.unsaved) == v["parameter_count"], v["set"]
-        assert {t.name: t.shape for t in out.tensors if t.tied_to is None} == {
+        assert {t.name: t.shape for t in out.tensors if tied_to(t) is None} == {
             n: tuple(s) for n, s in v["saved"].items()}, v["set"]
-        assert _groups((t.name, t.tied_to) for t in out.tensors if t.tied_to) == _groups(
+        assert _groups((t.name, tied_to(t)) for t in out.tensors if tied_to(t)) == _groups(
             _file_names(truth, p) for p in v["tied_state_dict"]), v["set"]
         base_shapes = {t.name: t.shape for t in base.tensors + base.unsaved}
         assert _changed(base_shapes, pred) == _changed(

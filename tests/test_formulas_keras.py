@@ -15,7 +15,8 @@ from pathlib import Path
 import h5py
 import pytest
 
-from inspector.adapters.errors import FormatError, UsageError
+from inspector.adapters.errors import FormatError, UnknownFormatError, UsageError
+from inspector.adapters.registry import load
 from inspector.formulas import keras_graph as kf
 from inspector.formulas.core import get
 from tests.conftest import FIXTURES, load_truth
@@ -43,7 +44,7 @@ def truth_variables(truth: dict) -> dict[str, tuple[tuple[int, ...], bool]]:
     out = {}
     for layer in truth["layers"]:
         for w in layer["weights"]:
-            name = w["path"] or w["name"].removesuffix(":0")
+            name = w["path"] or (w.get("name_as_built") or w["name"]).removesuffix(":0")
             out[name] = (tuple(w["shape"]), w["trainable"])
     return out
 
@@ -56,8 +57,12 @@ def predict(**hp):
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=lambda p: p.name.removesuffix(".truth.json"))
 def test_every_fixture_matches_keras(truth_path: Path) -> None:
     truth = load_truth(truth_path)
-    config = config_of(truth_path.with_name(truth_path.name.removesuffix(".truth.json")))
-    p = predict(model_config=config)
+    fixture = truth_path.with_name(truth_path.name.removesuffix(".truth.json"))
+    config = config_of(fixture)
+    # the naming facts the file itself carries (keras_version), as `check` reads them
+    facts = get("keras").from_checkpoint(load(sibling_with_config(fixture) or fixture))
+    facts.pop("model_config", None)
+    p = predict(model_config=config, **facts)
     assert p.notes == []
     got = {t.name: (t.shape, t.role == "parameter") for t in p.tensors}
     assert got == truth_variables(truth)
@@ -292,9 +297,10 @@ def test_bad_config_files(tmp_path: Path) -> None:
     zipped = tmp_path / "x.keras"
     with zipfile.ZipFile(zipped, "w") as zf:
         zf.writestr("metadata.json", "{}")
-    with pytest.raises(FormatError, match="config.json"):
+    # a container is the adapters' to read: a zip of no known layout is refused by the registry
+    with pytest.raises(UnknownFormatError, match="x.keras: a zip archive of no known"):
         predict(config=str(zipped))
-    with pytest.raises(UsageError, match="missing.json"):
+    with pytest.raises(FileNotFoundError, match="missing.json"):
         predict(config=str(tmp_path / "missing.json"))
 
 

@@ -13,6 +13,7 @@ from inspector.adapters.registry import load
 from inspector.formulas import get
 from inspector.formulas.check import check
 from inspector.formulas.closed_form import closed_form
+from inspector.formulas.core import tied_to
 
 from conftest import FIXTURES, load_truth, run_cli
 
@@ -90,7 +91,7 @@ def test_seed001_fixture_prediction_equals_torch(name):
     want = {t["stored_name"][len(prefix):]: tuple(t["shape"]) for t in params}
     assert list(pred.shapes().items()) == list(want.items())
     assert pred.total() == truth["parameter_count"]
-    tied = {(t.name, t.tied_to) for t in pred.tensors if t.tied_to}
+    tied = {(t.name, tied_to(t)) for t in pred.tensors if tied_to(t)}
     assert tied == {(b[len(prefix):], a[len(prefix):]) for a, b in truth["tied"]}
 
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pickle
 import struct
-import subprocess
-import sys
 import zipfile
 
-from conftest import ROOT
+from conftest import run_measured
 
 # LONG_BINPUT with index 2**28: CPython's C unpickler would allocate and zero 4 GiB for its memo.
 MEMO_BOMB = b"\x80\x02}q\x00r" + struct.pack("<I", 2**28) + b"."
@@ -30,17 +28,9 @@ def _legacy(path):
     return path
 
 
-PROBE = """
-import resource, subprocess, sys
-proc = subprocess.run([sys.executable, '-m', 'inspector', 'show', sys.argv[1]], capture_output=True, text=True)
-print(proc.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, proc.stderr.strip(), sep='\\t')
-"""
-
-
 def _run(path):
-    out = subprocess.run([sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    rc, maxrss_kb, err = out.stdout.strip().split("\t", 2)
-    return int(rc), int(maxrss_kb), err
+    proc, rss = run_measured("show", str(path))
+    return proc.returncode, rss // 1024, proc.stderr.strip()
 
 
 def test_memo_bomb_in_zip_is_refused_within_bounded_memory(tmp_path):

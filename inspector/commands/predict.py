@@ -44,6 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def report(args: argparse.Namespace) -> dict[str, Any]:
     from inspector.commands.check import parse_sets
     from inspector.formulas import get
+    from inspector.formulas.core import block_of, counted, tied_to
     from inspector.grouping import choose_scheme, get_scheme, group_counts
 
     arch = get(args.arch)
@@ -51,8 +52,7 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
     names = [t.name for t in pred.tensors]
     name = args.scheme or arch.scheme
     scheme = get_scheme(name) if name else choose_scheme(names)
-    counted = [t for t in pred.tensors if t.tied_to is None and t.role == "parameter"]
-    groups = group_counts(scheme, [(t.name, t.numel) for t in counted])
+    groups = group_counts(scheme, [(t.name, t.numel) for t in counted(pred.tensors)])
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "arch": arch.name,
@@ -60,8 +60,8 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
         "hyperparameters": pred.hparams,
         "tensors": [
             {"name": t.name, "shape": list(t.shape), "numel": t.numel, "role": t.role,
-             "block": t.block, "group": scheme.assign(t.name).group,
-             **({"tied_to": t.tied_to} if t.tied_to else {})}
+             "block": block_of(t), "group": scheme.assign(t.name).group,
+             **({"tied_to": tied_to(t)} if tied_to(t) else {})}
             for t in pred.tensors
         ],
         "groups": [{"name": g, "parameters": n} for g, n in groups.items()],
@@ -75,6 +75,7 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
 
 def formula(arch, hparams, symbol_specs, scheme, group_names) -> dict[str, Any]:
     from inspector.formulas.closed_form import closed_form, merge_symbols, parse_symbol
+    from inspector.formulas.core import counted
 
     syms = merge_symbols(arch, [parse_symbol(s) for s in symbol_specs])
     fixed = {k: v for k, v in hparams.items()}
@@ -82,8 +83,8 @@ def formula(arch, hparams, symbol_specs, scheme, group_names) -> dict[str, Any]:
 
     def group_count(g):
         def count(pred):
-            return sum(t.numel for t in pred.tensors if t.tied_to is None
-                       and t.role == "parameter" and scheme.assign(t.name).group == g)
+            return sum(t.numel for t in counted(pred.tensors)
+                       if scheme.assign(t.name).group == g)
         return count
 
     return {

@@ -1,5 +1,5 @@
 """Formula engine: predict a model's tensors (and so its counts) from its hyperparameters."""
 
-from .core import Arch, Expected, HParam, Prediction, archs, get, register
+from .core import Arch, HParam, Prediction, archs, expected, get, register
 
-__all__ = ["Arch", "Expected", "HParam", "Prediction", "archs", "get", "register"]
+__all__ = ["Arch", "expected", "HParam", "Prediction", "archs", "get", "register"]

@@ -1,6 +1,6 @@
 """Framework-neutral formula blocks and the MXNet / Sockeye conventions.
 
-Every block is ``block(prefix, ..., sep=...) -> list[Expected]``: the tensors one layer owns,
+Every block is ``block(prefix, ..., sep=...) -> list[TensorEntry]``: the tensors one layer owns,
 named ``prefix + sep + leaf`` (``sep="_"`` for MXNet symbols such as ``decoder_rnn_l0_i2h_weight``,
 ``"."`` for Gluon / PyTorch module paths such as ``encoder.layers.0.ff.ff1.weight``). An empty
 ``prefix`` gives the bare leaf. Weights are (out, in) as MXNet's ``FullyConnected`` and PyTorch's
@@ -23,9 +23,9 @@ API (stable):
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 
-from inspector.formulas.core import Expected
+from inspector.adapters.model import TensorEntry
+from inspector.formulas.core import expected, revised
 
 # Gate blocks stacked in an MXNet cell's i2h/h2h weight (mx.rnn.LSTMCell: i, f, c, o).
 MX_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
@@ -60,23 +60,23 @@ def join(prefix: str, leaf: str, sep: str = "_") -> str:
     return prefix + leaf if prefix.endswith(sep) else f"{prefix}{sep}{leaf}"
 
 
-def param(name: str, shape: Iterable[int], block: str, role: str = "parameter") -> Expected:
+def param(name: str, shape: Iterable[int], block: str, role: str = "parameter") -> TensorEntry:
     """One expected tensor; every dimension must be a positive integer."""
     dims = tuple(int(d) for d in shape)
     if any(d < 0 for d in dims):
         raise ValueError(f"{name}: negative dimension in {dims}")
-    return Expected(name, dims, role=role, block=block)
+    return expected(name, dims, role=role, block=block)
 
 
 def embedding(prefix: str, vocab: int, dim: int, *, sep: str = "_", leaf: str = "weight",
-              block: str = "embedding") -> list[Expected]:
+              block: str = "embedding") -> list[TensorEntry]:
     """An embedding table ``prefix_weight`` (vocab, dim)."""
     return [param(join(prefix, leaf, sep), (vocab, dim), block)]
 
 
 def linear(prefix: str, out_features: int, in_features: int, *, bias: bool = True,
            sep: str = "_", weight: str = "weight", bias_leaf: str = "bias",
-           block: str = "linear") -> list[Expected]:
+           block: str = "linear") -> list[TensorEntry]:
     """A fully connected layer in (out, in) layout: ``weight`` (out, in), ``bias`` (out,)."""
     out = [param(join(prefix, weight, sep), (out_features, in_features), block)]
     if bias:
@@ -85,13 +85,13 @@ def linear(prefix: str, out_features: int, in_features: int, *, bias: bool = Tru
 
 
 def layer_norm(prefix: str, dim: int, *, sep: str = "_", names: Sequence[str] = ("gamma", "beta"),
-               block: str = "layer_norm") -> list[Expected]:
+               block: str = "layer_norm") -> list[TensorEntry]:
     """Layer normalisation: one (dim,) vector per name (scale, shift)."""
     return [param(join(prefix, n, sep), (dim,), block) for n in names]
 
 
 def mx_rnn_cell(prefix: str, cell_type: str, num_hidden: int, input_size: int, *,
-                sep: str = "_") -> list[Expected]:
+                sep: str = "_") -> list[TensorEntry]:
     """An MXNet RNN cell (``mx.rnn.LSTMCell``/``GRUCell``, Sockeye's ``ln*`` cells).
 
     ``i2h_weight`` (g*h, input_size), ``i2h_bias`` (g*h,), ``h2h_weight`` (g*h, h),
@@ -109,7 +109,7 @@ def mx_rnn_cell(prefix: str, cell_type: str, num_hidden: int, input_size: int, *
 
 def mha_projections(prefix: str, d_model: int, *, kv_dim: int | None = None, layout: str = "qkv",
                     names: dict[str, str] | None = None, bias: bool = False, sep: str = "_",
-                    block: str = "attention") -> list[Expected]:
+                    block: str = "attention") -> list[TensorEntry]:
     """Multi-head attention projections (heads do not change shapes, only split d_model).
 
     ``layout``: ``"qkv"`` one fused (3d, d) input projection (self-attention); ``"q_kv"`` a query
@@ -126,12 +126,12 @@ def mha_projections(prefix: str, d_model: int, *, kv_dim: int | None = None, lay
     }
     if layout not in parts:
         raise ValueError(f"unknown attention layout {layout!r}")
-    out: list[Expected] = []
+    out: list[TensorEntry] = []
     for role, o, i in [*parts[layout], ("out", d_model, d_model)]:
         out += linear(join(prefix, n[role], sep), o, i, bias=bias, sep=sep, block=block)
     return out
 
 
-def tie(tensors: Iterable[Expected], to: str) -> list[Expected]:
+def tie(tensors: Iterable[TensorEntry], to: str) -> list[TensorEntry]:
     """``tensors`` marked as aliases of ``to`` (same storage, counted once)."""
-    return [replace(t, tied_to=to) for t in tensors]
+    return [revised(t, tie=to) for t in tensors]

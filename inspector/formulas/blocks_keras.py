@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .core import Expected
+from inspector.adapters.model import TensorEntry
+
+from .core import expected
 
 # gates per recurrent layer class and the name Keras gives the layer's cell
 RNN_CELLS: dict[str, tuple[int, str]] = {
@@ -25,16 +27,16 @@ RNN_CELL_CLASSES: dict[str, str] = {
 }
 
 
-def _var(name: str, shape: Sequence[int], block: str, trainable: bool = True) -> Expected:
-    return Expected(name, tuple(shape), "parameter" if trainable else "buffer", block)
+def _var(name: str, shape: Sequence[int], block: str, trainable: bool = True) -> TensorEntry:
+    return expected(name, tuple(shape), "parameter" if trainable else "buffer", block)
 
 
-def embedding(input_dim: int, output_dim: int) -> list[Expected]:
+def embedding(input_dim: int, output_dim: int) -> list[TensorEntry]:
     """``Embedding``: one (input_dim, output_dim) table."""
     return [_var("embeddings", (input_dim, output_dim), "Embedding")]
 
 
-def dense(n_in: int, units: int, use_bias: bool = True, block: str = "Dense") -> list[Expected]:
+def dense(n_in: int, units: int, use_bias: bool = True, block: str = "Dense") -> list[TensorEntry]:
     """``Dense``: kernel (in, units) + bias (units,)."""
     out = [_var("kernel", (n_in, units), block)]
     if use_bias:
@@ -49,28 +51,29 @@ def rnn_cell(
     use_bias: bool = True,
     reset_after: bool = True,
     cell: str | None = None,
-) -> list[Expected]:
-    """A recurrent layer's cell variables, named ``<cell>/kernel`` etc.
+) -> list[TensorEntry]:
+    """A recurrent layer's cell variables, named ``<cell>/kernel`` etc. (``cell`` "": no cell
+    scope, as Keras <= 2.3 names them).
 
     ``kind`` is ``SimpleRNN``, ``GRU`` or ``LSTM``; ``reset_after`` only matters for GRU.
     """
     gates, default_cell = RNN_CELLS[kind]
-    cell = cell or default_cell
+    scope = "" if cell == "" else f"{cell or default_cell}/"
     width = gates * units
     out = [
-        _var(f"{cell}/kernel", (n_in, width), kind),
-        _var(f"{cell}/recurrent_kernel", (units, width), kind),
+        _var(f"{scope}kernel", (n_in, width), kind),
+        _var(f"{scope}recurrent_kernel", (units, width), kind),
     ]
     if use_bias:
         bias = (2, width) if kind == "GRU" and reset_after else (width,)
-        out.append(_var(f"{cell}/bias", bias, kind))
+        out.append(_var(f"{scope}bias", bias, kind))
     return out
 
 
 def conv(
     kernel_size: Sequence[int], in_channels: int, filters: int, groups: int = 1,
     use_bias: bool = True, block: str = "Conv",
-) -> list[Expected]:
+) -> list[TensorEntry]:
     """``Conv1D/2D/3D``: kernel (*kernel_size, in/groups, filters) + bias (filters,)."""
     out = [_var("kernel", (*kernel_size, in_channels // groups, filters), block)]
     if use_bias:
@@ -80,7 +83,7 @@ def conv(
 
 def layer_norm(
     shape: Sequence[int], center: bool = True, scale: bool = True, rms_scaling: bool = False
-) -> list[Expected]:
+) -> list[TensorEntry]:
     """``LayerNormalization``: gamma (scale) and beta (center) over the normalised axes;
     ``rms_scaling`` keeps gamma only."""
     out = []
@@ -91,7 +94,7 @@ def layer_norm(
     return out
 
 
-def batch_norm(shape: Sequence[int], center: bool = True, scale: bool = True) -> list[Expected]:
+def batch_norm(shape: Sequence[int], center: bool = True, scale: bool = True) -> list[TensorEntry]:
     """``BatchNormalization``: trainable gamma/beta, non-trainable moving mean and variance."""
     out = []
     if scale:
@@ -112,11 +115,11 @@ def multi_head_attention(
     value_dim: int,
     output_shape: Sequence[int],
     use_bias: bool = True,
-) -> list[Expected]:
+) -> list[TensorEntry]:
     """``MultiHeadAttention``: query/key/value projections (d, heads, key_dim|value_dim) with
     (heads, dim) biases, and ``attention_output`` (heads, value_dim, *output_shape)."""
     block = "MultiHeadAttention"
-    out: list[Expected] = []
+    out: list[TensorEntry] = []
     for name, d, width in (
         ("query", query_dim, key_dim),
         ("key", key_dim_in, key_dim),

@@ -1,7 +1,7 @@
 """Formula blocks in PyTorch's convention: the tensors a ``torch.nn`` module puts in its
 ``state_dict``, under the names and in the order torch gives them.
 
-Every block is a function ``block(prefix, ...) -> list[Expected]`` whose keyword arguments are
+Every block is a function ``block(prefix, ...) -> list[TensorEntry]`` whose keyword arguments are
 the ``torch.nn`` constructor's own. ``prefix`` is the module's path in its model (``""`` for a
 bare module, ``"encoder.rnn"`` inside one); names are joined with ``.`` as ``state_dict`` does.
 Weights are (out, in). Compose blocks by concatenating their lists; tie one tensor to another
@@ -16,11 +16,11 @@ API (stable): :func:`join`, :func:`param`, :func:`embedding`, :func:`linear`, :f
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 
 from inspector.adapters.errors import UsageError
+from inspector.adapters.model import TensorEntry
 from inspector.formulas import blocks
-from inspector.formulas.core import Expected
+from inspector.formulas.core import revised
 
 RNN_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}  # gate blocks stacked in weight_ih / weight_hh
 
@@ -30,17 +30,18 @@ def join(prefix: str, name: str) -> str:
     return blocks.join(prefix, name, ".")
 
 
-def param(prefix: str, name: str, shape: Iterable[int], block: str) -> Expected:
+def param(prefix: str, name: str, shape: Iterable[int], block: str) -> TensorEntry:
     """One tensor ``prefix.name`` of ``shape``."""
     return blocks.param(join(prefix, name), shape, block)
 
 
-def embedding(prefix: str, num_embeddings: int, embedding_dim: int) -> list[Expected]:
+def embedding(prefix: str, num_embeddings: int, embedding_dim: int) -> list[TensorEntry]:
     """``nn.Embedding``: ``weight`` (num_embeddings, embedding_dim)."""
     return blocks.embedding(prefix, num_embeddings, embedding_dim, sep=".")
 
 
-def linear(prefix: str, in_features: int, out_features: int, bias: bool = True) -> list[Expected]:
+def linear(prefix: str, in_features: int, out_features: int,
+           bias: bool = True) -> list[TensorEntry]:
     """``nn.Linear(in_features, out_features, bias)``: ``weight`` (out, in), ``bias`` (out,)."""
     return blocks.linear(prefix, out_features, in_features, bias=bias, sep=".")
 
@@ -50,7 +51,7 @@ def layer_norm(
     normalized_shape: int | Sequence[int],
     elementwise_affine: bool = True,
     bias: bool = True,
-) -> list[Expected]:
+) -> list[TensorEntry]:
     """``nn.LayerNorm``: ``weight`` and ``bias`` of ``normalized_shape`` when affine."""
     if not elementwise_affine:
         return []
@@ -69,7 +70,7 @@ def rnn(
     bias: bool = True,
     bidirectional: bool = False,
     proj_size: int = 0,
-) -> list[Expected]:
+) -> list[TensorEntry]:
     """``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` (``mode`` is the class name).
 
     Per layer ``k`` and direction (``""``, then ``"_reverse"``): ``weight_ih_l{k}``
@@ -88,7 +89,7 @@ def rnn(
     real_hidden = proj_size or hidden_size
     directions = ("", "_reverse") if bidirectional else ("",)
     block = f"torch_{mode.lower()}"
-    out: list[Expected] = []
+    out: list[TensorEntry] = []
     for k in range(num_layers):
         width = input_size if k == 0 else real_hidden * len(directions)
         for d in directions:
@@ -111,7 +112,7 @@ def multihead_attention(
     add_bias_kv: bool = False,
     kdim: int | None = None,
     vdim: int | None = None,
-) -> list[Expected]:
+) -> list[TensorEntry]:
     """``nn.MultiheadAttention``: packed ``in_proj_weight`` (3E, E) when key and value widths
     equal ``embed_dim``, otherwise ``q_proj_weight`` (E, E), ``k_proj_weight`` (E, kdim),
     ``v_proj_weight`` (E, vdim); ``in_proj_bias`` (3E) with ``bias``; ``bias_k``/``bias_v``
@@ -140,7 +141,7 @@ def multihead_attention(
 
 def transformer_encoder_layer(
     prefix: str, d_model: int, nhead: int, dim_feedforward: int = 2048, bias: bool = True
-) -> list[Expected]:
+) -> list[TensorEntry]:
     """``nn.TransformerEncoderLayer``: ``self_attn``, ``linear1`` (ff, d), ``linear2`` (d, ff),
     ``norm1``, ``norm2`` (``bias`` applies to all of them)."""
     return (
@@ -152,7 +153,7 @@ def transformer_encoder_layer(
 
 def transformer_decoder_layer(
     prefix: str, d_model: int, nhead: int, dim_feedforward: int = 2048, bias: bool = True
-) -> list[Expected]:
+) -> list[TensorEntry]:
     """``nn.TransformerDecoderLayer``: ``self_attn``, ``multihead_attn`` (cross attention),
     ``linear1``, ``linear2``, ``norm1``..``norm3``."""
     return (
@@ -172,11 +173,11 @@ def transformer_stack(
     dim_feedforward: int = 2048,
     bias: bool = True,
     norm: bool = False,
-) -> list[Expected]:
+) -> list[TensorEntry]:
     """``nn.TransformerEncoder`` / ``nn.TransformerDecoder`` (``kind`` "encoder"/"decoder"):
     ``layers.{i}.*`` and, when given a final ``norm`` LayerNorm(d_model, bias), ``norm.*``."""
     layer = {"encoder": transformer_encoder_layer, "decoder": transformer_decoder_layer}[kind]
-    out: list[Expected] = []
+    out: list[TensorEntry] = []
     for i in range(num_layers):
         out += layer(join(prefix, f"layers.{i}"), d_model, nhead, dim_feedforward, bias)
     if norm:
@@ -184,7 +185,7 @@ def transformer_stack(
     return out
 
 
-def tie(tensors: list[Expected], name: str, to: str) -> list[Expected]:
+def tie(tensors: list[TensorEntry], name: str, to: str) -> list[TensorEntry]:
     """``tensors`` with ``name`` marked as sharing storage with ``to`` (counted once)."""
     names = {t.name for t in tensors}
     if name not in names or to not in names:
@@ -192,16 +193,16 @@ def tie(tensors: list[Expected], name: str, to: str) -> list[Expected]:
     return [blocks.tie([t], to)[0] if t.name == name else t for t in tensors]
 
 
-def _as(tensors: list[Expected], block: str) -> list[Expected]:
-    return [replace(t, block=block) for t in tensors]
+def _as(tensors: list[TensorEntry], block: str) -> list[TensorEntry]:
+    return [revised(t, block=block) for t in tensors]
 
 
-def _feedforward(prefix: str, d: int, ff: int, bias: bool) -> list[Expected]:
+def _feedforward(prefix: str, d: int, ff: int, bias: bool) -> list[TensorEntry]:
     return _as(
         linear(join(prefix, "linear1"), d, ff, bias) + linear(join(prefix, "linear2"), ff, d, bias),
         "feedforward",
     )
 
 
-def _norms(prefix: str, d: int, bias: bool, n: int) -> list[Expected]:
+def _norms(prefix: str, d: int, bias: bool, n: int) -> list[TensorEntry]:
     return [t for i in range(1, n + 1) for t in layer_norm(join(prefix, f"norm{i}"), d, bias=bias)]

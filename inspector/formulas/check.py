@@ -32,7 +32,7 @@ from typing import Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role
-from inspector.formulas.core import Arch, Part, Prediction, archs
+from inspector.formulas.core import Arch, Part, Prediction, archs, counted, tied_to
 
 SCHEMA = "inspector.check/1"
 COMPARED_ROLES = (Role.PARAMETER, Role.BUFFER)
@@ -303,7 +303,7 @@ def compare(pred: Prediction, ckpt: Checkpoint, scheme_name: str | None = None,
     found = {t.name for t in stored}
     # One stored name of a tie group is enough: save_pretrained and safetensors' save_model
     # write a tied pair once.
-    alias_of = {t.name: t.tied_to for t in pred.tensors if t.tied_to}
+    alias_of = {t.name: tied_to(t) for t in pred.tensors if tied_to(t)}
     ties: dict[str, set[str]] = {}
     for alias, target in alias_of.items():
         ties.setdefault(target, {target}).add(alias)
@@ -336,8 +336,7 @@ def compare(pred: Prediction, ckpt: Checkpoint, scheme_name: str | None = None,
         (alias_of[t.name] if alias_of.get(t.name, t.name) not in found else t.name, t.numel)
         for t in unique
     ])
-    counted = [t for t in pred.tensors if t.tied_to is None and t.role == "parameter"]
-    pred_groups = group_counts(scheme, [(t.name, t.numel) for t in counted])
+    pred_groups = group_counts(scheme, [(t.name, t.numel) for t in counted(pred.tensors)])
     per_group: Counter[str] = Counter(i.group for i in issues if i.mismatch)
     not_modelled: Counter[str] = Counter(i.group for i in issues if not i.mismatch)
     group_names = list(pred_groups) + [g for g in found_groups if g not in pred_groups]

@@ -8,7 +8,6 @@ list, so no formula is written twice.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector.adapters.errors import UsageError
+from inspector.adapters.model import Checkpoint, Role, TensorEntry
 
 
 @dataclass(frozen=True)
@@ -29,20 +29,44 @@ class HParam:
     choices: tuple[Any, ...] | None = None
 
 
-@dataclass(frozen=True)
-class Expected:
-    """One tensor an architecture predicts. ``tied_to`` names the tensor it shares storage with
-    (counted once); ``block`` names the formula block that produced it."""
+def expected(name: str, shape: Iterable[int], role: str = "parameter", block: str = "",
+             tied_to: str | None = None) -> TensorEntry:
+    """One tensor an architecture predicts, as the same record an adapter makes for a stored
+    one (:class:`~inspector.adapters.model.TensorEntry`): ``stored_name`` = ``name``, no dtype
+    (a prediction does not say one), ``storage`` = the name of the tensor whose memory it uses
+    (its own, or ``tied_to``'s: tied tensors share an identity and are counted once, as stored
+    ones are). ``extra["block"]`` names the formula block that produced it."""
+    extra: dict[str, Any] = {"block": block} if block else {}
+    if tied_to:
+        extra["tied_to"] = tied_to
+    return TensorEntry(stored_name=name, name=name, shape=tuple(int(d) for d in shape),
+                       dtype=None, role=Role(role), storage=tied_to or name, extra=extra)
 
-    name: str
-    shape: tuple[int, ...]
-    role: str = "parameter"
-    block: str = ""
-    tied_to: str | None = None
 
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
+def tied_to(t: TensorEntry) -> str | None:
+    """The predicted tensor ``t`` shares storage with, None when it owns its storage."""
+    return t.extra.get("tied_to")
+
+
+def block_of(t: TensorEntry) -> str:
+    """The formula block that predicted ``t`` ("" when none was named)."""
+    return t.extra.get("block", "")
+
+
+def revised(t: TensorEntry, *, name: str | None = None, role: str | None = None,
+            block: str | None = None, tie: str | None = None) -> TensorEntry:
+    """A predicted tensor with some of its facts changed (``tie``: the tensor it now shares
+    storage with)."""
+    return expected(t.name if name is None else name, t.shape,
+                    str(t.role) if role is None else role,
+                    block_of(t) if block is None else block,
+                    tied_to(t) if tie is None else tie)
+
+
+def counted(tensors: Iterable[TensorEntry], role: str | None = "parameter") -> list[TensorEntry]:
+    """The tensors of ``role`` (every role when None) that own their storage: the ones a
+    parameter count adds up (a tied alias is counted once, through its owner)."""
+    return [t for t in tensors if "tied_to" not in t.extra and (role is None or t.role == role)]
 
 
 @dataclass(frozen=True)
@@ -68,17 +92,13 @@ class Prediction:
 
     arch: str
     hparams: dict[str, Any]
-    tensors: list[Expected]
+    tensors: list[TensorEntry]
     notes: list[str] = field(default_factory=list)
     parts: list[Part] = field(default_factory=list)
 
     def total(self, role: str | None = "parameter") -> int:
         """Elements over tensors of ``role`` (all roles when None), tied tensors counted once."""
-        return sum(
-            t.numel
-            for t in self.tensors
-            if t.tied_to is None and (role is None or t.role == role)
-        )
+        return sum(t.numel for t in counted(self.tensors, role))
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
         return {t.name: t.shape for t in self.tensors}
@@ -124,12 +144,12 @@ class Arch:
     hparams: tuple[HParam, ...]
     predict: Callable[[Mapping[str, Any]], Prediction]
     scheme: str | None = None
-    from_checkpoint: Callable[[Any], dict[str, Any]] | None = None
-    infer: Callable[[Any], dict[str, Any]] | None = None
-    applies: Callable[[Any], bool] | None = None
+    from_checkpoint: Callable[[Checkpoint], dict[str, Any]] | None = None
+    infer: Callable[[Checkpoint], dict[str, Any]] | None = None
+    applies: Callable[[Checkpoint], bool] | None = None
     symbols: tuple[Symbol, ...] = ()
     modelled: tuple[str, ...] = ()
-    unmodelled: Callable[[Any], list[Part]] | None = None
+    unmodelled: Callable[[Checkpoint], list[Part]] | None = None
     aliases: Mapping[str, str] = field(default_factory=dict)
 
     def canonical(self, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -232,5 +252,5 @@ def _load_builtins() -> None:
         import_module(f"inspector.formulas.{m}")
 
 
-def total_of(tensors: Iterable[Expected]) -> int:
-    return sum(t.numel for t in tensors if t.tied_to is None)
+def total_of(tensors: Iterable[TensorEntry]) -> int:
+    return sum(t.numel for t in counted(tensors, None))

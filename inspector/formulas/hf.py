@@ -15,29 +15,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from inspector.adapters.errors import FormatError, UsageError
 from inspector.adapters.hf_dir import read_config
+from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.adapters.source import as_source
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, expected, register
 from inspector.formulas.torch_nn import parameters
 
 CONFIG_NAME = "config.json"
 
 
-def sidecar_config(ckpt: Any) -> dict[str, Any]:
+def sidecar_config(ckpt: Checkpoint) -> dict[str, Any]:
     """The checkpoint's ``config.json``: what a Hugging Face directory read as its
     hyperparameters, else the one beside a weights file; ``{}`` when there is none."""
     if ckpt.metadata.get("config_file") == CONFIG_NAME:
         return ckpt.hyperparameters.get("config") or {}
-    path = Path(ckpt.path)
-    if path.is_dir():
+    src = ckpt.source if ckpt.source is not None else as_source(ckpt.path)
+    if src.is_dir():
         return {}
     try:
-        cfg = as_source(path).sibling(CONFIG_NAME)
+        cfg = src.sibling(CONFIG_NAME)
     except FormatError:
         return {}
     return read_config(cfg) if cfg.is_file() else {}
@@ -46,25 +46,25 @@ def sidecar_config(ckpt: Any) -> dict[str, Any]:
 def _from_config(arch_hparams: tuple[HParam, ...]):
     names = {h.name for h in arch_hparams}
 
-    def read(ckpt: Any) -> dict[str, Any]:
+    def read(ckpt: Checkpoint) -> dict[str, Any]:
         cfg = sidecar_config(ckpt)
         return {k: v for k, v in cfg.items() if k in names}
 
     return read
 
 
-def conv1d(prefix: str, nf: int, nx: int) -> list[Expected]:
+def conv1d(prefix: str, nf: int, nx: int) -> list[TensorEntry]:
     """transformers' ``Conv1D(nf, nx)``: ``weight`` (nx, nf) = (in, out), ``bias`` (nf,)."""
     return [bt.param(prefix, "weight", (nx, nf), "conv1d"),
             bt.param(prefix, "bias", (nf,), "conv1d")]
 
 
-def rms_norm(prefix: str, hidden_size: int) -> list[Expected]:
+def rms_norm(prefix: str, hidden_size: int) -> list[TensorEntry]:
     """``LlamaRMSNorm``: ``weight`` only."""
     return [bt.param(prefix, "weight", (hidden_size,), "rms_norm")]
 
 
-def _claims(ckpt: Any, model_type: str, signature: str) -> bool:
+def _claims(ckpt: Checkpoint, model_type: str, signature: str) -> bool:
     """``config.json``'s ``model_type`` decides when there is one (a directory whose config says
     ``mistral`` is not checked as ``llama`` by resemblance, and one that says ``llama`` is checked
     as llama whatever it holds); without one, the signature tensor does."""
@@ -75,12 +75,12 @@ def _claims(ckpt: Any, model_type: str, signature: str) -> bool:
     return mt == model_type and bool(parameters(ckpt))
 
 
-def _layers(ckpt: Any, pattern: str) -> int | None:
+def _layers(ckpt: Checkpoint, pattern: str) -> int | None:
     idx = [int(m.group(1)) for n in parameters(ckpt) if (m := re.search(pattern, n))]
     return max(idx) + 1 if idx else None
 
 
-def _tied(ckpt: Any, head: str) -> bool:
+def _tied(ckpt: Checkpoint, head: str) -> bool:
     """True when the head is absent (``save_pretrained`` drops a tied one) or shares storage."""
     stored = [t.stored_name for t in ckpt.tensors if t.name == head]
     return not stored or bool(ckpt.shared_with().get(stored[0]))
@@ -123,7 +123,7 @@ def predict_gpt2(hp: Mapping[str, Any]) -> Prediction:
     return Prediction("gpt2", dict(hp), out)
 
 
-def infer_gpt2(ckpt: Any) -> dict[str, Any]:
+def infer_gpt2(ckpt: Checkpoint) -> dict[str, Any]:
     s = parameters(ckpt)
     if "transformer.wte.weight" not in s:
         return {}
@@ -189,7 +189,7 @@ def predict_llama(hp: Mapping[str, Any]) -> Prediction:
         out += bt.linear(f"{a}.k_proj", d, kv * hd, ab) + bt.linear(f"{a}.v_proj", d, kv * hd, ab)
         out += bt.linear(f"{a}.o_proj", heads * hd, d, ab)
         if hp["saved_inv_freq"]:  # arange(0, head_dim, 2): ceil(head_dim / 2) frequencies
-            out.append(Expected(f"{a}.rotary_emb.inv_freq", ((hd + 1) // 2,), "buffer", "rotary"))
+            out.append(expected(f"{a}.rotary_emb.inv_freq", ((hd + 1) // 2,), "buffer", "rotary"))
         out += bt.linear(f"{m}.gate_proj", d, ff, mb) + bt.linear(f"{m}.up_proj", d, ff, mb)
         out += bt.linear(f"{m}.down_proj", ff, d, mb)
         out += rms_norm(f"model.layers.{i}.input_layernorm", d)
@@ -201,7 +201,7 @@ def predict_llama(hp: Mapping[str, Any]) -> Prediction:
     return Prediction("llama", dict(hp), out, notes)
 
 
-def infer_llama(ckpt: Any) -> dict[str, Any]:
+def infer_llama(ckpt: Checkpoint) -> dict[str, Any]:
     """Sizes, layers, biases and tying; head counts only split q/k widths, so they stay as given."""
     s = parameters(ckpt)
     if "model.embed_tokens.weight" not in s:

@@ -26,8 +26,9 @@ from functools import cache
 from typing import Any
 
 from inspector.adapters.errors import UsageError
+from inspector.adapters.model import Checkpoint, Role, TensorEntry
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, register, total_of
+from inspector.formulas.core import Arch, HParam, Prediction, expected, register, tied_to, total_of
 
 # --- expressions -------------------------------------------------------------------------------
 
@@ -245,9 +246,9 @@ class Family:
 
 @dataclass
 class _Out:
-    tensors: list[Expected] = field(default_factory=list)
+    tensors: list[TensorEntry] = field(default_factory=list)
     ties: list[tuple[str, str]] = field(default_factory=list)
-    unsaved: list[Expected] = field(default_factory=list)
+    unsaved: list[TensorEntry] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -291,7 +292,7 @@ def _emit(parts: tuple[Any, ...], prefix: str, env: dict[str, Any], out: _Out) -
             out.tensors.append(bt.param(prefix, p.name, (_int(p.size, env, p.name),), "vector"))
         elif isinstance(p, Buf):
             shape = tuple(_int(s, env, p.name) for s in p.shape)
-            out.tensors.append(Expected(_join(prefix, p.name), shape, "buffer", "buffer"))
+            out.tensors.append(expected(_join(prefix, p.name), shape, "buffer", "buffer"))
         elif isinstance(p, Attn):
             _attn(p, _join(prefix, p.prefix), env, out)
         elif isinstance(p, Mlp):
@@ -359,19 +360,19 @@ def predict(family: Family, hp: Mapping[str, Any]) -> Prediction:
 # --- reading a checkpoint ----------------------------------------------------------------------
 
 
-def _config(ckpt: Any) -> dict[str, Any]:
+def _config(ckpt: Checkpoint) -> dict[str, Any]:
     from inspector.formulas.hf import sidecar_config
 
     return sidecar_config(ckpt)
 
 
-def model_type(ckpt: Any) -> str | None:
+def model_type(ckpt: Checkpoint) -> str | None:
     """``config.json``'s ``model_type`` beside the checkpoint, if any."""
     mt = _config(ckpt).get("model_type")
     return mt if isinstance(mt, str) else None
 
 
-def from_config(family: Family, ckpt: Any) -> dict[str, Any]:
+def from_config(family: Family, ckpt: Checkpoint) -> dict[str, Any]:
     """The family's keys in ``config.json``, and the model class from ``architectures``."""
     cfg = _config(ckpt)
     out = {k: v for k, v in cfg.items() if k in family.config}
@@ -390,12 +391,12 @@ def _shape_free(name: str) -> str:
     return re.sub(r"\.\d+(?=\.)", ".#", name)
 
 
-def infer(family: Family, ckpt: Any) -> dict[str, Any]:
+def infer(family: Family, ckpt: Checkpoint) -> dict[str, Any]:
     """What the stored names determine: the model class whose names explain the stored ones,
     each stack's layer count and the family's file flags (buffers an older transformers saved).
     Sizes are left to ``config.json`` and the defaults."""
     # parameters and buffers: a torch file labels position_ids, inv_freq and masks as buffers
-    stored = {t.name for t in ckpt.tensors if str(t.role) in ("parameter", "buffer")}
+    stored = {t.name for t in ckpt.tensors if t.role in (Role.PARAMETER, Role.BUFFER)}
     if not stored:
         return {}
     out: dict[str, Any] = {}
@@ -407,7 +408,7 @@ def infer(family: Family, ckpt: Any) -> dict[str, Any]:
         except (UsageError, KeyError, ValueError, ZeroDivisionError):
             continue
         plain = {_shape_free(t.name) for t in tensors}
-        owners = {_shape_free(t.name) for t in tensors if t.tied_to is None}
+        owners = {_shape_free(t.name) for t in tensors if tied_to(t) is None}
         found = {_shape_free(n) for n in stored}
         # most stored names explained, then fewest predicted (untied) names absent
         score = (len(found & plain), -len(owners - found))
@@ -452,10 +453,10 @@ def register_family(family: Family) -> Arch:
     """Register ``family`` as an architecture named after it."""
     types = family.types()
 
-    def applies(ckpt: Any) -> bool:
+    def applies(ckpt: Checkpoint) -> bool:
         # a Trainer's optimizer.pt or scheduler.pt beside config.json holds no model tensors
         return model_type(ckpt) in types and any(
-            str(t.role) == "parameter" for t in ckpt.tensors)
+            t.role is Role.PARAMETER for t in ckpt.tensors)
 
     return register(Arch(
         name=family.name,
@@ -469,6 +470,6 @@ def register_family(family: Family) -> Arch:
     ))
 
 
-def unsaved(family: Family, hp: Mapping[str, Any]) -> list[Expected]:
+def unsaved(family: Family, hp: Mapping[str, Any]) -> list[TensorEntry]:
     """The tensors the model owns but ``save_pretrained`` does not write."""
     return layout(family, hp).unsaved

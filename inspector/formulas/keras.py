@@ -12,15 +12,23 @@ TF weight name without ``:0``). Trainable variables have role ``parameter``, non
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from inspector.adapters.errors import UsageError
+from inspector.adapters.model import Checkpoint
 
 from .core import Arch, HParam, Prediction, Symbol, register
 from .keras_graph import model_variables
-from .keras_spec import SPEC_VARIABLES, apply_edits, json_object, load_config, spec_config
+from .keras_spec import (
+    SPEC_VARIABLES,
+    apply_edits,
+    embedded_config,
+    json_object,
+    load_config,
+    spec_config,
+)
 
 
 def predict(hp: Mapping[str, Any]) -> Prediction:
@@ -43,8 +51,9 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
     if hp.get("edit"):
         config = apply_edits(config, hp["edit"])
     version = hp.get("keras_version", "auto")
-    tensors, walk_notes, parts = model_variables(config,
-                                                 None if version == "auto" else version == "3")
+    tensors, walk_notes, parts = model_variables(
+        config, None if version == "auto" else version == "3",
+        cell_scope=hp.get("rnn_cell_scope", "auto") != "no")
     notes += walk_notes
     seen: set[str] = set()
     for t in tensors:
@@ -54,33 +63,47 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
     return Prediction("keras", dict(hp), tensors, notes, parts)
 
 
-def from_checkpoint(ckpt: Any) -> dict[str, Any]:
-    """The model config a Keras checkpoint embeds and the Keras major version that wrote it.
+def from_checkpoint(ckpt: Checkpoint) -> dict[str, Any]:
+    """The model config a Keras checkpoint embeds, the Keras major version that wrote it and
+    its naming of recurrent weights (a weights-only file: the last two only).
 
     The Keras adapter puts the parsed ``config.json`` / ``model_config`` itself into
     ``Checkpoint.hyperparameters`` (keys ``class_name``, ``config``, ...); a ``model_config``
     entry (dict or JSON text) is accepted too.
     """
-    hp = getattr(ckpt, "hyperparameters", None) or {}
-    config: Any = hp if "class_name" in hp and "config" in hp else hp.get("model_config")
-    if isinstance(config, str):
-        try:
-            config = json.loads(config)
-        except json.JSONDecodeError:
-            config = None
-    if not (isinstance(config, dict) and "class_name" in config and "config" in config):
-        return {}
-    model = {k: config[k] for k in ("class_name", "config")}
-    out: dict[str, Any] = {"model_config": model}
-    version = str((getattr(ckpt, "metadata", None) or {}).get("keras_version", ""))
+    model = embedded_config(ckpt.hyperparameters)
+    out: dict[str, Any] = {} if model is None else {"model_config": model}
+    version = str(ckpt.metadata.get("keras_version", ""))
     if version[:1] in ("2", "3"):
         out["keras_version"] = version[:1]
+    scope = rnn_cell_scope(version, [t.name for t in ckpt.tensors])
+    if scope is not None:
+        out["rnn_cell_scope"] = scope
     return out
 
 
-def applies(ckpt: Any) -> bool:
+# Standalone multi-backend Keras up to 2.3.x: recurrent weights directly under the layer.
+STANDALONE_NO_CELL_SCOPE = re.compile(r"2\.[0-3]\.\d+\Z")
+CELL_SCOPED = re.compile(r"(^|/)(lstm|gru|simple_rnn)_cell(_\d+)?/")
+
+
+def rnn_cell_scope(version: str, names: Sequence[str]) -> str | None:
+    """Whether a Keras 2 file names recurrent weights under the cell (``lstm/lstm_cell/kernel``,
+    "yes") or not (``lstm_1/kernel``, "no"), from its ``keras_version``: standalone Keras
+    <= 2.3 never does, Keras >= 2.4 and 3 always do. tf.keras versions end in ``-tf``
+    (``2.2.4-tf`` is TensorFlow 1.15 and 2.0 alike): decided by the stored names."""
+    version = version.strip()
+    if STANDALONE_NO_CELL_SCOPE.match(version):
+        return "no"
+    if version.endswith("-tf"):
+        return "yes" if any(CELL_SCOPED.search(n) for n in names) else "no"
+    return None
+
+
+def applies(ckpt: Checkpoint) -> bool:
     """A Keras file (any of the adapter's ``keras*`` formats) or one embedding a model config."""
-    return str(getattr(ckpt, "format", "")).startswith("keras") or bool(from_checkpoint(ckpt))
+    return ckpt.format.startswith("keras") or \
+        "model_config" in from_checkpoint(ckpt)
 
 
 ARCH = register(Arch(
@@ -98,6 +121,9 @@ ARCH = register(Arch(
                str),
         HParam("keras_version", "auto", "variable naming: 3 (v.path) or 2 (tf.keras weight "
                "names); auto: from the config (3 for layers=)", str, ("auto", "2", "3")),
+        HParam("rnn_cell_scope", "auto", "recurrent weights under the cell's name "
+               "(lstm/lstm_cell/kernel): no for Keras <= 2.3 and tf.keras 1.x (lstm_1/kernel); "
+               "auto: yes", str, ("auto", "yes", "no")),
         HParam("edit", None, "change layer config keys before predicting: "
                "'LAYER.KEY=VALUE; ...', e.g. 'lstm.units=8'", str),
         *(HParam(k, None, f"{what}: a variable layers=/input_shape= may use", int)

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from inspector.adapters.errors import UsageError
+from inspector.adapters.model import TensorEntry
 
 from . import blocks_keras as kb
-from .core import Expected, Part
+from .core import Part, revised
 
 Shape = tuple[int | None, ...]  # batch dimension first; None where unknown
 
@@ -31,7 +32,8 @@ class _Cannot(Exception):
 @dataclass
 class _Ctx:
     keras3: bool
-    tensors: list[Expected] = field(default_factory=list)
+    cell_scope: bool = True  # RNN weights under the cell's name (Keras >= 2.4, tf.keras 2)
+    tensors: list[TensorEntry] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     parts: list[Part] = field(default_factory=list)  # layers whose variables are not predicted
 
@@ -64,12 +66,12 @@ class _Call:
         return default if v is None else v
 
 
-def _emit(ctx: _Ctx, call: _Call, variables: list[Expected]) -> None:
+def _emit(ctx: _Ctx, call: _Call, variables: list[TensorEntry]) -> None:
     if not call.build:
         return
     for v in variables:
         role = v.role if call.trainable else "buffer"
-        ctx.tensors.append(replace(v, name=call.prefix + v.name, role=role))
+        ctx.tensors.append(revised(v, name=call.prefix + v.name, role=str(role)))
 
 
 def _shape_str(s: Shape | None) -> str:
@@ -133,13 +135,16 @@ def _rnn(ctx: _Ctx, c: _Call) -> list[Shape]:
             raise _Cannot(f"RNN cell of class {cell.get('class_name')} is not supported")
         kind, cell_cfg = kb.RNN_CELL_CLASSES[cell["class_name"]], cell.get("config", {})
         cell_name = cell_cfg.get("name")
+    if not ctx.cell_scope:
+        cell_name = ""  # Keras <= 2.3, tf.keras 1.x: lstm_1/kernel
     x = _tensor(c.x)
     if len(x) != 3:
         raise _Cannot(f"a recurrent layer needs a (batch, time, features) input, "
                       f"got {_shape_str(x)}")
     units = int(cell_cfg["units"])
     _emit(ctx, c, kb.rnn_cell(kind, _last(x), units, bool(cell_cfg.get("use_bias", True)),
-                              bool(cell_cfg.get("reset_after", True)), cell_name))
+                              # no key: Keras < 2.1.4 (one bias only) or a layers= spec
+                              bool(cell_cfg.get("reset_after", ctx.cell_scope)), cell_name))
     return _rnn_outputs(c, kind, units, x)
 
 
@@ -584,14 +589,15 @@ def detect_keras3(config: Mapping[str, Any]) -> bool:
     return not ('"batch_input_shape"' in text or '"inbound_nodes": [[' in text)
 
 
-def model_variables(config: Mapping[str, Any], keras3: bool | None = None
-                    ) -> tuple[list[Expected], list[str], list[Part]]:
+def model_variables(config: Mapping[str, Any], keras3: bool | None = None,
+                    cell_scope: bool = True) -> tuple[list[TensorEntry], list[str], list[Part]]:
     """Every variable of the model described by ``config`` (``{"class_name", "config"}``), the
     notes on what could not be predicted and the layers whose variables are therefore not
-    modelled. ``keras3`` None: detect from the config."""
+    modelled. ``keras3`` None: detect from the config; ``cell_scope`` False: recurrent
+    weights directly under the layer (Keras <= 2.3, tf.keras of TensorFlow 1.x)."""
     if "class_name" not in config or "config" not in config:
         raise UsageError("a Keras model config needs 'class_name' and 'config'")
-    ctx = _Ctx(detect_keras3(config) if keras3 is None else keras3)
+    ctx = _Ctx(detect_keras3(config) if keras3 is None else keras3, cell_scope)
     cfg = config["config"]
     if isinstance(cfg, list):  # Keras <= 2.2.4 wrote a Sequential config as its layer list
         cfg = {"name": "sequential", "layers": cfg}

@@ -6,16 +6,14 @@ from __future__ import annotations
 import ast
 import json
 import re
-import zipfile
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from inspector.adapters.errors import FormatError, UsageError
 
 from .keras_graph import LAYERS, Shape, tuple_of
 
-HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+CONFIG_LIMIT = 64 << 20  # a JSON model config larger than this is refused
 
 # --------------------------------------------------------------------------------------------
 # Hyperparameters: a config file or a layers spec
@@ -146,35 +144,41 @@ def parse_input_shape(text: str, variables: Mapping[str, int | None] | None = No
     return (None, *v)
 
 
-def load_config(path: str) -> dict[str, Any]:
-    """A model config from a JSON file, a ``.keras`` zip (``config.json``) or a legacy ``.h5``
-    (root attribute ``model_config``)."""
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            head = fh.read(8)
-        if head == HDF5_SIGNATURE:
-            import h5py
+def embedded_config(hp: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The model config a Keras checkpoint's hyperparameters carry: the adapter puts the parsed
+    ``config.json`` / ``model_config`` itself there (keys ``class_name``, ``config``, ...); a
+    ``model_config`` entry (dict or JSON text) is accepted too. None when there is none."""
+    config: Any = hp if "class_name" in hp and "config" in hp else hp.get("model_config")
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except json.JSONDecodeError:
+            return None
+    if not (isinstance(config, dict) and "class_name" in config and "config" in config):
+        return None
+    return {k: config[k] for k in ("class_name", "config")}
 
-            with h5py.File(p, "r") as f:
-                raw = f.attrs.get("model_config")
-            if raw is None:
-                raise FormatError("HDF5 file has no model_config attribute", str(p))
-            text = raw.decode() if isinstance(raw, bytes) else str(raw)
-        elif zipfile.is_zipfile(p):
-            with zipfile.ZipFile(p) as zf:
-                text = zf.read("config.json").decode()
-        else:
-            text = p.read_text(encoding="utf-8")
-        config = json.loads(text)
-    except OSError as e:
-        raise UsageError(f"cannot read Keras config: {e.strerror or e}", str(p)) from None
-    except KeyError:
-        raise FormatError("zip has no config.json (not a .keras file)", str(p)) from None
+
+def load_config(path: str) -> dict[str, Any]:
+    """A model config from a JSON file, or from any Keras checkpoint the adapters read (a
+    ``.keras`` archive's ``config.json``, a legacy ``.h5``'s ``model_config``): side files and
+    containers are the adapters' to read, not the formula's."""
+    from inspector.adapters.registry import load
+    from inspector.adapters.source import as_source
+
+    src = as_source(path)
+    head = src.read(0, 64).lstrip()
+    if head[:1] != b"{":
+        config = embedded_config(load(src).hyperparameters)
+        if config is None:
+            raise FormatError("no Keras model config in this file", src.where)
+        return config
+    try:
+        config = json.loads(src.read_text(CONFIG_LIMIT))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise FormatError(f"not a JSON model config ({e})", str(p)) from None
+        raise FormatError(f"not a JSON model config ({e})", src.where) from None
     if not isinstance(config, dict) or "class_name" not in config:
-        raise FormatError("JSON has no 'class_name': not a Keras model config", str(p))
+        raise FormatError("JSON has no 'class_name': not a Keras model config", src.where)
     return config
 
 

@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from inspector.adapters.errors import UsageError
+from inspector.adapters.errors import FormatError, UsageError
+from inspector.adapters.model import Checkpoint, Role, TensorEntry
 from inspector.adapters.rau_dir import read_kwargs
 from inspector.adapters.source import as_source
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, register
+from inspector.formulas.core import Arch, HParam, Prediction, register, revised
 
-Leaf = list[Expected]
+Leaf = list[TensorEntry]
 
 # rau's --stack-transformer-layers grammar (rau/models/stack_nn/transformer/parse.py), with its
 # quirk kept on purpose: `^` anchors only the first alternative and `$` only the last, and
@@ -73,15 +72,15 @@ def _sized(hp: Mapping[str, Any], names: Sequence[str], least: int = 1) -> None:
             raise UsageError(f"{n} must be at least {least}")
 
 
-def _at(prefix: str, tensors: Sequence[Expected]) -> Leaf:
-    return [replace(t, name=bt.join(prefix, t.name)) for t in tensors]
+def _at(prefix: str, tensors: Sequence[TensorEntry]) -> Leaf:
+    return [revised(t, name=bt.join(prefix, t.name)) for t in tensors]
 
 
-def _as(tensors: Sequence[Expected], block: str) -> Leaf:
-    return [replace(t, block=block) for t in tensors]
+def _as(tensors: Sequence[TensorEntry], block: str) -> Leaf:
+    return [revised(t, block=block) for t in tensors]
 
 
-def pipeline(leaves: Sequence[Sequence[Expected]]) -> Leaf:
+def pipeline(leaves: Sequence[Sequence[TensorEntry]]) -> Leaf:
     """The tensors of ``leaves[0] | leaves[1] | ...`` under the names rau's composition gives."""
     n = len(leaves)
     out: Leaf = []
@@ -95,7 +94,7 @@ def _tie_output(tensors: Leaf, output: str) -> Leaf:
     """Mark ``output`` as the alias of the first tensor stored under the same leaf name."""
     leaf = output.rsplit(".", 1)[-1]
     source = next(t.name for t in tensors if t.name.endswith("." + leaf) and t.name != output)
-    return [replace(t, tied_to=source) if t.name == output else t for t in tensors]
+    return [revised(t, tie=source) if t.name == output else t for t in tensors]
 
 
 def _output(hp: Mapping[str, Any], width: int) -> Leaf:
@@ -304,26 +303,31 @@ KWARG_NAMES = {  # rau kwargs.json key -> hyperparameter
 }
 
 
-def rau_kwargs(ckpt: Any) -> dict[str, Any]:
+def rau_kwargs(ckpt: Checkpoint) -> dict[str, Any]:
     """rau's ``kwargs.json``: what a rau directory read as its hyperparameters, else the one
     beside the parameters file (``parameters.pt``) or above it (``parameters/main.pt``);
     ``{}`` when there is none."""
     if ckpt.metadata.get("kwargs_file") == KWARGS_FILE:
         return ckpt.hyperparameters.get("kwargs") or {}
-    path = Path(ckpt.path)
-    if path.is_dir():
+    src = ckpt.source if ckpt.source is not None else as_source(ckpt.path)
+    if src.is_dir():
         return {}
-    for d in (path.parent, path.parent.parent):
-        f = d / KWARGS_FILE
+    d = src.parent_dir()
+    for _ in range(2):
+        try:
+            f = d.child(KWARGS_FILE)
+        except FormatError:  # above the directory the checkpoint was opened in
+            return {}
         if f.is_file():
-            return read_kwargs(as_source(f))
+            return read_kwargs(f)
+        d = d.parent_dir()
     return {}
 
 
-def from_kwargs(arch: str, hparams: Sequence[HParam]) -> Callable[[Any], dict[str, Any]]:
+def from_kwargs(arch: str, hparams: Sequence[HParam]) -> Callable[[Checkpoint], dict[str, Any]]:
     names = {h.name for h in hparams}
 
-    def read(ckpt: Any) -> dict[str, Any]:
+    def read(ckpt: Checkpoint) -> dict[str, Any]:
         kw = rau_kwargs(ckpt)
         # rau 0.2.0 does not always record the architecture; the arch's detector chose it then
         if kw.get("architecture") is not None and "rau-" + str(kw["architecture"]) != arch:
@@ -345,15 +349,15 @@ def from_kwargs(arch: str, hparams: Sequence[HParam]) -> Callable[[Any], dict[st
     return read
 
 
-def _shapes(ckpt: Any) -> dict[str, tuple[int, ...]]:
-    return {t.name: tuple(t.shape) for t in ckpt.tensors if str(t.role) == "parameter"}
+def _shapes(ckpt: Checkpoint) -> dict[str, tuple[int, ...]]:
+    return {t.name: tuple(t.shape) for t in ckpt.tensors if t.role is Role.PARAMETER}
 
 
 def _find(shapes: Mapping[str, tuple[int, ...]], suffix: str) -> tuple[int, ...] | None:
     return next((s for n, s in shapes.items() if n.endswith(suffix)), None)
 
 
-def infer_recurrent(ckpt: Any) -> dict[str, Any]:
+def infer_recurrent(ckpt: Checkpoint) -> dict[str, Any]:
     """Sizes, layer count and options of an RNN / stack-RNN LM from its shapes."""
     shapes = _shapes(ckpt)
     out: dict[str, Any] = {}
@@ -377,7 +381,7 @@ def infer_recurrent(ckpt: Any) -> dict[str, Any]:
 _LAYER_INDEX = re.compile(r"\.layers\.(\d+)\.self_attn\.")
 
 
-def infer_transformer(ckpt: Any) -> dict[str, Any]:
+def infer_transformer(ckpt: Checkpoint) -> dict[str, Any]:
     shapes = _shapes(ckpt)
     emb = _find(shapes, "embedding_layer.embeddings")
     ff = _find(shapes, ".linear1.weight") or _find(shapes, "func.0.linear.weight")
@@ -397,16 +401,16 @@ def infer_transformer(ckpt: Any) -> dict[str, Any]:
     return out
 
 
-def _has(*parts: str) -> Callable[[Any], bool]:
-    def applies(ckpt: Any) -> bool:
+def _has(*parts: str) -> Callable[[Checkpoint], bool]:
+    def applies(ckpt: Checkpoint) -> bool:
         names = [t.name for t in ckpt.tensors]
         return all(any(p in n for n in names) for p in parts)
 
     return applies
 
 
-def _rnn_applies(gates: int) -> Callable[[Any], bool]:
-    def applies(ckpt: Any) -> bool:
+def _rnn_applies(gates: int) -> Callable[[Checkpoint], bool]:
+    def applies(ckpt: Checkpoint) -> bool:
         shapes = _shapes(ckpt)
         hh = _find(shapes, "second.rnn.weight_hh_l0")
         return (hh is not None and hh[0] == gates * hh[1]

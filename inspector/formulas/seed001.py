@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
 from inspector.formulas.torch_nn import explained_by, hparams_from, parameters
 
 MODELS = (
@@ -43,19 +44,19 @@ CONFIG_ALIASES = {
 }
 
 
-def mlp(prefix: str, emb_dim: int, n_hidden: int) -> list[Expected]:
+def mlp(prefix: str, emb_dim: int, n_hidden: int) -> list[TensorEntry]:
     """``MLP``: ``model.0`` Linear(emb_dim, n_hidden), ``model.2`` Linear(n_hidden, emb_dim)."""
     seq = bt.join(prefix, "model")
     return bt.linear(f"{seq}.0", emb_dim, n_hidden) + bt.linear(f"{seq}.2", n_hidden, emb_dim)
 
 
-def self_attention(prefix: str, emb_dim: int) -> list[Expected]:
+def self_attention(prefix: str, emb_dim: int) -> list[TensorEntry]:
     """``BareBonesSelfAttention``: four biased Linear(emb_dim, emb_dim)."""
     names = ("get_query", "get_key", "get_value", "to_output")
     return [t for n in names for t in bt.linear(bt.join(prefix, n), emb_dim, emb_dim)]
 
 
-def transformer_layer(prefix: str, emb_dim: int, dim_feedforward: int) -> list[Expected]:
+def transformer_layer(prefix: str, emb_dim: int, dim_feedforward: int) -> list[TensorEntry]:
     return (
         self_attention(bt.join(prefix, "self_attention"), emb_dim)
         + mlp(bt.join(prefix, "mlp"), emb_dim, dim_feedforward)
@@ -64,7 +65,7 @@ def transformer_layer(prefix: str, emb_dim: int, dim_feedforward: int) -> list[E
     )
 
 
-def _lm(body: list[Expected], hp: Mapping[str, Any], tied: bool, pos: bool) -> list[Expected]:
+def _lm(body: list[TensorEntry], hp: Mapping[str, Any], tied: bool, pos: bool) -> list[TensorEntry]:
     v, e = hp["n_vocab"], hp["emb_dim"]
     out = bt.embedding("word_to_embedding", v, e)
     if pos:
@@ -95,7 +96,7 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
     return Prediction("seed001-lm", dict(hp), tensors, notes)
 
 
-def from_checkpoint(ckpt: Any) -> dict[str, Any]:
+def from_checkpoint(ckpt: Checkpoint) -> dict[str, Any]:
     """A training dict's ``args`` (seed names), else a ``config.json`` beside the weights."""
     from inspector.formulas.hf import sidecar_config
 
@@ -107,7 +108,7 @@ def from_checkpoint(ckpt: Any) -> dict[str, Any]:
     return found
 
 
-def infer(ckpt: Any) -> dict[str, Any]:
+def infer(ckpt: Checkpoint) -> dict[str, Any]:
     """Which class (from the names), vocabulary, widths, positions and tying (from the shapes)."""
     s = parameters(ckpt)
     out: dict[str, Any] = {}
@@ -137,7 +138,7 @@ def infer(ckpt: Any) -> dict[str, Any]:
     return out
 
 
-def _tied(ckpt: Any) -> bool:
+def _tied(ckpt: Checkpoint) -> bool:
     """Both names stored as one tensor, or only one of them stored."""
     names = {t.name: t.stored_name for t in ckpt.tensors}
     head, emb = names.get("lm_head.weight"), names.get("word_to_embedding.weight")

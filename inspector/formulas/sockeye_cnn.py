@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import linear, param
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
 from inspector.formulas.sockeye_rnn import (
     TYING_TYPES,
     embeddings,
@@ -43,7 +44,7 @@ def _require(ok: bool, message: str) -> None:
 
 
 def conv_block(prefix: str, h: int, kernel: int, act: str, wn: bool,
-               block: str) -> list[Expected]:
+               block: str) -> list[TensorEntry]:
     """One ``ConvolutionBlock``: weight (g*h, h, kernel), weight-norm scale (g*h, 1, 1), bias."""
     out_dim = 2 * h if act == "glu" else h
     t = [param(prefix + "conv_weight", (out_dim, h, kernel), block)]
@@ -62,7 +63,7 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     _require(ks % 2 == 1, "the encoder's (centered) cnn_kernel_width must be odd")
     _require(min(sn, tn, ks, kt, h, se, te) >= 1, "sizes and layer counts must be at least 1")
 
-    t: list[Expected] = embeddings(hp, se, te, h)
+    t: list[TensorEntry] = embeddings(hp, se, te, h)
     if wn:  # OutputLayer normalises its (possibly tied) weight per vocabulary row
         t.append(param("target_output_wn_scale", (hp["target_vocab_size"], 1), "output"))
     if hp["cnn_positional_embedding_type"] == "learned":
@@ -81,7 +82,7 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     return Prediction("sockeye-cnn", hp, t)
 
 
-def applies(ckpt: Any) -> bool:
+def applies(ckpt: Checkpoint) -> bool:
     args = sockeye_args(ckpt)
     if args:
         return sockeye_major(ckpt) == "1" and args.get("encoder") == "cnn"
@@ -96,7 +97,7 @@ def _layers(shapes: Mapping[str, Any], prefix: str) -> list[tuple[int, ...]]:
     return out
 
 
-def infer(ckpt: Any) -> dict[str, Any]:
+def infer(ckpt: Checkpoint) -> dict[str, Any]:
     """What the stored shapes determine: vocabularies, embeddings, hidden size, layer counts,
     kernel widths, GLU or not, positional tables, projections, weight norm, tying."""
     shapes = {t.name: t.shape for t in ckpt.tensors}

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from inspector.adapters.model import Checkpoint
 from inspector.formulas.core import Part
 
 # Sockeye's ``config`` file names the vocabularies differently from its command line.
@@ -61,7 +62,7 @@ class Option:
 OPTIONS: tuple[Option, ...] = ()
 
 
-def unmodelled(arch: str, ckpt: Any) -> list[Part]:
+def unmodelled(arch: str, ckpt: Checkpoint) -> list[Part]:
     """The parts of a Sockeye model directory that ``arch`` does not model, from its
     ``args.yaml`` (none for a bare params file)."""
     from inspector.formulas.sockeye_rnn import sockeye_args, sockeye_major

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import (
     MX_GATES,
@@ -25,7 +26,7 @@ from inspector.formulas.blocks import (
     mx_rnn_cell,
     param,
 )
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
 
 CELL_TYPES = ("lstm", "lnlstm", "lnglstm", "gru", "lngru", "lnggru")
 ATTENTION_TYPES = ("bilinear", "dot", "mhdot", "fixed", "location", "mlp", "coverage")
@@ -61,22 +62,22 @@ def pair_text(value: Any) -> Any:
     return value
 
 
-def sockeye_args(ckpt: Any) -> dict[str, Any]:
+def sockeye_args(ckpt: Checkpoint) -> dict[str, Any]:
     """The ``args.yaml`` of a Sockeye model directory (``{}`` for anything else)."""
-    hyper = getattr(ckpt, "hyperparameters", None) or {}
+    hyper = ckpt.hyperparameters
     args = hyper.get("args")
     return args if isinstance(args, dict) else {}
 
 
-def sockeye_major(ckpt: Any) -> str | None:
-    version = (getattr(ckpt, "hyperparameters", None) or {}).get("sockeye_version")
+def sockeye_major(ckpt: Checkpoint) -> str | None:
+    version = (ckpt.hyperparameters).get("sockeye_version")
     return str(version).split(".")[0] if version else None
 
 
-def vocab_sizes(ckpt: Any) -> dict[str, int]:
+def vocab_sizes(ckpt: Checkpoint) -> dict[str, int]:
     """``source_vocab_size``/``target_vocab_size`` from the vocabulary files (first factor),
     else from the model ``config``."""
-    hyper = getattr(ckpt, "hyperparameters", None) or {}
+    hyper = ckpt.hyperparameters
     out: dict[str, int] = {}
     for side, sizes in (hyper.get("vocab_sizes") or {}).items():
         if sizes:
@@ -88,7 +89,7 @@ def vocab_sizes(ckpt: Any) -> dict[str, int]:
     return out
 
 
-def hparams_from_args(arch: Arch, ckpt: Any) -> dict[str, Any]:
+def hparams_from_args(arch: Arch, ckpt: Checkpoint) -> dict[str, Any]:
     """The arch's hyperparameters that ``args.yaml`` and the vocabularies state."""
     args = sockeye_args(ckpt)
     out: dict[str, Any] = {}
@@ -107,10 +108,10 @@ def hparams_from_args(arch: Arch, ckpt: Any) -> dict[str, Any]:
     return out
 
 
-def factor_vocab_sizes(ckpt: Any, side: str = "source") -> str | None:
+def factor_vocab_sizes(ckpt: Checkpoint, side: str = "source") -> str | None:
     """Factor vocabularies (``vocab.src.1.json`` ...), else the ``config``'s
     ``config_embed_source.factor_configs``; comma-separated."""
-    hyper = getattr(ckpt, "hyperparameters", None) or {}
+    hyper = ckpt.hyperparameters
     sizes = (hyper.get("vocab_sizes") or {}).get(side) or []
     if len(sizes) > 1:
         return ",".join(str(int(s)) for s in sizes[1:])
@@ -138,7 +139,7 @@ def _lhuc(hp: Mapping[str, Any], part: str) -> bool:
     return part in chosen or "all" in chosen
 
 
-def _cell(prefix: str, hp: Mapping[str, Any], h: int, inp: int, lhuc: bool) -> list[Expected]:
+def _cell(prefix: str, hp: Mapping[str, Any], h: int, inp: int, lhuc: bool) -> list[TensorEntry]:
     out = mx_rnn_cell(prefix, hp["rnn_cell_type"], h, inp)
     if lhuc:  # LHUCCell shares its base cell's parameter prefix
         out.append(param(prefix + "lhuc", (h,), "lhuc"))
@@ -170,7 +171,7 @@ def factor_dims(hp: Mapping[str, Any], se: int) -> tuple[list[int], list[int], i
 
 
 def length_ratio(hp: Mapping[str, Any], hidden: int, fmt: str, sep: str = "_",
-                 step: int = 1) -> list[Expected]:
+                 step: int = 1) -> list[TensorEntry]:
     """``--length-task``: Sockeye's ``LengthRatio`` MLP on the mean encoder state, ``layers - 1``
     tanh layers of the encoder width, then one unit (layers.py); no layers at weight 0.
     ``fmt`` names layer ``i`` (``step``: index stride, 2 where activations are modules)."""
@@ -178,7 +179,7 @@ def length_ratio(hp: Mapping[str, Any], hidden: int, fmt: str, sep: str = "_",
         return []
     n = int(hp["length_task_layers"])
     _require(n >= 1, "length_task_layers must be at least 1")
-    out: list[Expected] = []
+    out: list[TensorEntry] = []
     for i in range(n):
         out += linear(fmt.format(i=i * step), hidden if i < n - 1 else 1, hidden, sep=sep,
                       block="length_ratio")
@@ -186,7 +187,7 @@ def length_ratio(hp: Mapping[str, Any], hidden: int, fmt: str, sep: str = "_",
 
 
 def conv_embed(hp: Mapping[str, Any], num_embed: int,
-               output_dim: int | None) -> tuple[list[Expected], int]:
+               output_dim: int | None) -> tuple[list[TensorEntry], int]:
     """``rnn-with-conv-embed`` / ``transformer-with-conv-embed``: Sockeye 1's
     ``ConvolutionalEmbeddingEncoder`` (encoder.py): one convolution per filter width 1..max over
     the source embedding, weight (filters, 1, width, num_embed); a projection to ``output_dim``
@@ -200,7 +201,7 @@ def conv_embed(hp: Mapping[str, Any], num_embed: int,
     total = sum(filters)
     out_dim = total if output_dim is None else output_dim
     p = "encoder_char_"
-    t: list[Expected] = []
+    t: list[TensorEntry] = []
     for width, n in enumerate(filters, 1):
         t.append(param(f"{p}conv_{width}_weight", (n, 1, width, num_embed), "conv_embed"))
         t.append(param(f"{p}conv_{width}_bias", (n,), "conv_embed"))
@@ -226,13 +227,13 @@ def infer_conv_embed(shapes: Mapping[str, Any], encoder: str) -> dict[str, Any]:
 
 
 def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int,
-               wn: bool = False) -> list[Expected]:
+               wn: bool = False) -> list[TensorEntry]:
     """Source/target embeddings (and source factor embeddings) and the output layer under
     Sockeye 1's tying rules (model.py); with ``attention_based_copying`` the target vocabulary
     holds one ``<ptrN>`` per source position that the output layer leaves out; weight
     normalisation adds a (vocabulary, 1) scale to the output layer (layers.py)."""
     vs, vt, t = hp["source_vocab_size"], hp["target_vocab_size"], tying(hp)
-    out: list[Expected] = []
+    out: list[TensorEntry] = []
     if "src" in t and "trg" in t:
         _require(vs == vt and se == te, "src_trg tying needs equal vocabularies and embeddings")
         out += embedding("source_target_embed", vs, se)
@@ -262,13 +263,13 @@ def _require(ok: bool, message: str) -> None:
         raise UsageError(f"inconsistent hyperparameters: {message}")
 
 
-def attention(hp: Mapping[str, Any], h: int, ctx: int, query: int) -> list[Expected]:
+def attention(hp: Mapping[str, Any], h: int, ctx: int, query: int) -> list[TensorEntry]:
     """Attention parameters (rnn_attention.py) and coverage (coverage.py); ``query`` is the
     attention query's width, ``ctx`` the encoder's output width."""
     kind = hp["rnn_attention_type"]
     a = hp["rnn_attention_num_hidden"] or h
     ln = hp["layer_normalization"]
-    out: list[Expected] = []
+    out: list[TensorEntry] = []
     if kind == "bilinear":  # projects the source to the query width; ignores the previous word
         out += linear(ATT + "s2t", h, ctx, bias=False, block="attention")
     elif kind == "dot":  # projections only where sizes differ (query_num_hidden is h)
@@ -304,7 +305,7 @@ def _coverage_hidden(hp: Mapping[str, Any]) -> int:
     return int(hp["rnn_attention_coverage_num_hidden"])
 
 
-def coverage(hp: Mapping[str, Any], ctx: int, query: int, c: int) -> list[Expected]:
+def coverage(hp: Mapping[str, Any], ctx: int, query: int, c: int) -> list[TensorEntry]:
     kind, ln = hp["rnn_attention_coverage_type"], hp["layer_normalization"]
     if kind == "count":
         return []
@@ -339,7 +340,7 @@ def predict(values: Mapping[str, Any]) -> Prediction:
 
     if hp["decoder_only"]:  # train.py: an empty encoder; Sockeye forces these two
         hp = {**hp, "rnn_attention_type": "fixed", "rnn_decoder_state_init": "zero"}
-    t: list[Expected] = embeddings(hp, se, te, h, hp["weight_normalization"])
+    t: list[TensorEntry] = embeddings(hp, se, te, h, hp["weight_normalization"])
     lhuc_enc = _lhuc(hp, "encoder")
     inp = factor_dims(hp, se)[2]
     if transformer_encoder and not hp["decoder_only"]:
@@ -390,7 +391,7 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     return Prediction("sockeye-rnn", hp, t, notes)
 
 
-def applies(ckpt: Any) -> bool:
+def applies(ckpt: Checkpoint) -> bool:
     args = sockeye_args(ckpt)
     if args:
         return sockeye_major(ckpt) == "1" and args.get("decoder", "rnn") == "rnn" \
@@ -410,7 +411,7 @@ COVERAGE_SIGNATURES = (("cov_grui2h_weight", "gru"), ("cov_e2f_weight", "fertili
                        ("cov_e2h_weight", "tanh"))
 
 
-def infer(ckpt: Any) -> dict[str, Any]:
+def infer(ckpt: Checkpoint) -> dict[str, Any]:
     """What the stored shapes determine: vocabularies, embeddings, hidden size, cell type,
     layer counts, attention type, state init, context gating, tying."""
     shapes = {t.name: t.shape for t in ckpt.tensors}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import (
     join,
@@ -22,7 +23,7 @@ from inspector.formulas.blocks import (
     param,
     tie,
 )
-from inspector.formulas.core import Arch, Expected, HParam, Prediction, Symbol, register
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
 from inspector.formulas.sockeye_rnn import (
     CONV_HPARAMS,
     TYING_TYPES,
@@ -113,7 +114,7 @@ NAMING["3"] = {
 }
 
 
-def _process(prefix: str, steps: str, which: int, key: str, d: int, n: dict) -> list[Expected]:
+def _process(prefix: str, steps: str, which: int, key: str, d: int, n: dict) -> list[TensorEntry]:
     """The layer norm of a pre- (which=0) or post-process (which=1) block whose steps have 'n'."""
     if "n" not in steps:
         return []
@@ -121,7 +122,7 @@ def _process(prefix: str, steps: str, which: int, key: str, d: int, n: dict) -> 
                       names=n["norm"])
 
 
-def _ff(prefix: str, d: int, ff: int, n: dict, glu: bool = False) -> list[Expected]:
+def _ff(prefix: str, d: int, ff: int, n: dict, glu: bool = False) -> list[TensorEntry]:
     """Feed-forward block; GLU (Sockeye 2/3 ``--transformer-feed-forward-use-glu``) adds the
     gate's ``linear`` (ff, d) with bias (transformer.py ``TransformerFeedForward``)."""
     name, first, second = n["ff"]
@@ -132,7 +133,7 @@ def _ff(prefix: str, d: int, ff: int, n: dict, glu: bool = False) -> list[Expect
     return out + linear(join(base, second, n["sep"]), d, ff, sep=n["sep"], block="feed_forward")
 
 
-def _ssru(prefix: str, d: int, n: dict) -> list[Expected]:
+def _ssru(prefix: str, d: int, n: dict) -> list[TensorEntry]:
     """SSRU, the ``ssru_transformer`` decoder's autoregressive layer (layers.py ``SSRU``):
     ``forget_gate`` (d, d) with bias, ``linear`` (d, d) without."""
     name, gate, lin = n["ssru"]
@@ -186,14 +187,14 @@ def _check(ok: bool, message: str) -> None:
         raise UsageError(f"inconsistent hyperparameters: {message}")
 
 
-def _attention(prefix: str, spec: tuple, d: int, kv: int, n: dict) -> list[Expected]:
+def _attention(prefix: str, spec: tuple, d: int, kv: int, n: dict) -> list[TensorEntry]:
     name, names, *layout = spec
     return mha_projections(join(prefix, name, n["sep"]), d, kv_dim=kv,
                            layout=layout[0] if layout else "qkv", names=names, sep=n["sep"])
 
 
 def _embeddings(hp: Mapping[str, Any], se: int, te: int, dd: int, n: dict, major: str,
-                src_factors: list, trg_factors: list) -> list[Expected]:
+                src_factors: list, trg_factors: list) -> list[TensorEntry]:
     """Embeddings, factor embeddings and output layers under the tying rules. What is stored
     under which name differs: Sockeye 1 names a shared source/target table
     ``source_target_embed_weight`` and drops the output weight when it is tied; Sockeye 2 saves
@@ -216,7 +217,7 @@ def _embeddings(hp: Mapping[str, Any], se: int, te: int, dd: int, n: dict, major
     else:
         groups.append([out])
     groups += [[(name, shape)] for name, shape, sh in sf if not sh]
-    result: list[Expected] = []
+    result: list[TensorEntry] = []
     for g in groups:
         if len({shape for _, shape in g}) > 1:
             _check(False, f"weight tying {t} joins tensors of shapes "
@@ -302,9 +303,9 @@ def predict(values: Mapping[str, Any]) -> Prediction:
 
 
 def encoder_stack(n: dict, layers: int, d: int, ff: int, pre: str, post: str, glu: bool,
-                  lhuc: bool) -> list[Expected]:
+                  lhuc: bool) -> list[TensorEntry]:
     """The encoder's layers and final layer norm (no embeddings) in naming ``n``."""
-    t: list[Expected] = []
+    t: list[TensorEntry] = []
     for i in range(layers):
         p = n["enc"].format(i=i)
         t += _process(p, pre, 0, "self", d, n) + _attention(p, n["self"], d, d, n)
@@ -318,14 +319,14 @@ def encoder_stack(n: dict, layers: int, d: int, ff: int, pre: str, post: str, gl
     return t
 
 
-def sockeye1_encoder(hp: Mapping[str, Any], d: int, lhuc: bool) -> list[Expected]:
+def sockeye1_encoder(hp: Mapping[str, Any], d: int, lhuc: bool) -> list[TensorEntry]:
     """Sockeye 1's transformer encoder of width ``d`` under another decoder (``--encoder
     transformer --decoder rnn``): layers, final norm and learned positions, if any."""
     n = NAMING["1"]
     ln = pair(hp["num_layers"], "num_layers")[0]
     fe = pair(hp["transformer_feed_forward_num_hidden"], "transformer_feed_forward_num_hidden")[0]
     pre, post = _steps(hp["transformer_preprocess"])[0], _steps(hp["transformer_postprocess"])[0]
-    t: list[Expected] = []
+    t: list[TensorEntry] = []
     if hp["transformer_positional_embedding_type"] == "learned":
         ls = pair(hp["max_seq_len"], "max_seq_len")[0]
         t.append(param(n["pos"][0], (ls + 1, d), "positional"))
@@ -345,7 +346,7 @@ def _steps(value: Any) -> tuple[str, str]:
     return str(parts[0]), str(parts[1])
 
 
-def applies(ckpt: Any) -> bool:
+def applies(ckpt: Checkpoint) -> bool:
     args = sockeye_args(ckpt)
     if args:
         return sockeye_major(ckpt) in NAMING and args.get("decoder", "transformer") != "rnn" \
@@ -355,7 +356,7 @@ def applies(ckpt: Any) -> bool:
                for x in names)
 
 
-def from_checkpoint(ckpt: Any) -> dict[str, Any]:
+def from_checkpoint(ckpt: Checkpoint) -> dict[str, Any]:
     out = hparams_from_args(ARCH, ckpt)
     major = sockeye_major(ckpt)
     if major in NAMING:
@@ -381,7 +382,7 @@ def _version(shapes: Mapping[str, Any]) -> str | None:
     return "3"
 
 
-def infer(ckpt: Any) -> dict[str, Any]:
+def infer(ckpt: Checkpoint) -> dict[str, Any]:
     """What the stored shapes determine: naming version, layer counts, model and feed-forward
     sizes per side, vocabularies, tying, positions, pre/post layer norms, factors (sum when a
     factor has the word embedding's size, else concat), LHUC, GLU, SSRU, length task, NVS, conv
@@ -415,6 +416,22 @@ def infer(ckpt: Any) -> dict[str, Any]:
     src = shapes.get(n["src_embed"]) or shapes.get(n.get("shared_embed") or "") or out_w
     trg = shapes.get(n["trg_embed"]) or shapes.get(n.get("shared_embed") or "") or out_w
     se, te = (src[1] if src else de), (trg[1] if trg else dd)
+    out.update(_infer_factors(ckpt, shapes, n, major, se, te))
+    out["transformer_model_size"] = f"{se}:{dd}"
+    out["num_embed"] = f"{se}:{te}"
+    # heads change no shape; the default 8 must only divide the model sizes the file shows
+    out["transformer_attention_heads"] = ":".join(
+        str(next(h for h in (8, 4, 2, 1) if d % h == 0)) for d in (de, dd))
+    out.update(_infer_options(shapes, n, major))
+    out.update(infer_conv_embed(shapes, "transformer-with-conv-embed"))
+    return out
+
+
+def _infer_factors(ckpt: Checkpoint, shapes: Mapping[str, Any], n: dict, major: str,
+                   se: int, te: int) -> dict[str, Any]:
+    """Source/target factors from their embedding tables: vocabularies, widths, and combine
+    (sum when a factor has the word embedding's size, else concat); Sockeye 3's sharing."""
+    out: dict[str, Any] = {}
     src_f = _factor_shapes(shapes, n["src_factor"])
     trg_f = _factor_shapes(shapes, n.get("trg_factor", "")) if major != "1" else []
     for side, found, width in (("source", src_f, se), ("target", trg_f, te)):
@@ -431,11 +448,13 @@ def infer(ckpt: Any) -> dict[str, Any]:
         out["source_factors_share_embedding"] = ",".join(
             str(n["src_factor"].format(i=i) in joined and n["src_embed"] in joined).lower()
             for i in range(len(src_f)))
-    out["transformer_model_size"] = f"{se}:{dd}"
-    out["num_embed"] = f"{se}:{te}"
-    # heads change no shape; the default 8 must only divide the model sizes the file shows
-    out["transformer_attention_heads"] = ":".join(
-        str(next(h for h in (8, 4, 2, 1) if d % h == 0)) for d in (de, dd))
+    return out
+
+
+def _infer_options(shapes: Mapping[str, Any], n: dict, major: str) -> dict[str, Any]:
+    """The options whose tensors are present or absent: positions, pre/post layer norms, LHUC,
+    GLU, SSRU, length task, NVS."""
+    out: dict[str, Any] = {}
     pos = shapes.get(n["pos"][0])
     if pos:
         out["transformer_positional_embedding_type"] = "fixed" if major != "1" else "learned"
@@ -457,7 +476,6 @@ def infer(ckpt: Any) -> dict[str, Any]:
         out["length_task"], out["length_task_layers"] = "ratio", len(layers)
     if any(x.startswith("nvs.") for x in shapes):
         out["neural_vocab_selection"] = "logit_max"
-    out.update(infer_conv_embed(shapes, "transformer-with-conv-embed"))
     return out
 
 
@@ -468,7 +486,8 @@ def _factor_shapes(shapes: Mapping[str, Any], fmt: str) -> list[tuple[int, int]]
     return found
 
 
-def _infer_tying(ckpt: Any, shapes: Mapping[str, Any], n: dict, major: str) -> dict[str, Any]:
+def _infer_tying(ckpt: Checkpoint, shapes: Mapping[str, Any], n: dict,
+                 major: str) -> dict[str, Any]:
     """Tying type (and the source vocabulary) from which tables are stored, or, for Sockeye 3,
     which of them share storage."""
     src, trg, out = n["src_embed"], n["trg_embed"], join(n["output"], "weight", n["sep"])

@@ -13,19 +13,20 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from inspector.adapters.errors import InspectorError
+from inspector.adapters.model import Checkpoint, Role
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, counted, register, tied_to
 
 # Where a training dict keeps its constructor arguments (torch.save({"model": ..., "args": ...})).
 CONFIG_KEYS = ("args", "hparams", "hyper_parameters", "config")
 
 
-def hparams_from(ckpt: Any, names: Iterable[str]) -> dict[str, Any]:
+def hparams_from(ckpt: Checkpoint, names: Iterable[str]) -> dict[str, Any]:
     """The values of ``names`` a checkpoint carries at its top level or in a training dict's
     ``args``/``hparams``/``config`` (an argparse Namespace arrives as a dict)."""
     wanted = set(names)
     found: dict[str, Any] = {}
-    hyper = getattr(ckpt, "hyperparameters", None) or {}
+    hyper = ckpt.hyperparameters
     sources = [hyper] + [hyper[k] for k in CONFIG_KEYS if isinstance(hyper.get(k), Mapping)]
     for src in sources:
         for k, v in src.items():
@@ -34,18 +35,18 @@ def hparams_from(ckpt: Any, names: Iterable[str]) -> dict[str, Any]:
     return found
 
 
-def parameters(ckpt: Any) -> dict[str, tuple[int, ...]]:
+def parameters(ckpt: Checkpoint) -> dict[str, tuple[int, ...]]:
     """Canonical name -> shape of a checkpoint's parameters (no buffers, no optimizer state)."""
-    return {t.name: tuple(t.shape) for t in ckpt.tensors if str(t.role) == "parameter"}
+    return {t.name: tuple(t.shape) for t in ckpt.tensors if t.role is Role.PARAMETER}
 
 
 def explained_by(
-    infer: Callable[[Any], dict[str, Any]], arch: Callable[[], Arch]
-) -> Callable[[Any], bool]:
+    infer: Callable[[Checkpoint], dict[str, Any]], arch: Callable[[], Arch]
+) -> Callable[[Checkpoint], bool]:
     """An ``applies`` test: the prediction from what the shapes determine (defaults elsewhere)
     names every stored parameter, and each of its tensors is stored under one of its names."""
 
-    def applies(ckpt: Any) -> bool:
+    def applies(ckpt: Checkpoint) -> bool:
         hp = infer(ckpt)
         if not hp:
             return False
@@ -64,10 +65,10 @@ def explained_by(
 def tie_groups(pred: Prediction) -> list[set[str]]:
     """Each counted parameter with its tied aliases: a file needs one name of each group
     (``save_pretrained`` and ``safetensors.torch.save_model`` keep only one)."""
-    groups = {t.name: {t.name} for t in pred.tensors if t.role == "parameter" and not t.tied_to}
+    groups = {t.name: {t.name} for t in counted(pred.tensors)}
     for t in pred.tensors:
-        if t.tied_to in groups:
-            groups[t.tied_to].add(t.name)
+        if tied_to(t) in groups:
+            groups[tied_to(t)].add(t.name)
     return list(groups.values())
 
 
@@ -99,7 +100,7 @@ def predict_rnn(hp: Mapping[str, Any]) -> Prediction:
     return Prediction("torch-rnn", dict(hp), tensors)
 
 
-def infer_rnn(ckpt: Any) -> dict[str, Any]:
+def infer_rnn(ckpt: Checkpoint) -> dict[str, Any]:
     """Cell type, sizes, layer count, direction, bias and projection from the weight shapes."""
     shapes = parameters(ckpt)
     hits = {n: _RNN_W.search(n) for n in shapes}
@@ -167,7 +168,7 @@ def predict_mha(hp: Mapping[str, Any]) -> Prediction:
                       notes=["num_heads changes no shape: it is not checked by shapes"])
 
 
-def infer_mha(ckpt: Any) -> dict[str, Any]:
+def infer_mha(ckpt: Checkpoint) -> dict[str, Any]:
     shapes = parameters(ckpt)
     leaf = next((n for n in shapes if n.endswith("out_proj.weight")), None)
     if leaf is None:
@@ -240,7 +241,7 @@ def predict_transformer(hp: Mapping[str, Any]) -> Prediction:
 _LAYER = re.compile(r"(?:^|\.)(encoder\.|decoder\.)?layers\.(\d+)\.")
 
 
-def infer_transformer(ckpt: Any) -> dict[str, Any]:
+def infer_transformer(ckpt: Checkpoint) -> dict[str, Any]:
     shapes = parameters(ckpt)
     lin1 = next((n for n in shapes if n.endswith("linear1.weight")), None)
     if lin1 is None:
