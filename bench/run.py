@@ -194,10 +194,33 @@ def install_inspector(venvs: Path) -> Path:
 # running and timing
 
 
+# A timed run is started by this small, fresh launcher: Linux carries the peak RSS of the process
+# that forks or vforks a child into the child's ru_maxrss, so a child of this script (which has
+# parsed a 50,000-tensor JSON report by then) would report this script's memory, not its own.
+LAUNCHER = """
+import json, os, sys, time
+t0 = time.perf_counter()
+pid = os.posix_spawnp(sys.argv[1], sys.argv[1:], os.environ,
+                      file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+_, status, ru = os.wait4(pid, 0)
+elapsed = time.perf_counter() - t0
+print(json.dumps([elapsed, ru.ru_utime + ru.ru_stime, ru.ru_maxrss,
+                  os.waitstatus_to_exitcode(status)]))
+"""
+
+
 def run_once(
     cmd: list[str], capture: bool = False, ok: tuple[int, ...] = (0,)
 ) -> tuple[float, float, int, str]:
-    """(wall seconds, CPU seconds, peak RSS in KiB, stdout if captured) of one whole process."""
+    """(wall seconds, CPU seconds, peak RSS in KiB, stdout if captured) of one whole process;
+    timed runs (not captured) go through :data:`LAUNCHER`."""
+    if not capture:
+        proc = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], capture_output=True,
+                              text=True)
+        elapsed, cpu, rss, code = json.loads(proc.stdout)
+        if code not in ok:
+            raise RuntimeError(f"{' '.join(cmd)} exited {code}")
+        return elapsed, cpu, rss, ""
     with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out if capture else subprocess.DEVNULL, stderr=err)
