@@ -83,5 +83,10 @@ def _run(args: argparse.Namespace) -> int:
     params = {"depth": args.depth} if args.depth is not None else None
     report = listing(ckpt, args.match, args.sort, args.scheme, params)
     view = "layers" if args.per_layer else "groups" if args.groups else "tensors"
-    sys.stdout.write(render(report, args.format, view))
+    if args.format == "json":  # written as it is made: a big report is not held whole
+        from inspector.reports.render import json_chunks
+
+        sys.stdout.writelines(json_chunks(report))
+    else:
+        sys.stdout.write(render(report, args.format, view))
     return 0
