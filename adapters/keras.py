@@ -568,7 +568,8 @@ def _build(source: Source, facts: H5Facts, config: Any, metadata: dict[str, Any]
         cfg = config if isinstance(config, dict) else None
         named, more = name_variables(facts.groups, shapes, cfg)
         findings.extend(more)
-        entries = [_entry(n.stored, n.name, n.role, facts.datasets[n.stored]) for n in named]
+        entries = [_entry(n.stored, n.name, n.role, facts.datasets[n.stored], n.guessed)
+                   for n in named]
         if cfg is not None:
             hyper.update(cfg)
     else:
@@ -722,7 +723,8 @@ def _frozen_layers(model_config: Any) -> set[str]:
     return out
 
 
-def _entry(stored: str, name: str, role: Role, info: DsInfo) -> TensorEntry:
+def _entry(stored: str, name: str, role: Role, info: DsInfo, guessed: bool = False
+           ) -> TensorEntry:
     return TensorEntry(
         stored_name=stored,
         name=name,
@@ -733,7 +735,8 @@ def _entry(stored: str, name: str, role: Role, info: DsInfo) -> TensorEntry:
         # Two links to one contiguous dataset share its data offset: counted once.
         storage="hdf5" if info.offset is not None else None,
         offset=info.offset,
-        extra=info.extra,
+        # name_guessed: the name is one of several the file alone allows (see keras_v3)
+        extra={**info.extra, "name_guessed": True} if guessed else info.extra,
     )
 
 

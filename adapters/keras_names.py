@@ -60,6 +60,11 @@ LAYER_VARS: dict[str, tuple[Var, ...]] = {
     "layer_normalization": _NORM,
     "group_normalization": _NORM,
     "prelu": (Var("alpha"),),
+    "attention": (
+        Var("scale", ("use_scale",)),
+        Var("concat_score_weight", ("score_mode=concat",)),
+    ),
+    "additive_attention": (Var("scale", ("use_scale",)),),
 }
 
 # (parent class, attribute key) -> class of the sub-layer stored under that key; the sub-layer
@@ -174,10 +179,12 @@ def optimizer_blocks(
 
 
 def enabled(config: Mapping[str, Any], when: Sequence[str]) -> bool:
-    """False when the first of the ``when`` keys present in ``config`` is falsy."""
+    """False when the first of the ``when`` keys present in ``config`` is falsy (a
+    ``key=value`` entry: when the key is present with another value)."""
     for key in when:
+        key, eq, value = key.partition("=")
         if key in config:
-            return bool(config[key])
+            return config[key] == value if eq else bool(config[key])
     return True
 
 

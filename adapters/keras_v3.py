@@ -45,6 +45,7 @@ class Named:
     stored: str
     name: str
     role: Role
+    guessed: bool = False  # one of several names the file alone allows (no config)
 
 
 @dataclass
@@ -210,7 +211,8 @@ def _own_vars(st, path, cls, cfg, scope, frozen) -> None:
         stored = f"{vpath}/{k}"
         name = "/".join([*scope, vname])
         trainable = trainable and not frozen
-        st.out.append(Named(stored, name, Role.PARAMETER if trainable else Role.BUFFER))
+        st.out.append(Named(stored, name, Role.PARAMETER if trainable else Role.BUFFER,
+                            bool(names and names[1])))
         if trainable:
             st.trainable.append((name, st.shapes[stored]))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -89,8 +90,10 @@ class Source(ABC):
 
     @contextmanager
     def view(self) -> Iterator[bytes | mmap.mmap]:
-        """A read-only buffer over the whole file (slicing, ``len``, ``rfind``,
-        ``struct.unpack_from``). The default reads the file; local files map it instead."""
+        """A read-only view of the whole file: slicing (contiguous, giving bytes), ``len``,
+        ``find`` and ``rfind``; nothing else (a remote view fetches what is sliced, so it has no
+        buffer protocol: ``struct.unpack(fmt, view[a:b])``, not ``unpack_from(fmt, view, a)``).
+        The default reads the file; local files map it; remote files read ranges on access."""
         yield self.read(0, self.size)
 
     def head(self, n: int = SNIFF_BYTES) -> bytes:
@@ -256,9 +259,25 @@ def _os_error(e: OSError, where: str) -> InspectorError:
     return InspectorError(f"cannot read ({e.strerror or e})", where)
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def is_url(text: str) -> bool:
+    """``text`` starts with ``scheme://`` (a remote source; ``file://`` is local)."""
+    return bool(_URL.match(text))
+
+
 def as_source(path: str | os.PathLike[str] | Source) -> Source:
-    """A source for what the caller gave: a source as is, a path as a :class:`LocalSource`."""
+    """A source for what the caller gave: a source as is, a URL (``scheme://...``, read through
+    fsspec: :mod:`.remote`) as a remote source, a path as a :class:`LocalSource`."""
     if isinstance(path, Source):
         return path
+    if isinstance(path, str) and "://" in path[:32]:
+        if is_url(path) and not path.lower().startswith("file://"):
+            from .remote import open_url
+
+            return open_url(path)
+        if path.lower().startswith("file://"):
+            return LocalSource(path[len("file://") :])
     return LocalSource(path)
 

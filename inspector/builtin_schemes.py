@@ -3,7 +3,7 @@
 the size and CRC-32 recorded here makes the loader parse the YAML instead."""
 
 # ruff: noqa: E501
-SOURCES = {'keras': (1427, 3980964223),
+SOURCES = {'keras': (1663, 124389619),
  'prefix': (730, 1555535732),
  'rau': (1512, 872090551),
  'sockeye-cnn': (605, 1752351563),
@@ -17,21 +17,24 @@ SCHEMES = {'keras': {'description': 'Keras models (Keras 3 variable paths, Keras
                           'layers appear with their path (inner_model/dense); recurrent cells, '
                           'Bidirectional directions and TimeDistributed wrappers stay with their '
                           "layer, as do a MultiHeadAttention layer's query/key/value/output "
-                          'projections. Optimizer variables form one group, last.',
+                          'projections. Optimizer variables form one group, last (Keras <= 2.3 '
+                          'names them training/Adam/... or Variable_N).',
            'detect': [('^[^/]+/(?:[^/]+/)*(?:kernel|recurrent_kernel|bias|gamma|beta|moving_mean|moving_variance|embeddings)$',
                        5,
                        False,
                        None),
                       ('(?i)keras|hdf5|h5', 5, True, None)],
            'groups': [('{top}',
-                       ('^(?!(?i:optimizer|adam|adamw|sgd|rmsprop|adagrad|adadelta|adamax|nadam|ftrl|lion|lamb)/)(?P<top>(?:[^/]+/)*?[^/]*attention[^/]*)/(?:query|key|value|attention_output)/[^/]+$',
-                        '^(?!(?i:optimizer|adam|adamw|sgd|rmsprop|adagrad|adadelta|adamax|nadam|ftrl|lion|lamb)/)(?P<top>(?:[^/]+/)*?time_distributed(?:_\\d+)?)/(?:[^/]+/)+[^/]+$',
-                        '^(?!(?i:optimizer|adam|adamw|sgd|rmsprop|adagrad|adadelta|adamax|nadam|ftrl|lion|lamb)/)(?P<top>.+?)/(?:(?P<direction>forward|backward)_[^/]+/)?(?:[^/]+_cell/)?[^/]+$'),
+                       ('^(?!(?i:optimizer|training|adam|adamw|sgd|rmsprop|adagrad|adadelta|adamax|nadam|ftrl|lion|lamb)/)(?P<top>(?:[^/]+/)*?[^/]*attention[^/]*)/(?:query|key|value|attention_output)/[^/]+$',
+                        '^(?!(?i:optimizer|training|adam|adamw|sgd|rmsprop|adagrad|adadelta|adamax|nadam|ftrl|lion|lamb)/)(?P<top>(?:[^/]+/)*?time_distributed(?:_\\d+)?)/(?:[^/]+/)+[^/]+$',
+                        '^(?!(?i:optimizer|training|adam|adamw|sgd|rmsprop|adagrad|adadelta|adamax|nadam|ftrl|lion|lamb)/)(?P<top>.+?)/(?:(?P<direction>forward|backward)_[^/]+/)?(?:[^/]+_cell/)?[^/]+$'),
                        ('top',),
                        False),
                       ('optimizer',
                        ('(?i)^(?:optimizer|adam|adamw|sgd|rmsprop|adagrad|adadelta|adamax|nadam|ftrl|lion|lamb)/',
-                        '^(?:iteration|iterations|learning_rate)$'),
+                        '^(?:iteration|iterations|learning_rate)$',
+                        '^training/',
+                        '^Variable(?:_\\d+)?$'),
                        (),
                        False)],
            'min_score': 5,

@@ -100,6 +100,7 @@ class DiffResult:
     values: bool
     atol: float = 0.0
     rtol: float = 0.0
+    filter: dict[str, Any] | None = None  # match / roles and how many records they kept
 
     def counts(self) -> dict[str, int]:
         c = Counter(r.op for r in self.records)
@@ -209,12 +210,37 @@ def group_deltas(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Tenso
     return sch.name, rows
 
 
+def select(records: Sequence[TensorDiff], match: str | None = None,
+           roles: Sequence[str] = ()) -> list[TensorDiff]:
+    """The records whose aligned or stored name (either side) matches the regex ``match`` and
+    whose role (either side) is one of ``roles`` (``parameter``, ``buffer``, ``optimizer``,
+    ``other``); no filter keeps all."""
+    rx = None
+    if match:
+        try:
+            rx = re.compile(match)
+        except re.error as e:
+            raise UsageError(f"--match {match!r} is not a valid regex ({e})") from None
+
+    def names(r: TensorDiff) -> list[str]:
+        return [r.name, *(t.stored_name for t in (r.a, r.b) if t is not None)]
+
+    wanted = set(roles)
+    return [r for r in records
+            if (rx is None or any(rx.search(n) for n in names(r)))
+            and (not wanted or any(t is not None and t.role.value in wanted
+                                   for t in (r.a, r.b)))]
+
+
 def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
          strip_prefixes: Sequence[str] = (), renames: Sequence[Rename] | str | Path = (),
          align_mode: str = "names", values: bool = False, atol: float = 0.0,
          rtol: float = 0.0, scheme: str | None = None, groups: bool = True,
-         chunk: int | None = None) -> DiffResult:
-    """Diff two checkpoints (paths or loaded :class:`Checkpoint`); see the module docstring."""
+         chunk: int | None = None, match: str | None = None,
+         roles: Sequence[str] = ()) -> DiffResult:
+    """Diff two checkpoints (paths or loaded :class:`Checkpoint`); see the module docstring.
+    ``match`` / ``roles`` keep only some records (:func:`select`) before values are read, so
+    counts, groups and the verdict are over those."""
     from inspector.adapters.registry import load
 
     ckpt_a = a if isinstance(a, Checkpoint) else load(a)
@@ -223,11 +249,16 @@ def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
         renames = load_map(renames)
     records = align(ckpt_a.tensors, ckpt_b.tensors, strip_prefixes=strip_prefixes,
                     renames=renames, align_mode=align_mode)
+    kept = None
+    if match or roles:
+        of = len(records)
+        records = select(records, match, roles)
+        kept = {"match": match, "roles": list(roles), "kept": len(records), "of": of}
     if values:
         records = compare_values(ckpt_a, ckpt_b, records, atol, rtol, chunk)
     scheme_name, rows = (group_deltas(ckpt_a, ckpt_b, records, scheme) if groups
                          else (None, []))
-    return DiffResult(ckpt_a, ckpt_b, records, rows, scheme_name, values, atol, rtol)
+    return DiffResult(ckpt_a, ckpt_b, records, rows, scheme_name, values, atol, rtol, kept)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,10 +266,19 @@ def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
 
 
 def _signature(r: TensorDiff) -> tuple:
-    """What must agree for two records to share a row: the op, shapes and dtypes."""
+    """What must agree for two records to share a row: the op, shapes, dtypes and the result
+    of the value comparison (its numbers and note): a row never stands for members whose
+    results differ."""
     a = None if r.a is None else (r.a.shape, r.a.dtype)
     b = None if r.b is None else (r.b.shape, r.b.dtype)
-    return (r.op, a, b)
+    v = r.values
+    if v is None:
+        result = None
+    elif v.identical:  # equal contents: the same result whatever rounding did to the cosine
+        result = ("identical",)
+    else:
+        result = (v.max_abs, v.rel_l2, v.cosine, v.changed)
+    return (r.op, a, b, result, r.note)
 
 
 def _variants(pattern: str) -> list[str]:
@@ -296,9 +336,11 @@ def _values(v: Any) -> dict[str, Any] | None:
             "cosine": v.cosine, "changed": v.changed}
 
 
-def report(result: DiffResult, all_records: bool = False) -> dict[str, Any]:
+def report(result: DiffResult, all_records: bool = False,
+           expand: bool = False) -> dict[str, Any]:
     """The JSON-ready report (schema ``inspector.diff/1``): every record (``unchanged`` ones
-    only with ``all_records``), the collapsed rows, group deltas and the summary counts."""
+    only with ``all_records``), the collapsed rows (none with ``expand``), group deltas and the
+    summary counts."""
     # a tensor whose values could not be read is shown, never hidden among the unchanged
     shown = [r for r in result.records if all_records or r.op != UNCHANGED or r.note]
     not_compared = sum(1 for r in result.records if r.note) if result.values else None
@@ -324,7 +366,7 @@ def report(result: DiffResult, all_records: bool = False) -> dict[str, Any]:
         "collapsed": [
             {"pattern": c.pattern, "op": c.op, "count": c.count,
              "members": [m.name for m in c.members]}
-            for c in collapse(shown) if c.count > 1
+            for c in ([] if expand else collapse(shown)) if c.count > 1
         ],
         "scheme": result.scheme,
         "groups": [
@@ -332,4 +374,6 @@ def report(result: DiffResult, all_records: bool = False) -> dict[str, Any]:
             for g in result.groups
         ],
     }
+    if result.filter is not None:
+        out["filter"] = result.filter
     return out

@@ -8,19 +8,11 @@ called to find out: the adapter read each global as an inert placeholder.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from typing import Any
 
 from inspector.adapters.model import Checkpoint
 
 SCHEMA = "inspector.globals/1"
-VERDICTS = {
-    "allowed": "safe",
-    "warning": "foreign: read as an inert placeholder",
-    "danger": "dangerous, can execute code: read as an inert placeholder, never called",
-}
 
 
 def globals_report(ckpt: Checkpoint) -> dict[str, Any]:
@@ -52,36 +44,3 @@ def globals_report(ckpt: Checkpoint) -> dict[str, Any]:
         "pickle": listed is not None,
         "globals": rows,
     }
-
-
-def render_globals(report: dict[str, Any], fmt: str) -> str:
-    from .reports.render import sanitize
-
-    rows = report["globals"]
-    if fmt == "json":
-        return json.dumps(report, indent=1) + "\n"
-    if fmt == "csv":
-        out = io.StringIO()
-        w = csv.writer(out, lineterminator="\n")
-        w.writerow(["name", "allowed", "severity", "where"])
-        for r in rows:
-            w.writerow([r["name"], r["allowed"], r["severity"], r["where"] or ""])
-        return out.getvalue()
-    from tabulate import tabulate
-
-    head = f"{sanitize(report['path'])}  [{report['format']}]\n\n"
-    if not report["pickle"]:
-        return head + "no pickle in this format: it cannot reference Python globals\n"
-    table = [
-        [
-            sanitize(r["name"]),
-            r["use"] or "",
-            VERDICTS.get(r["severity"], r["severity"]) + (f" ({r['why']})" if r["why"] else ""),
-        ]
-        for r in rows
-    ]
-    style = "github" if fmt == "markdown" else "simple"
-    body = tabulate(table, ["global", "use", "verdict"], style) if table else "(no globals)"
-    danger = sum(r["severity"] == "danger" for r in rows)
-    foot = f"\n\n{len(rows)} globals, {danger} that can execute code (none was run)\n"
-    return head + body + foot

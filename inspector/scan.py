@@ -36,6 +36,7 @@ from typing import Any, BinaryIO
 from inspector.adapters import pickle_verdicts as V
 from inspector.adapters.errors import InspectorError
 from inspector.adapters.restricted_pickle import GlobalRef, PickleError, base_allowed, unpickle
+from inspector.adapters.source import Source, as_source, is_url
 
 SCHEMA = "inspector.scan/1"
 SAFE, FOREIGN, DANGEROUS, ERROR = V.SAFE, V.FOREIGN, V.DANGEROUS, "error"
@@ -102,12 +103,25 @@ class FileResult:
 # walking
 
 
-def collect(paths: list[str]) -> tuple[list[Path], list[str]]:
+@dataclass
+class Unreadable:
+    """A remote path whose listing failed: scanned as one ``error`` line."""
+
+    where: str
+    error: InspectorError
+
+    def __str__(self) -> str:
+        return self.where
+
+
+def collect(paths: list[str]) -> tuple[list[Path | Source | Unreadable], list[str]]:
     """The regular files under ``paths`` (recursive, sorted, each real file once) and notes on
     what was not followed. Inside a directory, symbolic links are not followed: a link to a file
     of the tree is that file, scanned under its own name; links out of the tree, to
-    directories, dangling or looping are noted. A link given on the command line is followed."""
-    files: list[Path] = []
+    directories, dangling or looping are noted. A link given on the command line is followed.
+    A URL (``s3://bucket/runs/``, ``https://...``) is a remote file or every file below a
+    remote directory or prefix."""
+    files: list[Path | Source | Unreadable] = []
     notes: list[str] = []
     seen: set[tuple[int, int]] = set()
 
@@ -124,6 +138,16 @@ def collect(paths: list[str]) -> tuple[list[Path], list[str]]:
             files.append(p)
 
     for arg in paths:
+        if is_url(arg):
+            remote = as_source(arg)
+            try:
+                if remote.is_dir():
+                    files.extend(remote.walk())  # type: ignore[attr-defined]
+                else:
+                    files.append(remote)
+            except InspectorError as e:
+                files.append(Unreadable(remote.where, e))  # its error becomes its line
+            continue
         top = Path(arg)
         if not top.is_dir():
             add(top)
@@ -154,10 +178,19 @@ def collect(paths: list[str]) -> tuple[list[Path], list[str]]:
 # one file
 
 
-def scan_file(path: Path) -> FileResult:
-    """The verdict on one file; never raises for a bad file (it becomes an ``error`` item)."""
+def scan_file(path: Path | Source | Unreadable) -> FileResult:
+    """The verdict on one file (a path, or a remote source); never raises for a bad file (it
+    becomes an ``error`` item)."""
     res = FileResult(str(path))
+    if isinstance(path, Unreadable):
+        res.add(ERROR, _one_line(path.error))
+        return res
     try:
+        if isinstance(path, Source):
+            with path.open() as f:
+                head = f.read(HEAD_BYTES)
+                _dispatch(path, f, head, path.size, res)
+            return res
         with open(path, "rb") as f:
             head = f.read(HEAD_BYTES)
             size = os.fstat(f.fileno()).st_size
@@ -175,7 +208,9 @@ def _one_line(e: BaseException) -> str:
     return " ".join(text.split())[:500]
 
 
-def _dispatch(path: Path, f: BinaryIO, head: bytes, size: int, res: FileResult) -> None:
+def _dispatch(
+    path: Path | Source, f: BinaryIO, head: bytes, size: int, res: FileResult
+) -> None:
     if head[:4] in ZIP_MAGICS:
         _scan_zip(f, res)
     elif head.startswith(NPY_MAGIC):
@@ -183,7 +218,7 @@ def _dispatch(path: Path, f: BinaryIO, head: bytes, size: int, res: FileResult) 
         _scan_npy(f, size, res, None)
     elif _hdf5_offset(head) is not None:
         res.kind = "hdf5"
-        _scan_hdf5(path, res, None)
+        _scan_hdf5(f if isinstance(path, Source) else path, res, None)
     elif _looks_safetensors(head, size):
         res.kind = "safetensors"
         _scan_safetensors(path, res)
@@ -504,7 +539,7 @@ def _scan_npy(f: BinaryIO, size: int, res: FileResult, where: str | None) -> Non
 # safetensors
 
 
-def _scan_safetensors(path: Path, res: FileResult) -> None:
+def _scan_safetensors(path: Path | Source, res: FileResult) -> None:
     from inspector.adapters.registry import load
 
     load(path, "safetensors")  # header length, JSON, dtypes and offsets checked: else an error

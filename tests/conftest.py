@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,14 +43,18 @@ def sockeye_true_count(truth: dict) -> int:
     return int(truth["parameter_count"])
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m inspector`` in a fresh process, as a user's shell would."""
+def run_cli(*args: str, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m inspector`` in a fresh process, as a user's shell would, with its output
+    piped: no ``COLUMNS`` (full names) unless ``env`` sets it; ``env`` adds variables."""
+    base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
     return subprocess.run(
         [sys.executable, "-m", "inspector", *args],
         capture_output=True,
         text=True,
         cwd=cwd or ROOT,
         timeout=60,
+        env={**base, **(env or {})},
     )
 
 
@@ -72,6 +77,17 @@ def run_measured(*args: str, timeout: float = 120) -> tuple[subprocess.Completed
     assert probe.returncode == 0, probe.stderr
     rc, out, err, rss = json.loads(probe.stdout)
     return subprocess.CompletedProcess(cmd, rc, out, err), rss
+
+
+@pytest.fixture(autouse=True)
+def _piped_children():
+    """Every CLI a test starts writes to a pipe with no ``COLUMNS``: full names, no fitting to a
+    terminal. (ncurses, which the test runner's terminal handling may load, exports ``COLUMNS``
+    and ``LINES`` at the C level, where ``os.environ`` does not see them.)"""
+    for key in ("COLUMNS", "LINES"):
+        os.environ.pop(key, None)
+        os.unsetenv(key)
+    yield
 
 
 @pytest.fixture

@@ -35,8 +35,11 @@ VERIFIED = sorted(
      *(p for p in (FIXTURES / "torch").glob("*.pt")
        if p.name not in ("dtype_zoo.pt", "tied_bn_module.pt")),
      FIXTURES / "torch" / "hf_model" / "pytorch_model.bin",
-     *(FIXTURES / "keras").glob("*.keras"), *(FIXTURES / "keras").glob("*.legacy.h5"),
-     *(p for p in (FIXTURES / "keras").glob("keras2_*.h5") if "_weights" not in p.name),
+     *(FIXTURES / "keras").glob("*.keras"),
+     *(FIXTURES / "keras").glob("*.legacy.h5"),
+     *(p for p in (FIXTURES / "keras").glob("*keras*_*.h5")
+       if "_weights" not in p.name and "seq2seq_states" not in p.name
+       and not p.name.startswith("layers_")),
      *(FIXTURES / "hf").rglob("*.safetensors"), *(FIXTURES / "hf").rglob("*.bin"),
      FIXTURES / "safetensors" / "seed001_transformer_lm.safetensors",
      FIXTURES / "safetensors" / "sharded",
@@ -265,12 +268,19 @@ def test_keras_unknown_layer_is_incomplete_and_the_rest_still_checked(tmp_path: 
     rep = json.loads(r.stdout)
     assert rep["verdict"] == "incomplete"
     parts = {p["name"]: p for p in rep["parts"]}
-    assert set(parts) == {"layer lstm_1 (MysteryRNN)", "layer lstm_2 (LSTM)"}
+    # the LSTM after the unknown layer is still predicted: its input width is read from its
+    # stored kernel (a part of its own, with no tensors), everything else is checked
+    assert set(parts) == {"layer lstm_1 (MysteryRNN)", "input of layer lstm_2 (LSTM)"}
     assert "does not know this class" in parts["layer lstm_1 (MysteryRNN)"]["reason"]
+    assert "read from the stored" in parts["input of layer lstm_2 (LSTM)"]["reason"]
+    assert {t["name"].split("/")[1] for t in rep["tensors"]} == {"lstm_1"}
     assert {t["status"] for t in rep["tensors"]} == {"not_modelled"}
-    # the modelled first LSTM is still checked: a wrong width there is a mismatch
-    r = run_cli("check", str(model), "--set", f"config={path}", "--set", "edit=lstm.units=5")
-    assert r.returncode == 1 and "MISMATCH" in r.stdout
+    groups = {g["name"]: g["status"] for g in rep["groups"]}
+    assert groups["sequential/lstm"] == groups["sequential/lstm_2"] == "ok"
+    # the modelled LSTMs before and after it are still checked: a wrong width is a mismatch
+    for edit in ("lstm.units=5", "lstm_2.units=3"):
+        r = run_cli("check", str(model), "--set", f"config={path}", "--set", f"edit={edit}")
+        assert r.returncode == 1 and "MISMATCH" in r.stdout, edit
 
 
 def test_recognised_but_unpredictable_file_gets_the_structural_audit():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import zipfile
 from pathlib import Path
 
@@ -54,6 +55,25 @@ def predict(**hp):
     return arch.predict(arch.resolve(hp))
 
 
+# Real fixtures whose prediction leaves a part out, with what it leaves out (every variable is
+# still predicted): a Keras 2 Lambda's output shape is Python code, so the next layer's input
+# width is read from its stored kernel.
+INCOMPLETE = {  # full-model file name (regex) -> parts
+    r"^tfkeras\d+_(reloaded_)?seq2seq_states\.h5$": {"input of layer dense (Dense)"},
+    r"^keras2\d\d_(reloaded_)?seq2seq_states\.h5$": {"input of layer dense_1 (Dense)"},
+}
+
+
+def left_out_of(fixture: Path) -> set[str]:
+    full_model = fixture.name.replace("_weights.h5", ".h5")
+    return next((v for k, v in INCOMPLETE.items() if re.match(k, full_model)), set())
+
+
+# Keras 3 weights-only files whose names the reader must guess: BatchNormalization(center=False)
+# stores the same shapes as (scale=False), and the file has no config to tell them apart.
+GUESSED = {"layers_conv2d.weights.h5": {"variable names of layer sequential/batch_normalization"}}
+
+
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=lambda p: p.name.removesuffix(".truth.json"))
 def test_every_fixture_matches_keras(truth_path: Path) -> None:
     truth = load_truth(truth_path)
@@ -63,7 +83,7 @@ def test_every_fixture_matches_keras(truth_path: Path) -> None:
     facts = get("keras").from_checkpoint(load(sibling_with_config(fixture) or fixture))
     facts.pop("model_config", None)
     p = predict(model_config=config, **facts)
-    assert p.notes == []
+    assert {part.name for part in p.parts} == left_out_of(fixture)
     got = {t.name: (t.shape, t.role == "parameter") for t in p.tensors}
     assert got == truth_variables(truth)
     assert p.total(None) == truth["count_params"]
@@ -143,7 +163,13 @@ def test_check_passes_on_every_fixture(truth_path: Path) -> None:
     ckpt = load(fixture)
     result = check(ckpt, None, {"config": str(sibling)} if sibling else {})
     assert result.arch == "keras"
-    assert result.ok, (result.issues, result.notes)
+    left_out = left_out_of(fixture) | GUESSED.get(fixture.name, set())
+    if left_out:  # incomplete, never a mismatch: exactly these parts, nothing contradicted
+        assert result.verdict == "incomplete", (result.issues, result.notes)
+        assert {p.name for p in result.parts} == left_out
+        assert not [i for i in result.issues if i.mismatch]
+    else:
+        assert result.ok, (result.issues, result.notes)
     assert result.found_total == load_truth(truth_path)["trainable_params"]
     if sibling is None:
         assert result.provenance["model_config"] == "checkpoint"

@@ -219,7 +219,8 @@ KERAS = sorted((FIXTURES / "keras").glob("*.truth.json"))
 
 
 def _keras_name(w: dict) -> str:
-    name = w.get("path") or w["name"]
+    # a model reloaded where it was built (TF 1.x scopes lstm_1_1/): the name it was built with
+    name = w.get("path") or w.get("name_as_built") or w["name"]
     return name[:-2] if name.endswith(":0") else name
 
 

@@ -137,7 +137,7 @@ def _scan_legacy_storages(
                     where,
                     f"offset {pos}",
                 )
-            (count,) = struct.unpack_from("<q", mm, pos)
+            (count,) = struct.unpack("<q", mm[pos : pos + 8])
             nbytes = count * ITEMSIZE[ref.dtype]
             if count < 0 or pos + 8 + nbytes > size:
                 raise FormatError(

@@ -50,17 +50,20 @@ def central_directory(mm: Any, size: int, where: str) -> dict[str, _Member]:
             "or not a zip",
             where,
         )
-    _, _disk, _cd_disk, _n_here, count, cd_size, cd_offset, _clen = _EOCD.unpack_from(mm, pos)
+    eocd = mm[pos : pos + _EOCD.size]
+    _, _disk, _cd_disk, _n_here, count, cd_size, cd_offset, _clen = _EOCD.unpack(eocd)
     cd_end = pos
     loc = pos - _ZIP64_LOCATOR.size
     # torch (miniz) writes the zip64 records even for small files; use them when present.
     if loc >= 0 and mm[loc : loc + 4] == ZIP64_LOCATOR_MAGIC:
-        _, _, z64, _ = _ZIP64_LOCATOR.unpack_from(mm, loc)
+        _, _, z64, _ = _ZIP64_LOCATOR.unpack(mm[loc : loc + _ZIP64_LOCATOR.size])
         if z64 + _ZIP64_EOCD.size > loc or mm[z64 : z64 + 4] != ZIP64_END_MAGIC:
             raise FormatError(
                 "zip64 end-of-central-directory record missing", where, f"offset {z64}"
             )
-        _, _, _, _, _, _, _, count, cd_size, cd_offset = _ZIP64_EOCD.unpack_from(mm, z64)
+        _, _, _, _, _, _, _, count, cd_size, cd_offset = _ZIP64_EOCD.unpack(
+            mm[z64 : z64 + _ZIP64_EOCD.size]
+        )
         cd_end = z64
     elif count == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF:
         raise FormatError("zip64 sizes without a zip64 locator", where, f"offset {pos}")
@@ -283,7 +286,7 @@ def _data_start(mm: Any, size: int, hoff: int, where: str, name: str) -> int:
             where,
             name,
         )
-    magic, nlen, elen = _LOCAL.unpack_from(mm, hoff)
+    magic, nlen, elen = _LOCAL.unpack(mm[hoff : hoff + _LOCAL.size])
     if magic != ZIP_LOCAL_MAGIC:
         raise FormatError(f"no local file header for {name} at offset {hoff}", where, name)
     return hoff + 30 + nlen + elen
@@ -298,7 +301,10 @@ def _locate_records(
     where: str,
 ) -> None:
     """Each storage's data offset from its 30-byte local header (the data itself is not read)."""
-    unpack = _LOCAL.unpack_from
+    unpack, n = _LOCAL.unpack, _LOCAL.size
+    prefetch = getattr(mm, "prefetch", None)  # a remote view fetches the headers together
+    if prefetch is not None:
+        prefetch([(members[f"{root}data/{key}"][0], n) for key in storages])
     for key, ref in storages.items():
         name = f"{root}data/{key}"
         hoff, method, csize, _usize = members[name]
@@ -309,7 +315,7 @@ def _locate_records(
                 where,
                 name,
             )
-        magic, nlen, elen = unpack(mm, hoff)
+        magic, nlen, elen = unpack(mm[hoff : hoff + n])
         start = hoff + 30 + nlen + elen
         if magic != ZIP_LOCAL_MAGIC or start + csize > size:
             _data_start(mm, size, hoff, where, name)  # raises the precise error

@@ -5,4 +5,6 @@ Each module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args
 load only when that verb runs.
 """
 
-MODULES = ("show", "formats", "schemes", "check", "predict", "archs", "budget", "diff", "scan")
+MODULES = (
+    "show", "formats", "schemes", "check", "predict", "archs", "budget", "diff", "scan", "report"
+)

@@ -17,7 +17,12 @@ HELP = "list the architectures of check/predict with their hyperparameters and d
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from inspector.reports.catalog import FORMATS
+
     p.add_argument("name", nargs="?", help="show only this architecture")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="output format (default: one block per architecture; table: one row "
+                        "per hyperparameter)")
 
 
 def _value(v) -> str:
@@ -27,17 +32,24 @@ def _value(v) -> str:
 def run(args: argparse.Namespace) -> int:
     from inspector.formulas import archs, get
 
+    if args.format:
+        from inspector.reports.catalog import archs as report
+        from inspector.reports.catalog import render
+
+        sys.stdout.write(render(report(args.name), args.format, args.style))
+        return 0
     chosen = [get(args.name)] if args.name else archs()
     out = []
     for a in chosen:
-        out.append(f"{a.name}: {a.description}")
+        out.append(args.style.wrap(f"{a.name}: {a.description}"))
         width = max((len(h.name) for h in a.hparams), default=0)
         for h in a.hparams:
             choices = f" [{'|'.join(map(str, h.choices))}]" if h.choices else ""
-            out.append(f"  {h.name:<{width}}  {_value(h.default):<12} {h.help}{choices}")
+            line = f"  {h.name:<{width}}  {_value(h.default):<12} {h.help}{choices}"
+            out.append(args.style.wrap(line, " " * (width + 17)))
         if a.symbols:
-            out.append("  closed-form symbols: " + ", ".join(
-                f"{s.name}={'/'.join(s.targets)}" for s in a.symbols))
+            out.append(args.style.wrap("  closed-form symbols: " + ", ".join(
+                f"{s.name}={'/'.join(s.targets)}" for s in a.symbols), "    "))
         out.append("")
     sys.stdout.write("\n".join(out))
     return 0

@@ -23,14 +23,9 @@ import argparse
 import re
 import sys
 
-TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
-if TYPE_CHECKING:
-    from typing import Any
-
 NAME = "budget"
 HELP = "hyperparameters whose predicted parameter count hits a target (inverse of predict)"
-FORMATS = ("table", "markdown", "json")
-SCHEMA = "inspector.budget/1"
+FORMATS = ("table", "markdown", "json", "csv")
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9}
 
 
@@ -72,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from inspector import budget
     from inspector.adapters.errors import UsageError
     from inspector.commands.check import parse_sets
+    from inspector.reports.budget import build, render
 
     archs = [a.strip() for item in args.arch for a in item.split(",") if a.strip()]
     if len(archs) > 1 and not args.compare:
@@ -100,75 +96,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         results = [budget.solve(archs[0], target, solve, {**sets, **scoped.get(archs[0], {})},
                                 top=args.top or 5, **common)]
-    report = {"schema": SCHEMA, "target": target, "compare": args.compare,
-              "results": [r.as_dict() for r in results]}
-    if args.format == "json":
-        import json
-
-        sys.stdout.write(json.dumps(report, indent=1) + "\n")
-    else:
-        sys.stdout.write(render(report, args.format == "markdown"))
+    report = build(target, args.compare, results)
+    sys.stdout.write(render(report, args.format, args.style))
     return 0
-
-
-def render(report: dict[str, Any], markdown: bool = False) -> str:
-    from tabulate import tabulate
-
-    from inspector.reports.render import sanitize
-
-    fmt = "github" if markdown else "simple"
-    lines: list[str] = []
-    results = report["results"]
-    if report["compare"]:
-        rows = []
-        for r in results:
-            best = r["candidates"][0]
-            solved = ", ".join(f"{k}={v}" for k, v in best["values"].items())
-            rows.append([r["arch"], solved, f"{best['total']:,}", _dev(best["deviation"])])
-        lines.append(f"target {report['target']:,} parameters"
-                     + (" (at most)" if results[0]["under"] else ""))
-        lines.append(tabulate(rows, ["arch", "solved", "parameters", "deviation"], fmt,
-                              disable_numparse=True))
-    for r in results:
-        lines.append("")
-        lines += _detail(r, fmt, show_candidates=not report["compare"])
-    text = "\n".join(lines).lstrip("\n")
-    return "\n".join(sanitize(line) for line in text.split("\n")) + "\n"
-
-
-def _dev(d: float) -> str:
-    if d == 0:
-        return "exact"
-    return f"{d:+.2f}%" if abs(d) >= 0.01 else f"{d:+.1g}%"
-
-
-def _detail(r: dict[str, Any], fmt: str, show_candidates: bool) -> list[str]:
-    from tabulate import tabulate
-
-    out = [f"{r['arch']}: {', '.join(r['solve'])} for {r['target']:,} parameters"
-           + (" (at most)" if r["under"] else "")]
-    given = {k: r["hparams"][k] for k in r["given"]}
-    out.append("  with " + (", ".join(f"{k}={v}" for k, v in given.items()) or "defaults")
-               + " (all values in --format json)")
-    for name, expr in r["ties"].items():
-        out.append(f"  tie: {name} = {expr}")
-    spans = ", ".join(f"{k} {lo}..{hi}" + (f" step {s}" if s != 1 else "")
-                      for k, (lo, hi, s) in r["ranges"].items())
-    out.append(f"  search: {spans}; {r['method']}; {r['evaluations']:,} predictions")
-    for reason, n in r["constraints"].items():
-        out.append(f"  constraint applied: {reason} ({n:,} values skipped)")
-    for note in r["notes"]:
-        out.append(f"  note: {note}")
-    if show_candidates:
-        names = list(r["candidates"][0]["values"])
-        rows = [[*(c["values"][n] for n in names), f"{c['total']:,}", _dev(c["deviation"])]
-                for c in r["candidates"]]
-        out += ["", tabulate(rows, [*names, "parameters", "deviation"], fmt,
-                             disable_numparse=True)]
-    total = sum(r["breakdown"].values())
-    rows = [[g, f"{n:,}", f"{100 * n / total:.1f}%"] for g, n in r["breakdown"].items()]
-    rows.append(["total", f"{total:,}", ""])
-    best = ", ".join(f"{k}={v}" for k, v in r["candidates"][0]["values"].items())
-    out += ["", f"breakdown of {best} ({r['grouping']})",
-            tabulate(rows, ["group", "parameters", "share"], fmt, disable_numparse=True)]
-    return out

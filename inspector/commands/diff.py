@@ -1,11 +1,14 @@
-"""``inspector diff A B``: what differs between two checkpoints of any formats.
+r"""``inspector diff A B``: what differs between two checkpoints of any formats.
 
 Example::
 
     $ cd fixtures/diff/torch_finetune && inspector diff before.pt after.pt --values
 
+    $ inspector diff state_dict.pt lightning.ckpt --role parameter --match 'layers\.'
+
 Exit codes (h5diff-style, to gate CI): 0 no structural difference (with ``--values``: and no
-changed values), 1 differences, 2 error.
+changed values), 1 differences, 2 error. Without ``--values`` only names, shapes and dtypes are
+compared: tensors that agree in those are "values not compared", never "unchanged".
 """
 
 from __future__ import annotations
@@ -17,13 +20,29 @@ from inspector.pickle_policy import add_allow_unsafe, load_checked
 
 NAME = "diff"
 HELP = "compare two checkpoints: added, removed, reshaped, retyped and (--values) changed tensors"
+EXITS = "0 same (structure; with --values also contents), 1 different, 2 error"
+ROLES = ("parameter", "buffer", "optimizer", "other")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", help="first checkpoint (file, shard index or model directory)")
     p.add_argument("b", help="second checkpoint")
-    p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
-    p.add_argument("--all", action="store_true", help="also list unchanged tensors")
+    from inspector.reports.render_diff import FORMATS
+
+    p.add_argument("--format", choices=FORMATS, default="table",
+                   help="output format: table (default), markdown, json (inspector.diff/1) or "
+                        "csv (one row per tensor, never collapsed)")
+    p.add_argument("--all", action="store_true",
+                   help="also list tensors that did not change (or, without --values, whose "
+                        "name, shape and dtype agree)")
+    p.add_argument("--match", metavar="REGEX",
+                   help="only tensors whose aligned or stored name matches; counts, groups and "
+                        "the exit code are over those")
+    p.add_argument("--role", action="append", choices=ROLES, default=[],
+                   help="only tensors of this role on either side (repeatable), e.g. --role "
+                        "parameter to leave optimizer state out")
+    p.add_argument("--expand", action="store_true",
+                   help="one row per tensor: do not collapse rows repeated across layers")
     p.add_argument("--values", action="store_true",
                    help="compare the contents of aligned tensors (streamed, bounded memory)")
     p.add_argument("--atol", type=float, default=0.0,
@@ -59,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         atol=args.atol,
         rtol=args.rtol,
         scheme=args.scheme,
+        match=args.match,
+        roles=args.role,
     )
-    sys.stdout.write(render(report(result, all_records=args.all), args.format))
+    rep = report(result, all_records=args.all, expand=args.expand)
+    sys.stdout.write(render(rep, args.format, args.style))
     return 1 if result.different else 0

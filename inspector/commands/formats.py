@@ -10,15 +10,13 @@ HELP = "list the supported checkpoint formats"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    del p  # no options
+    from inspector.reports.catalog import FORMATS
+
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
 
 
 def run(args: argparse.Namespace) -> int:
-    from tabulate import tabulate
+    from inspector.reports.catalog import formats, render
 
-    from inspector.adapters.registry import formats
-
-    rows = [(a.name, ", ".join(a.extensions), a.description) for a in formats()]
-    sys.stdout.write(tabulate(rows, ["format", "usual names", "what"], "simple") + "\n")
-    sys.stdout.write("\nDetection is by content (magic bytes), not by the file name.\n")
+    sys.stdout.write(render(formats(), args.format, args.style))
     return 0

@@ -13,16 +13,23 @@ import sys
 
 NAME = "scan"
 HELP = "security verdict (safe/foreign/dangerous/error) for every file under the given paths"
+EXITS = "0 nothing dangerous, 1 some file is dangerous, 2 usage error"
 PROGRESS_AFTER = 5
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="files, directories or URLs (s3://bucket/runs/)")
+    p.add_argument("--format", choices=("text", "json", "csv"), default="text",
+                   help="output format: text (one line per file as it is scanned), json "
+                        "(inspector.scan/1) or csv (one row per file: path, verdict, kind, "
+                        "what)")
+    p.add_argument("--jobs", type=int, default=8, metavar="N", help="files examined at once")
 
 
 def run(args: argparse.Namespace) -> int:
     from inspector.adapters.errors import UsageError
+    from inspector.fleet import run_ordered
     from inspector.scan import SCHEMA, collect, line, scan_file, summary, summary_line
 
     missing = [p for p in args.paths if not _exists(p)]
@@ -31,16 +38,18 @@ def run(args: argparse.Namespace) -> int:
     files, notes = collect(args.paths)
     progress = sys.stderr.isatty() and len(files) > PROGRESS_AFTER
     results = []
-    for n, path in enumerate(files, 1):
+    for n, (path, r) in enumerate(run_ordered(files, scan_file, args.jobs), 1):
         if progress:
             sys.stderr.write(f"\r\033[Kscanning {n}/{len(files)} {str(path)[-60:]}")
             sys.stderr.flush()
-        r = scan_file(path)
+        if isinstance(r, Exception):  # scan_file turns bad files into results: a bug
+            raise r
         results.append(r)
         if args.format == "text":
             if progress:
                 sys.stderr.write("\r\033[K")
-            sys.stdout.write(line(r) + "\n")
+            verdict, _, rest = line(r).partition(" ")
+            sys.stdout.write(args.style.paint(verdict) + " " + rest + "\n")
     if progress:
         sys.stderr.write("\r\033[K")
     s = summary(results, notes)
@@ -50,6 +59,15 @@ def run(args: argparse.Namespace) -> int:
         doc = {"schema": SCHEMA, "files": [r.to_dict() for r in results], "not_followed": notes,
                "summary": s}
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    elif args.format == "csv":
+        import csv
+
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(["path", "verdict", "kind", "what"])
+        for r in results:
+            d = r.to_dict()
+            w.writerow([d["path"], d["verdict"], d["kind"] or "",
+                        "; ".join(f["text"] for f in d["findings"])])
     else:
         from inspector.reports.render import sanitize
 
@@ -62,4 +80,14 @@ def run(args: argparse.Namespace) -> int:
 def _exists(p: str) -> bool:
     import os
 
+    from inspector.adapters.source import is_url
+
+    if is_url(p):
+        from inspector.adapters.errors import InspectorError
+        from inspector.adapters.source import as_source
+
+        try:
+            return as_source(p).exists()
+        except InspectorError:
+            return True  # scanned: the error becomes its line
     return os.path.lexists(p)

@@ -10,7 +10,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 NAME = "schemes"
@@ -18,7 +17,11 @@ HELP = "list the grouping schemes used by --scheme (or show / validate one)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from inspector.reports.catalog import FORMATS
+
     p.add_argument("scheme", nargs="?", metavar="NAME|FILE", help="show this scheme's rules")
+    p.add_argument("--format", choices=FORMATS, default="table",
+                   help="output format of the list (a scheme's rules are text)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,15 +30,10 @@ def run(args: argparse.Namespace) -> int:
 
     out = []
     if args.scheme is None:
-        names = grouping.builtin_names()
-        width = max(len(n) for n in names)
-        for n in names:
-            s = grouping.get_scheme(n)
-            first = re.split(r"[.:;] ", s.description)[0].rstrip(".")
-            out.append(f"{n:<{width}}  {first}")
-        out.append("")
-        out.append("auto (the default) picks the best-scoring scheme for a checkpoint's names, "
-                   f"falling back to {grouping.FALLBACK}.")
+        from inspector.reports.catalog import render, schemes
+
+        sys.stdout.write(render(schemes(), args.format, args.style))
+        return 0
     else:
         s = grouping.get_scheme(args.scheme)
         out.append(f"{sanitize(s.name)}  ({sanitize(s.source)})")

@@ -1,4 +1,11 @@
-"""``inspector show PATH``: list every tensor with its shape, dtype, count and role."""
+"""``inspector show PATH...``: list every tensor with its shape, dtype, count and role.
+
+A PATH may be a URL (``https://``, ``s3://``, any protocol fsspec knows with its package
+installed; the ``remote`` extra). Several paths, or ``--format jsonl``, make a fleet: a directory
+or prefix that is not itself a checkpoint stands for the checkpoints below it; ``--jobs`` of them
+are read at once; one report per checkpoint (jsonl: one JSON object per line), a failure is
+that checkpoint's line and the exit code is 2 at the end.
+"""
 
 from __future__ import annotations
 
@@ -8,18 +15,37 @@ import sys
 
 from inspector.pickle_policy import add_allow_unsafe, refuse_if_unsafe
 
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 __all__ = ["refuse_if_unsafe"]  # kept importable from here
 
 NAME = "show"
 HELP = "list every tensor with its shape, dtype, count and role"
+EXITS = "0 success, 1 --globals found a dangerous global, 2 error (or a refused unsafe pickle)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from inspector.reports.listing import SORTS
     from inspector.reports.render import FORMATS
 
-    p.add_argument("path", help="checkpoint file, shard index or model directory")
-    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="checkpoint file, shard index, model directory or URL; several (or a prefix) for "
+        "a fleet",
+    )
+    p.add_argument(
+        "--format",
+        choices=(*FORMATS, "jsonl"),
+        default="table",
+        help="output format (jsonl: one JSON object per checkpoint and line)",
+    )
+    p.add_argument(
+        "--jobs", type=int, default=8, metavar="N", help="checkpoints read at once (fleets)"
+    )
     p.add_argument("--match", metavar="REGEX", help="only tensors whose name matches")
     p.add_argument("--sort", choices=SORTS, default="stored", help="row order")
     p.add_argument("--input-format", metavar="NAME", help="skip detection and read as this format")
@@ -68,25 +94,87 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if len(args.paths) > 1 or args.format == "jsonl":
+        return _fleet(args)
+    args.path = args.paths[0]
+    text, code = _report(args, args.path, stream=True)
+    if isinstance(text, str):
+        sys.stdout.write(text)
+    else:  # JSON pieces, written as they are made: a big report is not held whole
+        sys.stdout.writelines(text)
+    return code
+
+
+def _report(args: argparse.Namespace, path: object,
+            stream: bool = False) -> tuple[str | Iterator[str], int]:
+    """The rendered report of one checkpoint and its exit code; with ``stream``, a JSON
+    report comes as an iterator of its pieces (:func:`inspector.reports.render.json_chunks`)."""
     from inspector.adapters.registry import load
     from inspector.reports.listing import listing
     from inspector.reports.render import render
 
-    ckpt = load(args.path, args.input_format)
+    fmt = "json" if args.format == "jsonl" else args.format
+    ckpt = load(path, args.input_format)  # type: ignore[arg-type]
     if args.globals:
-        from inspector.pickle_globals import globals_report, render_globals
+        from inspector.pickle_globals import globals_report
+        from inspector.reports.globals import render as render_globals
 
         report = globals_report(ckpt)
-        sys.stdout.write(render_globals(report, args.format))
-        return 1 if any(r["severity"] == "danger" for r in report["globals"]) else 0
+        code = 1 if any(r["severity"] == "danger" for r in report["globals"]) else 0
+        return render_globals(report, fmt, args.style), code
     refuse_if_unsafe(ckpt, args.allow_unsafe)
     params = {"depth": args.depth} if args.depth is not None else None
     report = listing(ckpt, args.match, args.sort, args.scheme, params)
     view = "layers" if args.per_layer else "groups" if args.groups else "tensors"
-    if args.format == "json":  # written as it is made: a big report is not held whole
+    if stream and fmt == "json":
         from inspector.reports.render import json_chunks
 
-        sys.stdout.writelines(json_chunks(report))
-    else:
-        sys.stdout.write(render(report, args.format, view))
-    return 0
+        return json_chunks(report), 0
+    return render(report, fmt, view, args.style), 0
+
+
+def _fleet(args: argparse.Namespace) -> int:
+    """One report per checkpoint, in order; failures reported and counted, never stopping."""
+    import json
+
+    from inspector.adapters.errors import InspectorError
+    from inspector.fleet import expand, run_ordered
+    from inspector.reports.render import sanitize
+
+    def one(target):  # type: ignore[no-untyped-def]
+        if target.error is not None:
+            raise target.error
+        return _report(args, target.source)
+
+    worst = 0
+    first = True
+    # PROGRESS: the fleet's progress bar (inspector/progress.py, issue 19) is called here once
+    # it is on main; until then no bar is drawn.
+    for target, got in run_ordered(expand(args.paths), one, args.jobs):
+        if isinstance(got, Exception):
+            message = str(got) if isinstance(got, InspectorError) else (
+                f"{target.label}: {type(got).__name__}: {got}"
+            )
+            worst = max(worst, 2)
+            if args.format in ("jsonl", "json"):
+                line = json.dumps({"path": target.label, "error": message}, ensure_ascii=False)
+                sys.stdout.write(("[\n" if first else ",\n") if args.format == "json" else "")
+                sys.stdout.write(line + ("\n" if args.format == "jsonl" else ""))
+                first = False
+            else:
+                sys.stderr.write(f"inspector: {sanitize(message)}\n")
+            continue
+        text, code = got
+        worst = max(worst, code)
+        if args.format == "jsonl":
+            sys.stdout.write(json.dumps(json.loads(text), ensure_ascii=False) + "\n")
+        elif args.format == "json":  # one JSON array of the reports
+            sys.stdout.write(("[\n" if first else ",\n") + text.rstrip("\n"))
+        else:
+            head = f"## {target.label}" if args.format == "markdown" else f"==> {target.label} <=="
+            sys.stdout.write(("" if first else "\n") + sanitize(head) + "\n" + text)
+        sys.stdout.flush()
+        first = False
+    if args.format == "json":
+        sys.stdout.write("[]\n" if first else "\n]\n")
+    return worst

@@ -132,3 +132,78 @@ def multi_head_attention(
     if use_bias:
         out.append(_var("attention_output/bias", tuple(output_shape), block))
     return out
+
+
+def separable_conv(
+    kernel_size: Sequence[int], in_channels: int, depth_multiplier: int, filters: int,
+    use_bias: bool = True, block: str = "SeparableConv",
+) -> list[TensorEntry]:
+    """``SeparableConv1D/2D``: depthwise_kernel (*k, in, dm), pointwise_kernel
+    (*1, in*dm, filters), bias (filters,)."""
+    ones = (1,) * len(kernel_size)
+    out = [
+        _var("depthwise_kernel", (*kernel_size, in_channels, depth_multiplier), block),
+        _var("pointwise_kernel", (*ones, in_channels * depth_multiplier, filters), block),
+    ]
+    if use_bias:
+        out.append(_var("bias", (filters,), block))
+    return out
+
+
+def depthwise_conv(
+    kernel_size: Sequence[int], in_channels: int, depth_multiplier: int, use_bias: bool = True,
+    kernel_name: str = "kernel", block: str = "DepthwiseConv",
+) -> list[TensorEntry]:
+    """``DepthwiseConv1D/2D``: kernel (*k, in, dm) (Keras 2 names it ``depthwise_kernel``),
+    bias (in*dm,)."""
+    out = [_var(kernel_name, (*kernel_size, in_channels, depth_multiplier), block)]
+    if use_bias:
+        out.append(_var("bias", (in_channels * depth_multiplier,), block))
+    return out
+
+
+def conv_transpose(
+    kernel_size: Sequence[int], in_channels: int, filters: int, use_bias: bool = True,
+    block: str = "ConvTranspose",
+) -> list[TensorEntry]:
+    """``Conv1D/2D/3DTranspose``: kernel (*k, filters, in) (output channels first), bias."""
+    out = [_var("kernel", (*kernel_size, filters, in_channels), block)]
+    if use_bias:
+        out.append(_var("bias", (filters,), block))
+    return out
+
+
+def norm_affine(shape: Sequence[int], center: bool = True, scale: bool = True,
+                block: str = "Normalization") -> list[TensorEntry]:
+    """gamma (scale) and beta (center) of a normalisation without statistics
+    (``GroupNormalization``)."""
+    out = []
+    if scale:
+        out.append(_var("gamma", shape, block))
+    if center:
+        out.append(_var("beta", shape, block))
+    return out
+
+
+def attention(use_scale: bool, concat: bool) -> list[TensorEntry]:
+    """``Attention``: scalar ``scale`` (use_scale) and ``concat_score_weight`` (score_mode
+    concat)."""
+    out = []
+    if use_scale:
+        out.append(_var("scale", (), "Attention"))
+    if concat:
+        out.append(_var("concat_score_weight", (), "Attention"))
+    return out
+
+
+def additive_attention(dim: int) -> list[TensorEntry]:
+    """``AdditiveAttention`` with use_scale: ``scale`` (query width,)."""
+    return [_var("scale", (dim,), "AdditiveAttention")]
+
+
+def einsum_dense(kernel: Sequence[int], bias: Sequence[int] | None) -> list[TensorEntry]:
+    """``EinsumDense``: kernel and (with bias_axes) bias, shapes from its equation."""
+    out = [_var("kernel", kernel, "EinsumDense")]
+    if bias is not None:
+        out.append(_var("bias", bias, "EinsumDense"))
+    return out

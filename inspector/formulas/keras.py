@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from inspector.adapters.errors import UsageError
-from inspector.adapters.model import Checkpoint
+from inspector.adapters.model import Checkpoint, Role, TensorEntry
 
-from .core import Arch, HParam, Prediction, Symbol, register
+from .core import Arch, HParam, Part, Prediction, Symbol, register
 from .keras_graph import model_variables
 from .keras_spec import (
     SPEC_VARIABLES,
@@ -53,8 +53,12 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
     version = hp.get("keras_version", "auto")
     tensors, walk_notes, parts = model_variables(
         config, None if version == "auto" else version == "3",
-        cell_scope=hp.get("rnn_cell_scope", "auto") != "no")
+        cell_scope=hp.get("rnn_cell_scope", "auto") != "no",
+        stored=hp.get("stored_shapes") or {})
     notes += walk_notes
+    stored = hp.get("stored_shapes")
+    if isinstance(stored, StoredShapes) and stored.guessed:
+        parts += guessed_parts(tensors, stored)
     seen: set[str] = set()
     for t in tensors:
         if t.name in seen:
@@ -76,10 +80,37 @@ def from_checkpoint(ckpt: Checkpoint) -> dict[str, Any]:
     version = str(ckpt.metadata.get("keras_version", ""))
     if version[:1] in ("2", "3"):
         out["keras_version"] = version[:1]
-    scope = rnn_cell_scope(version, [t.name for t in ckpt.tensors])
+    tensors = list(ckpt.tensors)
+    variables = {t.name: tuple(t.shape) for t in tensors
+                 if t.role in (Role.PARAMETER, Role.BUFFER)}
+    if variables:
+        out["stored_shapes"] = StoredShapes(variables)
+        out["stored_shapes"].guessed = frozenset(
+            t.name for t in tensors if (t.extra or {}).get("name_guessed"))
+    scope = rnn_cell_scope(version, [t.name for t in tensors])
     if scope is not None:
         out["rnn_cell_scope"] = scope
     return out
+
+
+class StoredShapes(dict):
+    """The checkpoint's variable shapes by name; prints as a count in tables. ``guessed``: the
+    names the reader had to guess (a Keras 3 weights file without its config)."""
+
+    guessed: frozenset[str] = frozenset()
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} stored variables>"
+
+    __str__ = __repr__
+
+
+def stored_shapes(value: Any) -> StoredShapes:
+    if isinstance(value, StoredShapes):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(value)
+    return StoredShapes({str(k): tuple(int(d) for d in v) for k, v in value.items()})
 
 
 # Standalone multi-backend Keras up to 2.3.x: recurrent weights directly under the layer.
@@ -98,6 +129,22 @@ def rnn_cell_scope(version: str, names: Sequence[str]) -> str | None:
     if version.endswith("-tf"):
         return "yes" if any(CELL_SCOPED.search(n) for n in names) else "no"
     return None
+
+
+def guessed_parts(tensors: Sequence[TensorEntry], stored: StoredShapes) -> list[Part]:
+    """Layers of a weights-only Keras 3 file whose variable names the reader had to guess
+    (``BatchNormalization(center=False)`` and ``(scale=False)`` store the same shapes) and
+    that differ from the prediction: not modelled there, never a mismatch."""
+    predicted = {t.name for t in tensors}
+    layers = sorted({n.rpartition("/")[0] for n in stored.guessed})
+    out = []
+    for layer in layers:
+        mine = {n for n in stored if n.rpartition("/")[0] == layer}
+        if mine != {n for n in predicted if n.rpartition("/")[0] == layer}:
+            out.append(Part(f"variable names of layer {layer}", "guessed by the reader: the "
+                            "file has no model config to tell which optional variables are "
+                            "stored", rf"^{re.escape(layer)}/[^/]+$", ("removed", "added")))
+    return out
 
 
 def applies(ckpt: Checkpoint) -> bool:
@@ -130,6 +177,8 @@ ARCH = register(Arch(
           for k, what in SPEC_VARIABLES.items()),
         HParam("model_config", None, "the parsed model config (embedded in the checkpoint)",
                json_object),
+        HParam("stored_shapes", None, "the checkpoint's variable shapes, read only for the "
+               "input width of a layer after one whose output shape is unknown", stored_shapes),
     ),
     predict=predict,
     scheme="keras",

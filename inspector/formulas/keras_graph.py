@@ -36,6 +36,9 @@ class _Ctx:
     tensors: list[TensorEntry] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     parts: list[Part] = field(default_factory=list)  # layers whose variables are not predicted
+    # shapes of the variables the checkpoint stores, by name: only read to continue after a
+    # layer whose output shape is unknown (see _borrow)
+    stored: Mapping[str, Sequence[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -50,6 +53,7 @@ class _Call:
     kwargs: dict[str, Any]
     build: bool  # first call: the layer creates its variables
     trainable: bool
+    module: str = ""  # Keras 3 configs: where the class lives (keras.src.ops.* are operations)
 
     @property
     def prefix(self) -> str:
@@ -77,7 +81,22 @@ def _emit(ctx: _Ctx, call: _Call, variables: list[TensorEntry]) -> None:
 def _shape_str(s: Shape | None) -> str:
     if s is None:
         return "unknown"
-    return "(" + ", ".join("None" if d is None else str(d) for d in s) + ")"
+    return "(" + ", ".join("None" if d is None else "..." if d is Ellipsis else str(d)
+                           for d in s) + ")"
+
+
+def _ranked(x: Any, rank: int, what: str = "input") -> Shape:
+    """``x`` as a rank-``rank`` shape: a shape of unknown rank (``(..., 6)``, after a layer
+    whose output was taken from stored weights) gets None for its unknown axes."""
+    s = _tensor(x, what)
+    if s and s[0] is Ellipsis:
+        known = s[1:]
+        if len(known) > rank - 1:
+            raise _Cannot(f"its {what} {_shape_str(s)} has more axes than {rank}")
+        return (None,) * (rank - len(known)) + known
+    if len(s) != rank:
+        raise _Cannot(f"it needs a rank-{rank} {what}, got {_shape_str(s)}")
+    return s
 
 
 def _tensor(x: Any, what: str = "input") -> Shape:
@@ -137,10 +156,8 @@ def _rnn(ctx: _Ctx, c: _Call) -> list[Shape]:
         cell_name = cell_cfg.get("name")
     if not ctx.cell_scope:
         cell_name = ""  # Keras <= 2.3, tf.keras 1.x: lstm_1/kernel
-    x = _tensor(c.x)
-    if len(x) != 3:
-        raise _Cannot(f"a recurrent layer needs a (batch, time, features) input, "
-                      f"got {_shape_str(x)}")
+    x = c.x[0] if isinstance(c.x, list) and c.x else c.x  # Keras 2: [x, *initial_state]
+    x = _ranked(x, 3)
     units = int(cell_cfg["units"])
     _emit(ctx, c, kb.rnn_cell(kind, _last(x), units, bool(cell_cfg.get("use_bias", True)),
                               # no key: Keras < 2.1.4 (one bias only) or a layers= spec
@@ -150,9 +167,7 @@ def _rnn(ctx: _Ctx, c: _Call) -> list[Shape]:
 
 def _conv(rank: int) -> Callable[[_Ctx, _Call], list[Shape]]:
     def conv(ctx: _Ctx, c: _Call) -> list[Shape]:
-        x = _tensor(c.x)
-        if len(x) != rank + 2:
-            raise _Cannot(f"Conv{rank}D needs a rank-{rank + 2} input, got {_shape_str(x)}")
+        x = _ranked(c.x, rank + 2)
         first = c.get("data_format", "channels_last") == "channels_first"
         ch_axis = 1 if first else -1
         channels = x[ch_axis]
@@ -312,7 +327,7 @@ def _functional(ctx: _Ctx, c: _Call) -> list[Shape]:
                 continue
             lname, lc = _layer_name(entry), entry.get("config", {})
             call = _Call(entry["class_name"], lc, lname, "", args, kwargs, lname not in built,
-                         c.trainable and lc.get("trainable", True))
+                         c.trainable and lc.get("trainable", True), str(entry.get("module", "")))
             built.add(lname)
             outputs[(lname, i)] = _safe_call(ctx, call)
             progress = True
@@ -379,6 +394,8 @@ def _identity(_ctx: _Ctx, c: _Call) -> list[Shape]:
 def _flatten(_ctx: _Ctx, c: _Call) -> list[Shape]:
     x = _tensor(c.x)
     rest = x[1:]
+    if x[0] is Ellipsis:
+        return [(None, None)]
     return [(x[0], None if None in rest else math.prod(rest))]
 
 
@@ -394,7 +411,7 @@ def _reshape(_ctx: _Ctx, c: _Call) -> list[Shape]:
 
 def _global_pool(rank: int) -> Callable[[_Ctx, _Call], list[Shape]]:
     def pool(_ctx: _Ctx, c: _Call) -> list[Shape]:
-        x = _tensor(c.x)
+        x = _ranked(c.x, rank + 2)
         first = c.get("data_format", "channels_last") == "channels_first"
         ch = x[1] if first else x[-1]
         if c.get("keepdims", False):
@@ -406,7 +423,7 @@ def _global_pool(rank: int) -> Callable[[_Ctx, _Call], list[Shape]]:
 
 def _pool(rank: int) -> Callable[[_Ctx, _Call], list[Shape]]:
     def pool(_ctx: _Ctx, c: _Call) -> list[Shape]:
-        x = _tensor(c.x)
+        x = _ranked(c.x, rank + 2)
         first = c.get("data_format", "channels_last") == "channels_first"
         size = tuple_of(c.get("pool_size", 2), rank)
         strides = tuple_of(c.get("strides") or size, rank)
@@ -493,9 +510,58 @@ LAYERS: dict[str, Callable[[_Ctx, _Call], list[Shape]]] = {
 def _call(ctx: _Ctx, c: _Call) -> list[Shape]:
     rule = LAYERS.get(c.cls)
     if rule is None:
+        if c.module.startswith("keras.src.ops.") or (ctx.keras3 and "trainable" not in c.cfg):
+            # an operation in a Keras 3 graph (``not_equal`` of a mask): never has variables;
+            # its consumers read the shapes the config records. Every Keras 3 layer's config
+            # has "trainable" (Layer.get_config), an Operation's has not (legacy .h5 configs
+            # omit the module).
+            return [None]
         raise _Cannot("inspector does not know this class; its variables, if any, "
                       "are not in the prediction")
     return rule(ctx, c)
+
+
+# Where a layer's input width is among its own stored variables: the variable's name relative
+# to the layer (a regex) and the axis holding the width. Read only when the layer before has no
+# predicted output shape (an unknown layer, a Lambda), so that the layers after it are checked.
+INPUT_WIDTH_IN: dict[str, tuple[str, int]] = {
+    "Dense": ("kernel", 0),
+    **{k: (r"(\w+_cell/)?kernel", 0) for k in ("LSTM", "GRU", "SimpleRNN", "RNN")},
+    **{f"Conv{r}D": ("kernel", -2) for r in (1, 2, 3)},
+    **{f"Conv{r}DTranspose": ("kernel", -1) for r in (1, 2, 3)},
+    **{f"SeparableConv{r}D": ("depthwise_kernel", -2) for r in (1, 2)},
+    **{f"DepthwiseConv{r}D": ("(depthwise_)?kernel", -2) for r in (1, 2)},
+    "BatchNormalization": ("moving_mean", 0),
+    "LayerNormalization": ("gamma|beta", -1),
+    "GroupNormalization": ("gamma|beta", 0),
+    "MultiHeadAttention": ("query/kernel", 0),
+    "Bidirectional": (r"forward_\w+/(\w+_cell/)?kernel", 0),
+}
+
+
+def _borrow(ctx: _Ctx, c: _Call) -> _Call | None:
+    """``c`` with its input width taken from its own stored variable, when its input shape
+    is unknown; a part (no tensors) says the width was read, not predicted."""
+    where = INPUT_WIDTH_IN.get(c.cls)
+    if where is None or not ctx.stored or c.get("data_format") == "channels_first":
+        return None
+    x = c.args[0] if c.args else None
+    if isinstance(x, list):
+        return None
+    if x is not None and x and x[-1] is not None:
+        return None
+    pattern, axis = where
+    found = [(n, s) for n, s in ctx.stored.items() if n.startswith(c.prefix)
+             and re.fullmatch(pattern, n[len(c.prefix):]) and len(s) > abs(axis) - (axis < 0)]
+    if not found:
+        return None
+    name, shape = found[0]
+    width = int(shape[axis]) * (int(c.get("groups", 1)) if c.cls.startswith("Conv") else 1)
+    ctx.parts.append(Part(f"input of layer {c.name} ({c.cls})",
+                          f"the layer before it has no predicted output shape: its input width "
+                          f"{width} is read from the stored {name}, not predicted"))
+    x = (Ellipsis, width) if x is None else (*x[:-1], width)
+    return replace(c, args=[x, *c.args[1:]])
 
 
 def _safe_call(ctx: _Ctx, c: _Call) -> list[Shape | None]:
@@ -504,6 +570,8 @@ def _safe_call(ctx: _Ctx, c: _Call) -> list[Shape | None]:
         recorded = (c.cfg.get("build_config") or {}).get("input_shape")
         if recorded is not None and not isinstance(recorded[0], list):
             c = replace(c, args=[_shape(recorded), *c.args[1:]])
+    borrowed = _borrow(ctx, c) if c.build else None
+    c = borrowed or c
     before = len(ctx.tensors)
     try:
         return list(_call(ctx, c))
@@ -590,14 +658,18 @@ def detect_keras3(config: Mapping[str, Any]) -> bool:
 
 
 def model_variables(config: Mapping[str, Any], keras3: bool | None = None,
-                    cell_scope: bool = True) -> tuple[list[TensorEntry], list[str], list[Part]]:
+                    cell_scope: bool = True, stored: Mapping[str, Sequence[int]] | None = None
+                    ) -> tuple[list[TensorEntry], list[str], list[Part]]:
     """Every variable of the model described by ``config`` (``{"class_name", "config"}``), the
     notes on what could not be predicted and the layers whose variables are therefore not
     modelled. ``keras3`` None: detect from the config; ``cell_scope`` False: recurrent
-    weights directly under the layer (Keras <= 2.3, tf.keras of TensorFlow 1.x)."""
+    weights directly under the layer (Keras <= 2.3, tf.keras of TensorFlow 1.x); ``stored``:
+    the checkpoint's variable shapes by name, read only for the input width of a layer that
+    follows one whose output shape is unknown."""
     if "class_name" not in config or "config" not in config:
         raise UsageError("a Keras model config needs 'class_name' and 'config'")
-    ctx = _Ctx(detect_keras3(config) if keras3 is None else keras3, cell_scope)
+    ctx = _Ctx(detect_keras3(config) if keras3 is None else keras3, cell_scope,
+               stored=stored or {})
     cfg = config["config"]
     if isinstance(cfg, list):  # Keras <= 2.2.4 wrote a Sequential config as its layer list
         cfg = {"name": "sequential", "layers": cfg}
@@ -610,3 +682,5 @@ def model_variables(config: Mapping[str, Any], keras3: bool | None = None,
     return ctx.tensors, ctx.notes, ctx.parts
 
 
+# The rules of keras_layers (convolution variants, attention, EinsumDense, ...) join LAYERS.
+from . import keras_layers  # noqa: E402, F401

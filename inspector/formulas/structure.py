@@ -177,6 +177,12 @@ def _keras_state(opt: Sequence[TensorEntry], params: Sequence[TensorEntry]):
                 if rest.endswith("_" + moment) and rest[: -len(moment) - 1] in flat:
                     p = flat[rest[: -len(moment) - 1]]
                     break
+        if p is None:  # tf.keras 1.15 / 2.1: [training/]Adam/<parameter>/m
+            for tail in (rest, rest.partition("/")[2]):
+                pname, _, moment = tail.rpartition("/")
+                if moment in KERAS_MOMENTS and pname in by_name:
+                    p = by_name[pname]
+                    break
         if p is None:
             continue
         looked += 1

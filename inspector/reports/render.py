@@ -13,14 +13,17 @@ from __future__ import annotations
 import io
 import json
 
+from inspector.reports.text import PLAIN, Style, shape_text, table
+
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+__all__ = ["FORMATS", "VIEWS", "render", "sanitize", "shape_text"]
+
 FORMATS = ("table", "markdown", "json", "csv")
 VIEWS = ("tensors", "groups", "layers")
-MAX_HYPER_LINES = 40
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
 
 
@@ -29,14 +32,10 @@ def sanitize(text: str) -> str:
     return text.translate(_CONTROL)
 
 
-def shape_text(shape: list[int]) -> str:
-    """Shape as Python/torch print it: ``(512, 1024)``, ``(512,)``, ``()``."""
-    if len(shape) == 1:
-        return f"({shape[0]:,},)"
-    return "(" + ", ".join(f"{d:,}" for d in shape) + ")"
-
-
-def render(report: dict[str, Any], fmt: str, view: str = "tensors") -> str:
+def render(report: dict[str, Any], fmt: str, view: str = "tensors",
+           style: Style = PLAIN) -> str:
+    """The listing as ``fmt`` text; ``style`` (table and markdown) sets the width, colour,
+    number format and how many hyperparameters show."""
     if view not in VIEWS:
         raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
     if fmt == "json":
@@ -44,9 +43,9 @@ def render(report: dict[str, Any], fmt: str, view: str = "tensors") -> str:
     if fmt == "csv":
         return _csv(report) if view == "tensors" else _csv_groups(report, view == "layers")
     if fmt == "table":
-        return _text(report, markdown=False, view=view)
+        return _text(report, markdown=False, view=view, style=style)
     if fmt == "markdown":
-        return _text(report, markdown=True, view=view)
+        return _text(report, markdown=True, view=view, style=style)
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
@@ -72,7 +71,7 @@ def _first_names(report: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _rows(report: dict[str, Any], markdown: bool) -> tuple[list[str], list[list[str]]]:
+def _rows(report: dict[str, Any], style: Style) -> tuple[list[str], list[list[str]]]:
     first_of = _first_names(report)
     tied = bool(first_of)
     show_stored = any(r["name"] != r["stored_name"] for r in report["tensors"])
@@ -89,9 +88,9 @@ def _rows(report: dict[str, Any], markdown: bool) -> tuple[list[str], list[list[
         headers.append("tied")
     rows = []
     for r in report["tensors"]:
-        numel = f"{r['numel']:,}"
+        numel = style.count(r["numel"])
         if "stored_numel" in r:
-            numel += f" ({r['stored_numel']:,} stored)"
+            numel += f" ({style.count(r['stored_numel'])} stored)"
         row = [sanitize(r["name"]), shape_text(r["shape"]), r["dtype"], numel, r["role"]]
         if grouped:
             row.append(sanitize(r["group"]))
@@ -101,8 +100,6 @@ def _rows(report: dict[str, Any], markdown: bool) -> tuple[list[str], list[list[
             row.append(sanitize(r.get("file") or ""))
         if tied:
             row.append(_tied_marker(r, first_of))
-        if markdown:
-            row = [c.replace("|", "\\|") for c in row]
         rows.append(row)
     return headers, rows
 
@@ -115,29 +112,30 @@ def _human_bytes(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _summary(report: dict[str, Any]) -> list[tuple[str, str]]:
+def _summary(report: dict[str, Any], style: Style = PLAIN) -> list[tuple[str, str]]:
     t = report["totals"]
-    tensors = f"{t['tensors']:,}"
+    n = style.count
+    tensors = n(t["tensors"])
     if t["tied_aliases"]:
         aliases = "alias" if t["tied_aliases"] == 1 else "aliases"
-        tensors += f" ({t['tied_aliases']:,} tied {aliases}, counted once)"
+        tensors += f" ({n(t['tied_aliases'])} tied {aliases}, counted once)"
     if "filter" in report:
         f = report["filter"]
-        tensors += f" matching /{sanitize(f['match'])}/ of {f['of']:,}"
+        tensors += f" matching /{sanitize(f['match'])}/ of {n(f['of'])}"
     lines = [
         ("tensors", tensors),
-        ("parameters", f"{t['parameters']:,}"),
-        ("buffers", f"{t['buffers']:,}"),
-        ("optimizer state", f"{t['optimizer']:,}"),
+        ("parameters", n(t["parameters"])),
+        ("buffers", n(t["buffers"])),
+        ("optimizer state", n(t["optimizer"])),
     ]
     if t["other"]:
-        lines.append(("other", f"{t['other']:,}"))
+        lines.append(("other", n(t["other"])))
     if "embedding_parameters" in t:
-        lines.append(("  embedding", f"{t['embedding_parameters']:,}"))
-        lines.append(("  non-embedding", f"{t['non_embedding_parameters']:,}"))
-    lines.append(("all elements", f"{t['all']:,}"))
+        lines.append(("  embedding", n(t["embedding_parameters"])))
+        lines.append(("  non-embedding", n(t["non_embedding_parameters"])))
+    lines.append(("all elements", n(t["all"])))
     if "stored_elements" in t:
-        lines.append(("stored elements", f"{t['stored_elements']:,} (sparse arrays)"))
+        lines.append(("stored elements", f"{n(t['stored_elements'])} (sparse arrays)"))
     by_dtype = ", ".join(
         f"{dtype} {_human_bytes(n)}" for dtype, n in report["bytes_by_dtype"].items()
     )
@@ -151,35 +149,24 @@ def _summary(report: dict[str, Any]) -> list[tuple[str, str]]:
     return lines
 
 
-def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
-    if isinstance(value, dict):
-        out = []
-        for k, v in value.items():
-            out.extend(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) > 120:
-        text = text[:117] + "..."
-    return [(prefix, text)]
-
-
 def _share(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def _group_rows(report: dict[str, Any], per_layer: bool) -> tuple[list[str], list[list[str]]]:
+def _group_rows(report: dict[str, Any], per_layer: bool,
+                style: Style = PLAIN) -> tuple[list[str], list[list[str]]]:
     """Rows of the groups view; with ``per_layer`` each group is followed by its layers."""
     headers = ["group", "tensors", "parameters", "share", "bytes"]
     if any(g["elements"] != g["parameters"] for g in report["groups"]):
         headers.insert(3, "elements")
     rows = []
     for g in report["groups"]:
-        rows.append(_group_row(headers, sanitize(g["name"]), g, _share(g["share"])))
+        rows.append(_group_row(headers, sanitize(g["name"]), g, _share(g["share"]), style))
         if per_layer:
             for r in g.get("repeats", ()):
                 # tabulate strips leading blanks; a marker keeps layer rows visibly nested
                 label = "- " + _layer_label(r)
-                rows.append(_group_row(headers, label, r, ""))
+                rows.append(_group_row(headers, label, r, "", style))
     return headers, rows
 
 
@@ -192,73 +179,79 @@ def _layer_label(r: dict[str, Any]) -> str:
     return label
 
 
-def _group_row(headers: list[str], label: str, rec: dict[str, Any], share: str) -> list[str]:
-    cells = {"group": label, "tensors": f"{rec['tensors']:,}",
-             "parameters": f"{rec['parameters']:,}", "elements": f"{rec['elements']:,}",
+def _group_row(headers: list[str], label: str, rec: dict[str, Any], share: str,
+               style: Style) -> list[str]:
+    n = style.count
+    cells = {"group": label, "tensors": n(rec["tensors"]),
+             "parameters": n(rec["parameters"]), "elements": n(rec["elements"]),
              "share": share, "bytes": _human_bytes(rec["bytes"])}
     return [cells[h] for h in headers]
 
 
-def _text(report: dict[str, Any], markdown: bool, view: str = "tensors") -> str:
-    from inspector.reports.plain_table import plain_table
+# columns of the tensor table that give way first when it is wider than the terminal
+DROP_ORDER = ("stored as", "tied", "file", "group", "role", "dtype")
 
-    tabulate = _tabulate
 
-    fmt = "github" if markdown else "simple"
+def _text(report: dict[str, Any], markdown: bool, view: str = "tensors",
+          style: Style = PLAIN) -> str:
+    from inspector.reports.hyperparameters import lines as hyper_lines
+
     out = io.StringIO()
     title = f"{sanitize(report['path'])}  [{report['format']}]"
-    out.write(f"## {title}\n" if markdown else f"{title}\n")
-    hyper = report.get("hyperparameters") or {}
-    # An adapter may condense what it found into "summary"; the rest is in --format json.
-    hp = _flatten(hyper["summary"] if "summary" in hyper else hyper)
-    if len(hp) > MAX_HYPER_LINES:
-        hp = [*hp[:MAX_HYPER_LINES], ("...", f"{len(hp) - MAX_HYPER_LINES} more")]
-    if "summary" in hyper:
-        hp.append(("(all of it)", "--format json"))
+    out.write(f"## {title}\n" if markdown else f"{style.wrap(title)}\n")
+    hp = hyper_lines(report.get("hyperparameters") or {}, style.verbose)
     if hp:
         out.write("\n### Hyperparameters\n\n" if markdown else "\nhyperparameters:\n")
         if markdown:
-            out.write(tabulate([[sanitize(k), sanitize(v)] for k, v in hp], ["key", "value"], fmt))
+            out.write(table(["key", "value"], [[sanitize(k), sanitize(v)] for k, v in hp],
+                            markdown=True))
             out.write("\n")
         else:
             for k, v in hp:
-                out.write(f"  {sanitize(k)}: {sanitize(v)}\n")
+                line = f"  {sanitize(k)}: {sanitize(v)}"
+                out.write((_clip(line, style.width) if style.width else line) + "\n")
     if view == "tensors":
-        headers, rows = _rows(report, markdown)
+        headers, rows = _rows(report, style)
         align = ["left"] * len(headers)
         align[headers.index("numel")] = "right"
+        drop, names = DROP_ORDER, ("name", "stored as", "tied")
     else:
-        headers, rows = _group_rows(report, per_layer=view == "layers")
+        headers, rows = _group_rows(report, per_layer=view == "layers", style=style)
         align = ["left"] + ["right"] * (len(headers) - 1)
-        if markdown:
-            rows = [[c.replace("|", "\\|") for c in row] for row in rows]
+        drop, names = ("bytes", "elements", "tensors"), ("group",)
     out.write("\n")
-    out.write(plain_table(rows, headers, fmt, align)
-              or tabulate(rows, headers, fmt, disable_numparse=True, colalign=align))
+    out.write(table(headers, rows, style, align=align, markdown=markdown, drop=drop,
+                    elide_cols=names))
     out.write("\n\n")
-    summary = _summary(report)
+    summary = _summary(report, style)
     if markdown:
-        out.write(tabulate(summary, ["total", "count"], fmt, disable_numparse=True))
+        out.write(table(["total", "count"], summary, markdown=True))
         out.write("\n")
     else:
         width = max(len(k) for k, _ in summary)
         for k, v in summary:
-            out.write(f"{k:<{width}}  {v}\n")
+            line = f"{k:<{width}}  {v}"
+            out.write((_clip(line, style.width) if style.width else line) + "\n")
     findings = report.get("findings") or []
     if findings:
         out.write("\n### Findings\n\n" if markdown else "\nfindings:\n")
         for f in findings:
             where = f" ({sanitize(f['where'])})" if f.get("where") else ""
             bullet = "- " if markdown else "  "
-            out.write(f"{bullet}[{f['severity']}] {sanitize(f['message'])}{where}\n")
+            sev = style.paint(f"[{f['severity']}]", _SEVERITY.get(f["severity"]))
+            line = f"{bullet}[{f['severity']}] {sanitize(f['message'])}{where}"
+            if not markdown:
+                line = style.wrap(line, "    ")
+            out.write(line.replace(f"[{f['severity']}]", sev, 1) + "\n")
     return out.getvalue()
 
 
-def _tabulate(*args: Any, **kwargs: Any) -> str:
-    """tabulate, imported when a table needs it (its import costs tens of milliseconds)."""
-    from tabulate import tabulate
+_SEVERITY = {"danger": "bad", "warn": "warn", "warning": "warn", "info": "dim"}
 
-    return tabulate(*args, **kwargs)
+
+def _clip(line: str, width: int) -> str:
+    """A free-text line cut to ``width`` (its end elided: the start says what it is)."""
+    return line if len(line) <= width else line[:width - 1] + "…"
 
 
 def _row_encoder(compact: json.JSONEncoder) -> Any:

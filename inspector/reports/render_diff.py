@@ -1,25 +1,31 @@
-"""Render a diff report (:func:`inspector.diff.report`) as a table, markdown or JSON.
+"""Render a diff report (:func:`inspector.diff.report`) as a table, markdown, JSON or CSV.
 
-Rows are the collapsed records (a pattern with ``#`` for the numbers and ``×N``); with values,
-a collapsed row shows the largest max-abs and relative-L2 and the smallest cosine of its members.
+Rows are the collapsed records (a pattern with ``#`` for the numbers and ``×N``; members of one
+row always share op, shapes, dtypes and value results). Without values, tensors whose name,
+shape and dtype agree are "values not compared", never "unchanged". CSV has one row per tensor.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from typing import Any
 
-from inspector.reports.render import sanitize, shape_text
+from inspector.reports.render import sanitize
+from inspector.reports.text import PLAIN, Style, shape_text, table
 
-FORMATS = ("table", "markdown", "json")
+FORMATS = ("table", "markdown", "json", "csv")
+NOT_COMPARED = "same shape"  # the op word for ``unchanged`` when values were not read
 
 
-def render(report: dict[str, Any], fmt: str) -> str:
+def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     if fmt == "json":
         return json.dumps(report, indent=1, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        return _csv(report)
     if fmt in ("table", "markdown"):
-        return _text(report, markdown=fmt == "markdown")
+        return _text(report, fmt == "markdown", style)
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
@@ -37,7 +43,10 @@ def _rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     by_name = {t["name"]: t for t in report["tensors"]}
     collapsed = {m: c for c in report["collapsed"] for m in c["members"]}
     values = report["values"]
-    headers = ["op", "tensor", "A", "B"]
+    # one "A = B" column when no row shown differs in shape or dtype (a values-only diff)
+    same = all(t["a"] and t["b"] and _side_text(t["a"]) == _side_text(t["b"])
+               for t in report["tensors"])
+    headers = ["op", "tensor", "A = B"] if same else ["op", "tensor", "A", "B"]
     if values:
         headers += ["max |a-b|", "rel L2", "cosine"]
     rows = []
@@ -49,82 +58,121 @@ def _rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         members = [by_name[m] for m in c["members"]] if c else [t]
         done.update(m["name"] for m in members)
         label = f"{c['pattern']} ×{c['count']}" if c else t["name"]
-        row = [t["op"], sanitize(label), _side_text(t["a"]), _side_text(t["b"])]
+        row = [_op(t["op"], values), sanitize(label), _side_text(t["a"])]
+        if not same:
+            row.append(_side_text(t["b"]))
         if values:
-            stats = [m["values"] for m in members if m["values"]]
-            notes = {m["note"] for m in members if m.get("note")}
-            if stats:
-                cos = [s["cosine"] for s in stats if s["cosine"] is not None]
-                row += [
-                    _num(max(s["max_abs"] for s in stats)),
-                    _num(max(s["rel_l2"] for s in stats)),
-                    _num(min(cos), ".7f") if cos else "",
-                ]
+            v = t["values"]  # every member of a row has the same result
+            if v:
+                row += [_num(v["max_abs"]), _num(v["rel_l2"]),
+                        _num(v["cosine"], ".7f") if v["cosine"] is not None else ""]
             else:
-                row += ["; ".join(sorted(notes)) if notes else "", "", ""]
+                row += [sanitize(t.get("note") or ""), "", ""]
         rows.append(row)
     return headers, rows
 
 
-def summary_line(report: dict[str, Any]) -> str:
+def _op(op: str, values: bool) -> str:
+    return NOT_COMPARED if op == "unchanged" and not values else op
+
+
+def summary_line(report: dict[str, Any], style: Style = PLAIN) -> str:
     s = report["summary"]
+    n = style.count
     aligned = s["unchanged"] + s["changed"] + s["reshaped"] + s["retyped"]
-    parts = [f"{aligned:,} aligned"]
+    parts = [f"{n(aligned)} aligned"]
     if report["values"]:
-        parts.append(f"{s['changed']:,} changed, {s['unchanged']:,} unchanged")
+        parts.append(f"{n(s['changed'])} changed, {n(s['unchanged'])} unchanged")
+    else:
+        parts.append(f"{n(s['unchanged'])} of the same shape and dtype (values not compared)")
     parts.append(
-        f"{s['added']:,} added, {s['removed']:,} removed, {s['reshaped']:,} reshaped, "
-        f"{s['retyped']:,} retyped"
+        f"{n(s['added'])} added, {n(s['removed'])} removed, {n(s['reshaped'])} reshaped, "
+        f"{n(s['retyped'])} retyped"
     )
     verdict = "structure differs" if report["structural_difference"] else "same structure"
     if report["values"]:
-        n = report["values_changed"]
+        changed = report["values_changed"]
         skipped = report.get("values_not_compared") or 0
-        if n:
-            verdict += f", values of {n:,} tensors changed"
+        if changed:
+            verdict += f", values of {n(changed)} tensors changed"
         elif not skipped:
             verdict += ", values equal"
         if skipped:
-            verdict += f", values of {skipped:,} tensors not compared (see their notes)"
+            verdict += f", values of {n(skipped)} tensors not compared (see their notes)"
+    else:
+        verdict += ", values not compared (--values compares them)"
     return "; ".join(parts) + f" -> {verdict}"
 
 
-def _text(report: dict[str, Any], markdown: bool) -> str:
-    from tabulate import tabulate
-
-    fmt = "github" if markdown else "simple"
+def _text(report: dict[str, Any], markdown: bool, style: Style = PLAIN) -> str:
+    n = style.count
     out = io.StringIO()
     for side in ("a", "b"):
         s = report[side]
-        line = (f"{side.upper()}: {sanitize(s['path'])}  [{s['format']}]  {s['tensors']:,} "
-                f"tensors, {s['elements']:,} elements")
-        out.write(f"- {line}\n" if markdown else f"{line}\n")
+        line = (f"{side.upper()}: {sanitize(s['path'])}  [{s['format']}]  {n(s['tensors'])} "
+                f"tensors, {n(s['elements'])} elements")
+        out.write(f"- {line}\n" if markdown else f"{style.wrap(line)}\n")
+    if "filter" in report:
+        f = report["filter"]
+        what = " and ".join(x for x in (
+            f"names matching /{sanitize(f['match'])}/" if f["match"] else "",
+            f"role {' or '.join(f['roles'])}" if f["roles"] else "") if x)
+        out.write(f"only {what}: {n(f['kept'])} of {n(f['of'])} aligned records\n")
     if report["values"]:
         tol = report["tolerance"]
         out.write(f"values compared: changed means |a-b| > {tol['atol']:g} + {tol['rtol']:g}*|b|\n")
+    else:
+        out.write("values not compared: names, shapes and dtypes only (--values reads them)\n")
     headers, rows = _rows(report)
     if rows:
-        if markdown:
-            rows = [[c.replace("|", "\\|") for c in r] for r in rows]
-            headers = [h.replace("|", "\\|") for h in headers]
         out.write("\n")
-        out.write(tabulate(rows, headers, fmt, disable_numparse=True))
+        out.write(table(headers, rows, style, markdown=markdown, drop=("cosine", "rel L2"),
+                        elide_cols=("tensor",), paint_cols=("op",)))
         out.write("\n")
     hidden = report["summary"]["unchanged"] - sum(
         1 for t in report["tensors"] if t["op"] == "unchanged"
     )
     if hidden:
-        out.write(f"\n({hidden:,} unchanged tensors not shown; --all lists them)\n")
+        what = ("unchanged tensors" if report["values"] else
+                "tensors of the same shape and dtype (values not compared)")
+        out.write("\n" + style.wrap(f"({n(hidden)} {what} not shown; --all lists them)") + "\n")
     if report["groups"]:
         out.write(f"\n{'### ' if markdown else ''}groups (scheme {report['scheme']}):\n\n")
+        values = report["values"]
         grows = [
-            [sanitize(g["group"]), f"{g['a']:,}", f"{g['b']:,}", f"{g['delta']:+,}",
-             ", ".join(f"{n} {op}" for op, n in g["tensors"].items())]
+            [sanitize(g["group"]), n(g["a"]), n(g["b"]),
+             style.signed(g["delta"]) if markdown else style.delta(g["delta"]),
+             ", ".join(f"{k} {_op(op, values)}" for op, k in g["tensors"].items())]
             for g in report["groups"]
         ]
-        out.write(tabulate(grows, ["group", "A", "B", "delta", "tensors"], fmt,
-                           disable_numparse=True, colalign=("left", "right", "right", "right",
-                                                            "left")))
+        out.write(table(["group", "A", "B", "delta", "tensors"], grows, style,
+                        markdown=markdown, align=("left", "right", "right", "right", "left"),
+                        elide_cols=("tensors", "group")))
         out.write("\n")
-    out.write(f"\n{summary_line(report)}\n")
+    out.write(f"\n{style.wrap(summary_line(report, style))}\n")
+    return out.getvalue()
+
+
+CSV_COLUMNS = ("op", "name", "a_name", "a_shape", "a_dtype", "b_name", "b_shape", "b_dtype",
+               "aligned_by", "values_compared", "max_abs", "rel_l2", "cosine", "note")
+
+
+def _csv(report: dict[str, Any]) -> str:
+    """One row per tensor record (never collapsed); shapes as JSON lists; the value columns
+    empty when values were not compared (``values_compared`` says which)."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for t in report["tensors"]:
+        a, b, v = t["a"], t["b"], t["values"]
+        w.writerow([
+            t["op"], t["name"],
+            a["stored_name"] if a else "", json.dumps(a["shape"]) if a else "",
+            a["dtype"] if a else "",
+            b["stored_name"] if b else "", json.dumps(b["shape"]) if b else "",
+            b["dtype"] if b else "",
+            t["aligned_by"] or "", "yes" if v else "no",
+            "" if not v else repr(v["max_abs"]), "" if not v else repr(v["rel_l2"]),
+            "" if not v or v["cosine"] is None else repr(v["cosine"]), t.get("note") or "",
+        ])
     return out.getvalue()

@@ -1,0 +1,57 @@
+"""``inspector report PATH [PATH2] -o report.html``: the audit as one self-contained HTML file.
+
+Example::
+
+    $ inspector report fixtures/sockeye/sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp -o report.html
+    $ inspector report before.pt after.pt --values -o diff.html
+
+The file holds the listing (sortable, filterable), a chart of parameters per group and
+per-layer bars (inline SVG), the check verdict with mismatches highlighted and, with two paths,
+their diff. It loads nothing from the network: attach it to a model card or a pull request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from inspector.pickle_policy import add_allow_unsafe, load_checked
+
+NAME = "report"
+HELP = "write the audit (listing, charts, check, diff) as one self-contained HTML file"
+EXITS = "0 written, 2 error"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from inspector.commands.check import add_set_argument
+
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a checkpoint, or two to diff (file, shard index or model directory)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the HTML file to write ('-' for stdout)")
+    p.add_argument("--arch", help="architecture for the check (default: recognised)")
+    add_set_argument(p)
+    p.add_argument("--scheme", metavar="NAME|FILE", help="grouping scheme (default: auto)")
+    p.add_argument("--values", action="store_true",
+                   help="with two paths: compare the contents too (streamed)")
+    p.add_argument("--input-format", metavar="NAME", help="skip detection and read as this format")
+    add_allow_unsafe(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from inspector.adapters.errors import UsageError
+    from inspector.commands.check import parse_sets
+    from inspector.reports.audit import build
+    from inspector.reports.html import to_html
+
+    if len(args.paths) > 2:
+        raise UsageError(f"report takes one or two paths, not {len(args.paths)}")
+    ckpts = [load_checked(p, args.input_format, args.allow_unsafe) for p in args.paths]
+    text = to_html(build(ckpts, args.arch, parse_sets(args.set), args.scheme, args.values))
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+        sys.stderr.write(f"wrote {args.output} ({len(text.encode()):,} bytes)\n")
+    return 0

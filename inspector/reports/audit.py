@@ -1,0 +1,46 @@
+"""Build the audit report of ``inspector report`` (:class:`inspector.reports.html.AuditReport`)
+from one or two checkpoints: each one's listing and check, their diff when there are two."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from inspector.adapters.errors import InspectorError
+from inspector.adapters.model import Checkpoint
+from inspector.reports.html import AuditReport, CheckpointSection
+
+
+def section(ckpt: Checkpoint, arch: str | None = None, sets: Mapping[str, str] | None = None,
+            scheme: str | None = None) -> CheckpointSection:
+    """A checkpoint's listing and check; a check that cannot be made (an unknown ``--arch``,
+    hyperparameters the architecture refuses) is said in ``check_error``, the listing stays."""
+    from inspector.formulas import get
+    from inspector.formulas.check import check
+    from inspector.pickle_policy import dangerous
+    from inspector.reports.listing import listing
+
+    lst = listing(ckpt, scheme=scheme or "auto")
+    try:
+        result = check(ckpt, get(arch) if arch else None, dict(sets or {}), scheme).to_dict()
+    except InspectorError as e:
+        return CheckpointSection(lst, check_error=str(e))
+    unsafe = dangerous(ckpt)
+    if unsafe:  # listed under --allow-unsafe: never verified
+        result["status"] = result["verdict"] = "unsafe"
+        result["notes"].append("not verified: the pickle references " + "; ".join(unsafe))
+    return CheckpointSection(lst, result)
+
+
+def build(ckpts: Sequence[Checkpoint], arch: str | None = None,
+          sets: Mapping[str, str] | None = None, scheme: str | None = None,
+          values: bool = False) -> AuditReport:
+    """The report of one checkpoint, or of two with their diff (``values``: contents too)."""
+    from inspector import __version__
+
+    sections = [section(c, arch, sets, scheme) for c in ckpts]
+    diff_report = None
+    if len(ckpts) == 2:
+        from inspector.diff import diff, report
+
+        diff_report = report(diff(ckpts[0], ckpts[1], values=values, scheme=scheme))
+    return AuditReport(sections, diff_report, __version__)
