@@ -23,7 +23,9 @@ class InspectorError(Exception):
     def __str__(self) -> str:
         parts = [p for p in (self.path, self.where) if p]
         prefix = ": ".join(parts)
-        return f"{prefix}: {self.message}" if prefix else self.message
+        text = f"{prefix}: {self.message}" if prefix else self.message
+        # One line whatever the file named: a line break in a member name stays visible.
+        return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 class FormatError(InspectorError, ValueError):
