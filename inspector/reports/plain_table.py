@@ -32,16 +32,17 @@ def plain_table(rows: Sequence[Sequence[str]], headers: Sequence[str], fmt: str,
         return None
     widths = [max(len(h) + MIN_PADDING, max(map(len, col))) for h, col in zip(heads, columns,
                                                                                  strict=True)]
-    padded = [
-        [c.ljust(w) for c in col] if a == "left" else [c.rjust(w) for c in col]
-        for col, w, a in zip(columns, widths, colalign, strict=True)
-    ]
-    head = [h.ljust(w) if a == "left" else h.rjust(w)
-            for h, w, a in zip(heads, widths, colalign, strict=True)]
+    # One format per line (no padded copy of every cell): "{:<12}  {:>7}"
+    spec = ["{:" + ("<" if a == "left" else ">") + str(w) + "}"
+            for a, w in zip(colalign, widths, strict=True)]
+    head = [s.format(h) for s, h in zip(spec, heads, strict=True)]
+    body = zip(*columns, strict=True)
     if fmt == "simple":
+        line = "  ".join(spec).format
         lines = ["  ".join(head).rstrip(), "  ".join("-" * w for w in widths)]
-        lines.extend(("  ".join(r)).rstrip() for r in zip(*padded, strict=True))
+        lines.extend(line(*r).rstrip() for r in body)
         return "\n".join(lines)
+    line = ("| " + " | ".join(spec) + " |").format
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    lines.extend("| " + " | ".join(r) + " |" for r in zip(*padded, strict=True))
+    lines.extend(line(*r) for r in body)
     return "\n".join(lines)

@@ -171,7 +171,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], style: Style = 
     from inspector.reports.plain_table import plain_table
 
     headers = list(headers)
-    rows = [list(r) for r in rows]
+    if (style.width and not markdown) or (style.color and paint_cols):
+        rows = [list(r) for r in rows]  # fitted or painted in place: the caller's stay as given
     align = list(align) if align else ["left"] * len(headers)
     if markdown:
         rows = [[c.replace("|", "\\|") for c in r] for r in rows]
