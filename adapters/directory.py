@@ -14,12 +14,15 @@ entries that cannot be resolved (a symlink loop), and bounded JSON side files.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from .errors import FormatError, InspectorError
 from .model import Checkpoint
 from .registry import Adapter, load, sniff_file
 from .source import Source
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "directory"
 # Directories with more entries than this are not searched file by file.

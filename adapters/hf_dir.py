@@ -19,14 +19,16 @@ architectures of ``inspector check`` read it from there.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .directory import file_in, read_json_object
 from .errors import FormatError
 from .model import Checkpoint, Finding, TensorEntry, ValueLocation
 from .registry import Adapter, load
 from .safetensors import read_weight_map, shard_source
 from .source import Source
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "hf-directory"
 PEFT_FORMAT = "peft-adapter-directory"

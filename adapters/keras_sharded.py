@@ -15,7 +15,6 @@ import os
 
 from .directory import file_in, read_json_object
 from .errors import FormatError
-from .keras import H5Facts, _build, _read_h5, _values
 from .model import Checkpoint, Finding, TensorEntry, ValueLocation
 from .registry import Adapter
 from .source import Source
@@ -41,6 +40,9 @@ def sniff(head: bytes, source: Source) -> str | None:
 
 
 def open_checkpoint(source: Source, variant: str) -> Checkpoint:
+    # Imported here: sniffing any other input must not load the Keras/HDF5 reader.
+    from .keras import H5Facts, _build, _read_h5, _values
+
     index = _index_in(source) if source.is_dir() else source
     if index is None:
         raise FormatError("no *.weights.json index", source.where)

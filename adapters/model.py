@@ -1,8 +1,11 @@
 """The data model every adapter produces: one shape for every format.
 
 A :class:`Checkpoint` is an ordered list of :class:`TensorEntry` records plus format metadata and
-the hyperparameters found inside or beside the file. Records are frozen; they carry their byte
-offsets so a later reader can fetch values lazily, but nothing here reads tensor data.
+the hyperparameters found inside or beside the file. Records are plain ``__slots__`` classes,
+read-only by contract (``TensorEntry.replace`` makes a changed copy): no ``dataclasses`` (its
+import alone costs more than a header-only listing) and one ordinary ``__init__`` each. They
+carry their byte offsets so a later reader can fetch values lazily, but nothing here reads
+tensor data.
 """
 
 from __future__ import annotations
@@ -11,9 +14,12 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from enum import Enum
-from typing import TYPE_CHECKING, Any, BinaryIO, TypedDict
+from types import MappingProxyType
 
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
+    from typing import Any, BinaryIO, TypedDict
+
     from .source import Source
 
 
@@ -29,76 +35,77 @@ class Role(str, Enum):
         return self.value
 
 
-class TensorExtra(TypedDict, total=False):
-    """The keys an adapter may put in :attr:`TensorEntry.extra` (every key is optional; only the
-    ones the format has are set). Code outside the adapter may rely on these names only."""
+if TYPE_CHECKING:  # a type, for checkers and readers: no run-time cost
 
-    # torch (zip and legacy): the view over its storage, and what the rebuild call said
-    stride: tuple[int, ...]  # in elements; a non-C-contiguous view is read as a strided span
-    storage_offset: int  # elements into the storage
-    storage_numel: int  # elements of the whole storage
-    requires_grad: bool
-    storage: dict[str, Any]  # {"kind", "storage_type", "location"}
-    subclass: str  # dotted name of a tensor subclass (placeholder for a foreign global)
-    device: str  # where it was saved (cuda:0, meta, ...)
-    layout: str  # torch: sparse_coo, sparse_csr, ..., quantized; HDF5: contiguous, chunked, ...
-    indices: dict[str, Any]  # sparse parts: a summary each (shape, dtype, stride, storage)
-    values: dict[str, Any]
-    qscheme: str  # quantized tensors: the scheme and its parameters
-    scale: float
-    zero_point: int
-    axis: int
-    q_scales: Any
-    q_zero_points: Any
-    stored_dtype: str
-    # sparse arrays (MXNet, NumPy .npz of MXNet 2.x)
-    stype: str  # row_sparse | csr
-    storage_shape: tuple[int, ...]
-    aux: dict[str, dict[str, Any]]  # aux arrays: {"dtype", "shape"} each
-    # MXNet record facts
-    record: int  # record layout version
-    record_offset: int
-    context: Any
-    none: bool  # an MXNet None array (no data)
-    # HDF5 (Keras)
-    stored_bytes: int
-    chunks: list[int]
-    compression: str
-    h5_offset: int
-    # a predicted tensor (inspector.formulas.core.expected): the formula block that produced it,
-    # and the predicted tensor whose storage it shares (its ``storage`` is that tensor's name)
-    block: str
-    tied_to: str
+    class TensorExtra(TypedDict, total=False):
+        """The keys an adapter may put in :attr:`TensorEntry.extra` (every key is optional; only the
+        ones the format has are set). Code outside the adapter may rely on these names only."""
 
+        # torch (zip and legacy): the view over its storage, and what the rebuild call said
+        stride: tuple[int, ...]  # in elements; a non-C-contiguous view is read as a strided span
+        storage_offset: int  # elements into the storage
+        storage_numel: int  # elements of the whole storage
+        requires_grad: bool
+        storage: dict[str, Any]  # {"kind", "storage_type", "location"}
+        subclass: str  # dotted name of a tensor subclass (placeholder for a foreign global)
+        device: str  # where it was saved (cuda:0, meta, ...)
+        layout: str  # torch: sparse_coo, sparse_csr, ..., quantized; HDF5: contiguous, chunked, ...
+        indices: dict[str, Any]  # sparse parts: a summary each (shape, dtype, stride, storage)
+        values: dict[str, Any]
+        qscheme: str  # quantized tensors: the scheme and its parameters
+        scale: float
+        zero_point: int
+        axis: int
+        q_scales: Any
+        q_zero_points: Any
+        stored_dtype: str
+        # sparse arrays (MXNet, NumPy .npz of MXNet 2.x)
+        stype: str  # row_sparse | csr
+        storage_shape: tuple[int, ...]
+        aux: dict[str, dict[str, Any]]  # aux arrays: {"dtype", "shape"} each
+        # MXNet record facts
+        record: int  # record layout version
+        record_offset: int
+        context: Any
+        none: bool  # an MXNet None array (no data)
+        # HDF5 (Keras)
+        stored_bytes: int
+        chunks: list[int]
+        compression: str
+        h5_offset: int
+        # a predicted tensor (inspector.formulas.core.expected): the formula block that produced
+        # it, and the predicted tensor whose storage it shares (its ``storage`` is that name)
+        block: str
+        tied_to: str
 
-class SharedMetadata(TypedDict, total=False):
-    """The :attr:`Checkpoint.metadata` keys code outside the adapter relies on (an adapter adds
-    its own format facts beside them: record versions, ``storages``, ``members``, ...)."""
+    class SharedMetadata(TypedDict, total=False):
+        """The :attr:`Checkpoint.metadata` keys code outside the adapter relies on (an adapter adds
+        its own format facts beside them: record versions, ``storages``, ``members``, ...)."""
 
-    byteorder: str  # "big": value reads swap bytes (legacy torch from a big-endian machine)
-    pickle_globals: list[dict[str, Any]]  # every global a pickle names, with its verdict
-    keras_version: str  # the Keras version that wrote the file (selects its naming rules)
-    params_format: str  # Sockeye: the format of the inner params file
-    config_file: str  # HF directories: the config read as the hyperparameters
-    kwargs_file: str  # rau directories: the kwargs read as the hyperparameters
-    file_kind: str  # Keras HDF5: "model" | "weights"
-    shards: list[str]  # sharded checkpoints: every shard file, relative to the index
-
-
-class SharedHyperparameters(TypedDict, total=False):
-    """The :attr:`Checkpoint.hyperparameters` keys the formulas read; everything else is the
-    producer's record as it wrote it (a training dict's ``args``, a Keras model config, ...)."""
-
-    config: dict[str, Any]  # HF config.json; Sockeye's ``config`` file
-    args: dict[str, Any]  # Sockeye's args.yaml; a torch training dict's args
-    kwargs: dict[str, Any]  # rau's kwargs.json
-    sockeye_version: str
-    class_name: str  # Keras: the model config itself (class_name, config, ...)
-    model_config: Any  # Keras legacy .h5: the JSON model config
+        byteorder: str  # "big": value reads swap bytes (legacy torch from a big-endian machine)
+        pickle_globals: list[dict[str, Any]]  # every global a pickle names, with its verdict
+        keras_version: str  # the Keras version that wrote the file (selects its naming rules)
+        params_format: str  # Sockeye: the format of the inner params file
+        config_file: str  # HF directories: the config read as the hyperparameters
+        kwargs_file: str  # rau directories: the kwargs read as the hyperparameters
+        file_kind: str  # Keras HDF5: "model" | "weights"
+        shards: list[str]  # sharded checkpoints: every shard file, relative to the index
 
 
-class _Record:
-    """Base of the small records below: plain ``__slots__`` classes (no ``dataclasses``, whose
+    class SharedHyperparameters(TypedDict, total=False):
+        """The :attr:`Checkpoint.hyperparameters` keys the formulas read; everything else is the
+        producer's record as it wrote it (a training dict's ``args``, a Keras model config, ...)."""
+
+        config: dict[str, Any]  # HF config.json; Sockeye's ``config`` file
+        args: dict[str, Any]  # Sockeye's args.yaml; a torch training dict's args
+        kwargs: dict[str, Any]  # rau's kwargs.json
+        sockeye_version: str
+        class_name: str  # Keras: the model config itself (class_name, config, ...)
+        model_config: Any  # Keras legacy .h5: the JSON model config
+
+
+class Record:
+    """Base of small read-only records: plain ``__slots__`` classes (no ``dataclasses``, whose
     import costs more than a whole header-only listing), compared and printed field by field."""
 
     __slots__ = ()
@@ -119,7 +126,10 @@ class _Record:
         return f"{type(self).__name__}({inner})"
 
 
-class TensorEntry(_Record):
+_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})  # shared by every entry without extras
+
+
+class TensorEntry(Record):
     """One stored tensor, described by metadata only. Read-only by contract: build a changed
     copy with :meth:`replace`.
 
@@ -175,7 +185,7 @@ class TensorEntry(_Record):
         self.offset = offset
         self.file = file
         self.stored_numel = stored_numel
-        self.extra = {} if extra is None else extra
+        self.extra = _NO_EXTRA if extra is None else extra
         self.numel = math.prod(shape)
 
     def _fields(self) -> tuple:
@@ -208,7 +218,7 @@ class TensorEntry(_Record):
         return (self.file, self.storage, self.offset, self.shape, self.extra.get("stride"))
 
 
-class Finding(_Record):
+class Finding(Record):
     """Something noteworthy the adapter saw (a foreign pickle global, an odd header field)."""
 
     __slots__ = ("severity", "message", "where", "subject")
@@ -221,7 +231,7 @@ class Finding(_Record):
         self.subject = subject  # what it is about, e.g. the pickle global "os.system"
 
 
-class ByteRange(_Record):
+class ByteRange(Record):
     """A tensor's elements at ``offset`` in ``source``, C-contiguous or, with ``stride`` (in
     elements), a strided view over the bytes from ``offset``."""
 
@@ -235,7 +245,7 @@ class ByteRange(_Record):
         self.stride = stride
 
 
-class Stream(_Record):
+class Stream(Record):
     """A tensor's elements read in order from the file object ``open(stack)`` returns (a zip
     member, positioned at the first element; what must be closed is entered into ``stack``);
     ``fortran`` when they are stored column-major."""
@@ -249,7 +259,7 @@ class Stream(_Record):
         self.fortran = fortran
 
 
-class Blocks(_Record):
+class Blocks(Record):
     """A tensor held by a library object that slices like a numpy array (an h5py dataset):
     ``open(stack)`` returns it, entering whatever it needs to close into ``stack``."""
 

@@ -14,13 +14,15 @@ hyperparameters (``hyperparameters["kwargs"]``), which the ``rau-*`` architectur
 
 from __future__ import annotations
 
-from typing import Any
-
 from .directory import dir_in, file_in, read_json_object
 from .errors import FormatError
 from .model import Checkpoint
 from .registry import Adapter, load
 from .source import Source
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "rau-directory"
 KWARGS_FILE = "kwargs.json"

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 from .errors import FormatError, InspectorError, NotFoundError, UnknownFormatError
 from .model import ByteRange, Checkpoint, TensorEntry, ValueLocation, ValueReader
 from .source import Source, as_source
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 ENTRY_POINT_GROUP = "inspector.adapters"
 SNIFF_BYTES = 4096
@@ -46,17 +48,30 @@ FORMATS_BRIEF = (
 )
 
 
-@dataclass(frozen=True)
 class Adapter:
-    """One on-disk format."""
+    """One on-disk format. ``default_variant``: the variant to try when the user forces this
+    format on a file its sniff does not recognise. Read-only by contract."""
 
-    name: str
-    description: str
-    extensions: tuple[str, ...]
-    sniff: Callable[[bytes, Source], str | None]
-    open: Callable[[Source, str], Checkpoint]
-    # Variant to try when the user forces this format on a file its sniff does not recognise.
-    default_variant: str | None = None
+    __slots__ = ("name", "description", "extensions", "sniff", "open", "default_variant")
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        extensions: tuple[str, ...],
+        sniff: Callable[[bytes, Source], str | None],
+        open: Callable[[Source, str], Checkpoint],
+        default_variant: str | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.extensions = extensions
+        self.sniff = sniff
+        self.open = open
+        self.default_variant = default_variant
+
+    def __repr__(self) -> str:
+        return f"Adapter({self.name!r})"
 
 
 _cache: list[Adapter] | None = None

@@ -19,13 +19,16 @@ import json
 import math
 import os
 import struct
-from typing import Any
 
 from .dtypes import BITS
 from .errors import FormatError
 from .model import Checkpoint, Finding, Role, TensorEntry
 from .registry import Adapter
 from .source import Source
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "safetensors"
 # The reference reader refuses headers above 100 MB (safetensors/src/tensor.rs MAX_HEADER_SIZE).
@@ -189,8 +192,7 @@ def _entries(
         spans.append((begin, end, name))
         tensors.append(
             TensorEntry(name, name, shape, dtype, parameter, nbytes=end - begin,
-                        offset=data_start + begin, file=shard,
-                        extra={"data_offsets": (begin, end)})
+                        offset=data_start + begin, file=shard)
         )
     _check_coverage(spans, buffer_len, where)
     return tensors

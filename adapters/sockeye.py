@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from .errors import FormatError
 from .model import Checkpoint
 from .registry import Adapter, load
 from .source import Source
 from .yaml_safe import load_yaml
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "sockeye"
 PARAMS_RE = re.compile(r"params\.(\d+)")

@@ -20,9 +20,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
 
 from .errors import FormatError, InspectorError, NotFoundError, PermissionDeniedError
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 SNIFF_BYTES = 4096
 

@@ -9,10 +9,13 @@ its tag under ``__tag__``, a tagged sequence a list, a tagged scalar its string 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from .errors import FormatError
 from .source import Source, as_source
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 TAG_KEY = "__tag__"
 MAX_BYTES = 10_000_000

@@ -61,6 +61,7 @@ BASELINES: dict[str, list[tuple[str, str, str]]] = {
         ("naive", "naive-torch", "frameworks"),
     ],
     "safetensors": [
+        ("floor-json", "floor-safetensors-json", "inspector"),
         ("floor", "floor-safetensors", "inspector"),
         ("lazy", "lazy-safetensors", "frameworks"),
         ("naive", "naive-safetensors", "frameworks"),
@@ -84,6 +85,8 @@ WAY_NOTES = {
     "floor-torch-zip": "zipfile + data.pkl through a stub unpickler",
     "floor-torch-legacy": "the five pickles + a seek per storage",
     "floor-safetensors": "8-byte length + json.loads",
+    "floor-safetensors-json": "struct + json.loads + json.dumps of the header (issue 18's floor)",
+    "inspector show (table)": "`inspector show`, the default table",
     "floor-safetensors-sharded": "index + each shard's header",
     "floor-mxnet": "struct + seek",
     "floor-hdf5": "h5py low-level h5o.visit + h5d.open",
@@ -191,10 +194,33 @@ def install_inspector(venvs: Path) -> Path:
 # running and timing
 
 
+# A timed run is started by this small, fresh launcher: Linux carries the peak RSS of the process
+# that forks or vforks a child into the child's ru_maxrss, so a child of this script (which has
+# parsed a 50,000-tensor JSON report by then) would report this script's memory, not its own.
+LAUNCHER = """
+import json, os, sys, time
+t0 = time.perf_counter()
+pid = os.posix_spawnp(sys.argv[1], sys.argv[1:], os.environ,
+                      file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+_, status, ru = os.wait4(pid, 0)
+elapsed = time.perf_counter() - t0
+print(json.dumps([elapsed, ru.ru_utime + ru.ru_stime, ru.ru_maxrss,
+                  os.waitstatus_to_exitcode(status)]))
+"""
+
+
 def run_once(
     cmd: list[str], capture: bool = False, ok: tuple[int, ...] = (0,)
 ) -> tuple[float, float, int, str]:
-    """(wall seconds, CPU seconds, peak RSS in KiB, stdout if captured) of one whole process."""
+    """(wall seconds, CPU seconds, peak RSS in KiB, stdout if captured) of one whole process;
+    timed runs (not captured) go through :data:`LAUNCHER`."""
+    if not capture:
+        proc = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], capture_output=True,
+                              text=True)
+        elapsed, cpu, rss, code = json.loads(proc.stdout)
+        if code not in ok:
+            raise RuntimeError(f"{' '.join(cmd)} exited {code}")
+        return elapsed, cpu, rss, ""
     with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out if capture else subprocess.DEVNULL, stderr=err)
@@ -209,9 +235,11 @@ def run_once(
         return elapsed, cpu, usage.ru_maxrss, out.read().decode() if capture else ""
 
 
-def tensor_count(label: str, stdout: str) -> int:
+def tensor_count(label: str, stdout: str) -> int | None:
     if label == "inspector":
         return len(json.loads(stdout)["tensors"])
+    if label == "table":
+        return None  # the table's footer says it; the JSON run of the same file is checked
     return int(stdout.strip().splitlines()[-1])
 
 
@@ -222,7 +250,7 @@ def measure(
     samples = {label: Sample() for label in cmds}
     for label, cmd in cmds.items():
         _, _, _, out = run_once(cmd, capture=True, ok=ok)
-        if expect is not None and (got := tensor_count(label, out)) != expect:
+        if expect is not None and (got := tensor_count(label, out)) not in (None, expect):
             raise RuntimeError(f"{label}: listed {got} tensors, expected {expect}")
     for i in range(runs):
         order = list(cmds) if i % 2 == 0 else list(reversed(cmds))
@@ -350,6 +378,58 @@ def targets(rows: list[Row], startup: dict[str, Sample], many: int) -> list[str]
     return lines
 
 
+def ratios18(rows: list[Row], startup: dict[str, Sample]) -> list[str]:
+    """Issue 18's rows: each as a ratio to its floor, measured in this run (wall / CPU / RSS)."""
+    out = ["| work | inspector | floor | ratio (wall / CPU) | target | peak RSS ratio |",
+           "|---|---|---|---|---|---|"]
+
+    def row(work: str, a: Sample, b: Sample, floor: str, target: float, rss: float | None):
+        t, c = a.median / b.median, a.cpu_median / b.cpu_median
+        ok = "ok" if t <= target else "**MISS**"
+        r = a.peak_mb / b.peak_mb
+        rss_ok = "ok" if rss is not None and r <= rss else "**MISS**"
+        rss_cell = "–" if rss is None else f"{r:.2f}× (≤ {rss:g}×: {rss_ok})"
+        out.append(f"| {work} | {cell(a)} | {floor}: {cell(b)} | {t:.2f}× / {c:.2f}× | "
+                   f"≤ {target:g}×: {ok} | {rss_cell} |")
+
+    for r in rows:
+        if r.format != "safetensors" or "floor-json" not in r.ways:
+            continue
+        floor = r.ways["floor-json"][1]
+        if "GiB" in r.case:
+            row(f"`show --format json`, {r.case} safetensors (header only)",
+                r.ways["inspector"][1], floor, "struct + json.loads + json.dumps", 2, None)
+        else:
+            row(f"`show --format json`, {r.case}", r.ways["inspector"][1], floor,
+                "struct + json.loads + json.dumps", 1.5, 2)
+            if "table" in r.ways:
+                row(f"`show` (table), {r.case}", r.ways["table"][1], floor,
+                    "struct + json.loads + json.dumps", 2, 2)
+    base = startup.get("python -c pass")
+    for k in ("inspector --help", "inspector --version"):
+        if base is not None and k in startup:
+            row(f"`{k}`", startup[k], base, "`python -c pass`", 2, None)
+    for r in rows:
+        if r.format == "hdf5" and "floor" in r.ways:
+            row(f"HDF5 metadata walk, {r.case}", r.ways["inspector"][1], r.ways["floor"][1],
+                "h5py h5o.visit + h5d.open", 1.2, None)
+    return out
+
+
+def values_rows(a: argparse.Namespace) -> list[str]:
+    """The value-pass rows (``diff --values``, ``stats``) from ``bench/values_pass.py`` when it
+    exists: its markdown output, measured in this run."""
+    script = HERE / "values_pass.py"
+    if not script.exists():
+        return ["", "Value passes: `bench/values_pass.py` is not in this tree yet (not measured)."]
+    log("running bench/values_pass.py")
+    proc = subprocess.run([sys.executable, str(script), "--runs", str(max(3, a.runs))],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        return ["", f"Value passes: bench/values_pass.py failed: {proc.stderr[-400:]!r}"]
+    return ["", "### Value passes (bench/values_pass.py)", "", proc.stdout.strip()]
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -416,6 +496,7 @@ def main(argv: list[str] | None = None) -> int:
         "python -c 'import json, struct, pickle, zipfile'": [
             str(pythons["inspector"]), "-c", "import json, struct, pickle, zipfile"],
         "inspector --help": [inspector, "--help"],
+        "inspector --version": [inspector, "--version"],
     }  # fmt: skip
     startup = measure(startup_cmds, max(a.runs, 10), None)
 
@@ -450,6 +531,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 cmds = {"inspector": [inspector, "show", "--format", "json", made["path"]]}
                 ways = {"inspector": "inspector show --format json"}
+                if fmt == "safetensors" and "tensors" in case:
+                    cmds["table"] = [inspector, "show", made["path"]]
+                    ways["table"] = "inspector show (table)"
                 for label, way, venv in [] if a.no_baselines else BASELINES[fmt]:
                     if pythons.get(venv) is None:
                         continue
@@ -497,6 +581,11 @@ def main(argv: list[str] | None = None) -> int:
         "## Targets",
         "",
         *targets(rows, startup, a.many),
+        "",
+        "## Issue 18: ratios to the floor",
+        "",
+        *ratios18(rows, startup),
+        *values_rows(a),
     ]
     for case, s in diffs.items():
         budget = 2 * BIG_TENSOR_MB + 100

@@ -89,6 +89,20 @@ def floor_safetensors(path: str) -> int:
     return len(_safetensors_header(path))
 
 
+def floor_safetensors_json(path: str) -> int:
+    """Issue 18's floor for ``show --format json``: struct + json.loads + json.dumps of the
+    header, written out (to stdout, as the inspector writes its report), then the count."""
+    import json
+    import struct
+
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    sys.stdout.write(json.dumps(header) + "\n")
+    header.pop("__metadata__", None)
+    return len(header)
+
+
 def floor_safetensors_sharded(path: str) -> int:
     import json
     import os

@@ -11,20 +11,55 @@ the verb. Exit codes of every verb are listed in ``inspector --help`` (each comm
 
 from __future__ import annotations
 
-import argparse
+import os
 import sys
-from collections.abc import Sequence
 
 from inspector.adapters.errors import InspectorError
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that exits 2 with one line, like every other error of the tool."""
+def _terminal_width() -> int:
+    """``shutil.get_terminal_size().columns`` (COLUMNS, else the terminal, else 80), without
+    importing shutil (and through it bz2 and lzma) for every help text."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
 
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+def _parser_class() -> type[argparse.ArgumentParser]:
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        """argparse that exits 2 with one line, like every other error of the tool."""
+
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            kwargs.setdefault("formatter_class", _formatter)
+            super().__init__(*args, **kwargs)
+
+        def error(self, message: str) -> None:  # type: ignore[override]
+            self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+    return _Parser
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    """argparse's RawDescriptionHelpFormatter at the width it would find itself."""
+    import argparse
+
+    return argparse.RawDescriptionHelpFormatter(prog, width=_terminal_width() - 2)
 
 
 def _version() -> str:
@@ -40,6 +75,8 @@ COLOR_CHOICES = ("auto", "always", "never")
 def _global_options(p: argparse.ArgumentParser, after_verb: bool) -> None:
     """The options every verb takes, before the verb (defaults set) or after it (no defaults,
     so a value given before the verb is kept)."""
+    import argparse
+
     def default(value: object) -> object:
         return argparse.SUPPRESS if after_verb else value
 
@@ -55,7 +92,9 @@ def _global_options(p: argparse.ArgumentParser, after_verb: bool) -> None:
                         "never with NO_COLOR set)")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; only the verb that ``argv`` names gets its own arguments (and imports what
+    they need): the others are listed by name and help line, as ``--help`` shows them."""
     from importlib import import_module
 
     from .commands import MODULES
@@ -64,29 +103,51 @@ def _parser() -> argparse.ArgumentParser:
     width = max(len(m.NAME) for m in modules)
     exits = "\n".join(f"  {m.NAME:<{width}}  {getattr(m, 'EXITS', DEFAULT_EXITS)}"
                       for m in modules)
-    p = _Parser(
+    parser_class = _parser_class()
+    p = parser_class(
         prog="inspector",
         description="What is inside a checkpoint, read without the framework that wrote it.",
         epilog=f"exit codes:\n{exits}\n\nTables fit the terminal (or COLUMNS); piped output "
                "keeps full names and no colour.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"inspector {_version()}")
     _global_options(p, after_verb=False)
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=parser_class)
+    verb = _verb(sys.argv[1:] if argv is None else argv)
     for module in modules:
-        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__,
-                             formatter_class=argparse.RawDescriptionHelpFormatter)
-        module.add_arguments(cmd)
-        _global_options(cmd, after_verb=True)
+        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
+        if module.NAME == verb:
+            module.add_arguments(cmd)
+            _global_options(cmd, after_verb=True)
         cmd.set_defaults(_run=module.run)
     return p
 
 
+VALUE_OPTIONS = ("--color",)  # global options that take their value as the next word
+
+
+def _verb(argv: Sequence[str]) -> str | None:
+    """The verb of a command line: its first word that is neither an option nor an option's
+    value; None when there is none (``--help``, ``--version``, a usage error)."""
+    words = iter(argv)
+    for arg in words:
+        if arg == "--":
+            return None
+        if arg in VALUE_OPTIONS:
+            next(words, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = sys.argv[1:] if argv is None else list(argv)
+    if args_list == ["--version"]:  # what argparse's version action prints, without argparse
+        sys.stdout.write(f"inspector {_version()}\n")
+        return EXIT_OK
     from inspector.reports.text import terminal_style
 
-    args = _parser().parse_args(argv)
+    args = _parser(args_list).parse_args(args_list)
     args.style = terminal_style(args.raw_numbers, args.verbose, args.color)
     try:
         return args._run(args)

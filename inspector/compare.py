@@ -27,10 +27,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from inspector.adapters.errors import UsageError
+from inspector.adapters.model import Record
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 ADDED, REMOVED, RESHAPED, RETYPED, UNCHANGED = (
     "added", "removed", "reshaped", "retyped", "unchanged")
@@ -44,12 +47,14 @@ BUILTIN_PREFIXES = ("arg:", "aux:", "module.", "_orig_mod.", "model.")
 ALIGN_MODES = ("names", "shapes")
 
 
-@dataclass(frozen=True, slots=True)
-class Rename:
+class Rename(Record):
     """One rename rule: ``re.sub(pattern, replacement, name)``."""
 
-    pattern: re.Pattern[str]
-    replacement: str
+    __slots__ = ("pattern", "replacement")
+
+    def __init__(self, pattern: re.Pattern[str], replacement: str) -> None:
+        self.pattern = pattern
+        self.replacement = replacement
 
 
 def rename(pattern: str, replacement: str, where: str = "rename") -> Rename:
@@ -62,12 +67,15 @@ def rename(pattern: str, replacement: str, where: str = "rename") -> Rename:
     return Rename(rx, replacement)
 
 
-@dataclass(frozen=True)
-class Keys:
+class Keys(Record):
     """How a name becomes the key both sides are aligned by."""
 
-    prefixes: tuple[str, ...] = BUILTIN_PREFIXES
-    renames: tuple[Rename, ...] = ()
+    __slots__ = ("prefixes", "renames")
+
+    def __init__(self, prefixes: tuple[str, ...] = BUILTIN_PREFIXES,
+                 renames: tuple[Rename, ...] = ()) -> None:
+        self.prefixes = prefixes
+        self.renames = renames
 
     def __call__(self, name: str) -> str:
         changed = True
@@ -81,15 +89,20 @@ class Keys:
         return name
 
 
-@dataclass(frozen=True, slots=True)
-class Op:
-    """One aligned pair (or a record on one side only) and what differs."""
+class Op(Record):
+    """One aligned pair (or a record on one side only) and what differs: ``key`` (the aligned
+    name, ``"a ~ b"`` for a pair aligned by shape), ``op`` (one of OPS), ``a`` and ``b`` (the
+    A-side record -- expected, for check -- and the B-side one -- found --, or None),
+    ``aligned_by`` ("name" | "shape"; None for a lone record)."""
 
-    key: str  # the aligned name (``"a ~ b"`` for a pair aligned by shape)
-    op: str  # one of OPS
-    a: Any  # the A-side record (expected, for check) or None
-    b: Any  # the B-side record (found, for check) or None
-    aligned_by: str | None = None  # "name" | "shape"; None for a lone record
+    __slots__ = ("key", "op", "a", "b", "aligned_by")
+
+    def __init__(self, key: str, op: str, a: Any, b: Any, aligned_by: str | None = None) -> None:
+        self.key = key
+        self.op = op
+        self.a = a
+        self.b = b
+        self.aligned_by = aligned_by
 
     @property
     def name(self) -> str:

@@ -15,14 +15,17 @@ Contract used by the other modules: :func:`get_scheme`, :func:`choose_scheme`, :
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from string import Formatter
-from typing import Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Role, TensorEntry
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 OTHER = "other"
 AUTO = "auto"
@@ -89,14 +92,18 @@ class GroupRule:
 
 class DetectRule:
     """One detect rule: ``score`` when ``pattern`` matches a tensor name (or, ``on_format``,
-    the adapter's format name)."""
+    the adapter's format name). ``required``: text every match contains (recorded for the
+    built-ins by :func:`compile_builtins`), so a rule whose text is in no name is decided
+    without compiling its regex."""
 
-    __slots__ = ("source", "score", "on_format", "_pattern")
+    __slots__ = ("source", "score", "on_format", "required", "_pattern")
 
-    def __init__(self, source: str, score: int, on_format: bool) -> None:
+    def __init__(self, source: str, score: int, on_format: bool,
+                 required: str | None = None) -> None:
         self.source = source
         self.score = score
         self.on_format = on_format
+        self.required = required
         self._pattern: re.Pattern[str] | None = None
 
     @property
@@ -139,25 +146,18 @@ class Scheme:
     def _assign(self, name: str) -> Assignment:
         if self._matcher is None:
             self._matcher = _Matcher(self.groups)
-        found = self._matcher.first(name)
-        if found is None:
-            return Assignment(OTHER)
-        index, caps, layer_span = found
-        rule = self.groups[index]
-        group = rule.name
-        if rule.fields:
-            group = rule.name.format_map({f: caps.get(f) or "" for f in rule.fields})
-        key = None
-        if layer_span is not None:
-            start, end = layer_span
-            key = name[:start] + "#" + name[end:]
-        return Assignment(group or OTHER, caps.get("layer"), caps.get("direction"),
-                          caps.get("block"), key, index)
+        return self._matcher.assign(name)
 
     def score(self, names: Sequence[str], format: str | None = None) -> int:
         """Sum of the scores of the detect rules that fire on ``names`` / ``format``."""
         total = 0
         for d in self.detect:
+            need = d.required
+            if need is not None and not (
+                need in format if d.on_format and format is not None
+                else not d.on_format and any(need in n for n in names)
+            ):
+                continue  # the regex cannot match: its required text is nowhere
             if d.on_format:
                 hit = format is not None and d.pattern.search(format) is not None
             else:
@@ -179,12 +179,18 @@ class Scheme:
 # ---------------------------------------------------------------------------------------------
 # Matching once per pattern of names
 
-# Every ASCII digit -> "0": two names with the same key differ only in which digits they hold.
-_ZERO = str.maketrans("123456789", "000000000")
+# Every ASCII digit -> "0" in the UTF-8 bytes (no multi-byte sequence holds a byte below 0x80):
+# two names with the same key differ only in which digits they hold.
+_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _digit_key(name: str) -> bytes:
+    return name.encode("utf-8", "surrogatepass").translate(_ZERO)
+
 
 
 class _Matcher:
-    """The first (rule, pattern) that matches a name, with its captures.
+    """The assignment of a name: the first (rule, pattern) that matches it, with its captures.
 
     A regex that treats all ASCII digits alike (no digit literal, no class holding some digits
     but not others, no backreference: :func:`digit_blind`) matches every name of one
@@ -194,40 +200,104 @@ class _Matcher:
     that of trying every regex on every name.
     """
 
-    __slots__ = ("_rules", "_classes")
+    __slots__ = ("_groups", "_rules", "_classes")
 
     def __init__(self, groups: Sequence[GroupRule]) -> None:
+        self._groups = groups
         self._rules = [(i, rx, digit_blind(rx)) for i, g in enumerate(groups) for rx in g.patterns]
-        # digit pattern -> (position of the first blind regex that matches or None, its spans)
-        self._classes: dict[str, tuple[int | None, dict[str, tuple[int, int]] | None]] = {}
+        # digit pattern -> (the digit-sensitive regexes to try first, the blind regexes' hit)
+        self._classes: dict[bytes, tuple[tuple[tuple[int, re.Pattern[str]], ...], Any]] = {}
 
-    def first(self, name: str) -> tuple[int, dict[str, str | None], tuple[int, int] | None] | None:
-        rules = self._rules
-        key = name.translate(_ZERO)
+    def assign(self, name: str) -> Assignment:
+        key = _digit_key(name)
         cls = self._classes.get(key)
         if cls is None:
-            cls = self._classes[key] = self._blind_first(name)
-        stop, spans = cls
-        for pos in range(len(rules) if stop is None else stop):
-            index, rx, blind = rules[pos]
-            if not blind:
-                m = rx.search(name)
-                if m is not None:
-                    caps = m.groupdict()
-                    return index, caps, m.span("layer") if caps.get("layer") is not None else None
-        if stop is None or spans is None:
-            return None
-        caps = {g: None if s < 0 else name[s:e] for g, (s, e) in spans.items()}
-        layer = spans.get("layer")
-        return rules[stop][0], caps, layer if layer is not None and layer[0] >= 0 else None
+            cls = self._classes[key] = self._pattern_of(name)
+        unsure, hit = cls
+        for index, rx in unsure:
+            m = rx.search(name)
+            if m is not None:
+                caps = m.groupdict()
+                span = m.span("layer") if caps.get("layer") is not None else None
+                return self._assignment(name, index, caps, span)
+        if hit is None:
+            return _UNGROUPED
+        index, group, layer, direction, block, fields = hit
+        if group is None:  # a template: fill it from this name's captures
+            values = {f: "" if s < 0 else name[s:e] for f, (s, e) in fields}
+            group = self._groups[index].name.format_map(values) or OTHER
+        return Assignment(
+            group,
+            None if layer is None else name[layer[0]:layer[1]],
+            None if direction is None else name[direction[0]:direction[1]],
+            None if block is None else name[block[0]:block[1]],
+            None if layer is None else name[: layer[0]] + "#" + name[layer[1]:],
+            index,
+        )
 
-    def _blind_first(self, name: str) -> tuple[int | None, dict[str, tuple[int, int]] | None]:
-        for pos, (_, rx, blind) in enumerate(self._rules):
-            if blind:
-                m = rx.search(name)
-                if m is not None:
-                    return pos, {g: m.span(g) for g in rx.groupindex}
-        return None, None
+    def _assignment(self, name: str, index: int, caps: dict[str, str | None],
+                    layer_span: tuple[int, int] | None) -> Assignment:
+        rule = self._groups[index]
+        group = rule.name
+        if rule.fields:
+            group = rule.name.format_map({f: caps.get(f) or "" for f in rule.fields})
+        key = None
+        if layer_span is not None:
+            start, end = layer_span
+            key = name[:start] + "#" + name[end:]
+        return Assignment(group or OTHER, caps.get("layer"), caps.get("direction"),
+                          caps.get("block"), key, index)
+
+    def _pattern_of(self, name: str) -> tuple[tuple[tuple[int, re.Pattern[str]], ...], Any]:
+        """For the digit-pattern of ``name``: the digit-sensitive regexes before the first blind
+        one that matches, and that one's hit (rule index, literal group name or None for a
+        template, spans of layer, direction and block (None when absent), template fields)."""
+        unsure = []
+        for index, rx, blind in self._rules:
+            if not blind:
+                unsure.append((index, rx))
+                continue
+            m = rx.search(name)
+            if m is None:
+                continue
+            rule = self._groups[index]
+
+            def span(g: str, m: re.Match[str] = m) -> tuple[int, int] | None:
+                if g not in m.re.groupindex or m.group(g) is None:
+                    return None
+                return m.span(g)
+
+            fields = tuple((f, m.span(f) if f in m.re.groupindex else (-1, -1))
+                           for f in rule.fields)
+            group = None if rule.fields else rule.name
+            return tuple(unsure), (index, group, span("layer"), span("direction"), span("block"),
+                                   fields)
+        return tuple(unsure), None
+
+
+_UNGROUPED = Assignment(OTHER)
+
+
+def required_text(pattern: str) -> str | None:
+    """The longest run of plain characters every match of ``pattern`` contains (its top-level
+    literals), or None (case-insensitive, parameterised, or no run of two characters)."""
+    if "${" in pattern:
+        return None
+    try:
+        from re import _parser as sre  # type: ignore[attr-defined]
+    except ImportError:  # Python 3.10
+        import sre_parse as sre  # type: ignore[no-redef]
+    parsed = sre.parse(pattern)
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    best, run = "", ""
+    for op, av in parsed:
+        if getattr(op, "name", None) == "LITERAL":
+            run += chr(av)
+            best = max(best, run, key=len)
+        else:
+            run = ""
+    return best if len(best) >= 2 else None
 
 
 def digit_blind(rx: re.Pattern[str]) -> bool:
@@ -429,6 +499,8 @@ def _group(c: _Checker, g: Any, values: Mapping[str, int]) -> GroupRule:
     name = g["name"]
     if not isinstance(name, str) or not name.strip():
         c.fail(f"group name must be a non-empty string, got {name!r}", g)
+    from string import Formatter
+
     try:
         fields = tuple(f for _, f, _, _ in Formatter().parse(name) if f is not None)
     except ValueError as e:
@@ -524,8 +596,8 @@ def _from_compiled(name: str, data: Mapping[str, Any], params: Mapping[str, int]
             pattern = pattern.replace("${" + k + "}", str(v))
         return pattern
 
-    detect = tuple(DetectRule(expand(p), score, on_format)
-                   for p, score, on_format in data["detect"])
+    detect = tuple(DetectRule(expand(p), score, on_format, required)
+                   for p, score, on_format, required in data["detect"])
     groups = tuple(GroupRule(g, tuple(expand(p) for p in patterns), tuple(fields), embedding)
                    for g, patterns, fields, embedding in data["groups"])
     return Scheme(name, data["description"], "built-in", groups, detect, data["min_score"], values)
@@ -547,8 +619,10 @@ def compile_builtins() -> str:
         scheme = parse_scheme(data, source)  # validates
         declared = {k: {f: v for f, v in spec.items() if f in ("default", "min", "max")}
                     for k, spec in (data.get("parameters") or {}).items() if k != _LINE}
-        raw_detect = [(d.get("match", d.get("format")), d["score"], "format" in d)
-                      for d in data.get("detect") or []]
+        raw_detect = []
+        for d in data.get("detect") or []:
+            pattern = d.get("match", d.get("format"))
+            raw_detect.append((pattern, d["score"], "format" in d, required_text(pattern)))
         raw_groups = [(g["name"], tuple(g["match"] if isinstance(g["match"], list)
                                         else [g["match"]]), rule.fields, rule.embedding)
                       for g, rule in zip(data["groups"], scheme.groups, strict=True)]
@@ -622,9 +696,9 @@ def representatives(names: Iterable[str]) -> list[str]:
     ``layers.11.x``): detection looks at naming conventions, and a 50,000-tensor model has a few
     hundred of them."""
     seen: dict[str, str] = {}
-    zeroed: set[str] = set()  # names equal up to each digit share their "#" pattern: skip them
+    zeroed: set[bytes] = set()  # names equal up to each digit share their "#" pattern: skip them
     for n in names:
-        z = n.translate(_ZERO)
+        z = _digit_key(n)
         if z not in zeroed:
             zeroed.add(z)
             seen.setdefault(_DIGITS.sub("#", n), n)
@@ -701,15 +775,6 @@ def _stats() -> dict[str, int]:
     return {"tensors": 0, "parameters": 0, "elements": 0, "bytes": 0}
 
 
-def _add(stats: dict[str, int], t: TensorEntry, counted: bool) -> None:
-    stats["tensors"] += 1
-    if counted:
-        stats["elements"] += t.numel
-        stats["bytes"] += t.nbytes or 0
-        if t.role is Role.PARAMETER:
-            stats["parameters"] += t.numel
-
-
 def _layer_sort_key(layer: str) -> tuple:
     return (0, int(layer), "") if layer.isdigit() else (1, 0, layer)
 
@@ -722,36 +787,62 @@ def summarize(
     to the listing's totals), ``share`` of all parameters, ``embedding``, and where the scheme
     captures layers ``layers`` (one record per block/layer/direction) and ``repeats`` (layers
     with identical tensors collapsed: names equal up to the layer number, same shapes/dtypes)."""
-    counted = {id(t) for t in unique}
-    groups: dict[str, dict[str, Any]] = {}
+    # No tied aliases (``unique`` is ``entries``, entry for entry): every entry is counted.
+    everything = len(unique) == len(entries) and all(map(operator.is_, unique, entries))
+    counted = set() if everything else {id(t) for t in unique}
+    # Running sums as lists [tensors, parameters, elements, bytes] (+ tied_aliases for a
+    # group, + the signature for a layer): dicts of the report's shape are built at the end.
+    sums: dict[str, list[int]] = {}
     first: dict[str, tuple[bool, int, int]] = {}  # the order of ordered_groups, in the same pass
-    layers: dict[str, dict[tuple, dict[str, Any]]] = {}
+    embedding: dict[str, bool] = {}
+    layers: dict[str, dict[tuple, list[Any]]] = {}
+    assign = scheme.assign
+    parameter = Role.PARAMETER
     for i, t in enumerate(entries):
-        a = scheme.assign(t.name)
-        g = groups.get(a.group)
+        a = assign(t.name)
+        name = a.group
+        g = sums.get(name)
         if g is None:
-            g = groups[a.group] = {"name": a.group, **_stats(), "tied_aliases": 0,
-                                   "embedding": scheme.is_embedding(a)}
-            rule = a.rule if a.rule >= 0 else len(scheme.groups)
-            first[a.group] = (a.group == OTHER, rule, i)
-        _add(g, t, id(t) in counted)
-        g["tied_aliases"] += id(t) not in counted
+            g = sums[name] = [0, 0, 0, 0, 0]
+            embedding[name] = scheme.is_embedding(a)
+            first[name] = (name == OTHER, a.rule if a.rule >= 0 else len(scheme.groups), i)
+        counts = everything or id(t) in counted
+        g[0] += 1
+        if counts:
+            n, b = t.numel, t.nbytes or 0
+            p = n if t.role is parameter else 0
+            g[1] += p
+            g[2] += n
+            g[3] += b
+        else:
+            g[4] += 1
         if a.layer is not None:
             slot = (a.block, a.layer, a.direction)
-            rec = layers.setdefault(a.group, {}).get(slot)
+            in_group = layers.get(name)
+            if in_group is None:
+                in_group = layers[name] = {}
+            rec = in_group.get(slot)
             if rec is None:
-                rec = layers[a.group][slot] = {"block": a.block, "layer": a.layer,
-                                               "direction": a.direction, **_stats(), "_sig": []}
-            _add(rec, t, id(t) in counted)
-            rec["_sig"].append((a.key, t.shape, t.dtype, t.role.value))
-    total = sum(g["parameters"] for g in groups.values())
+                rec = in_group[slot] = [0, 0, 0, 0, []]
+            rec[0] += 1
+            if counts:
+                rec[1] += p
+                rec[2] += n
+                rec[3] += b
+            rec[4].append((a.key, t.shape, t.dtype, t.role))
+    total = sum(g[1] for g in sums.values())
     out = []
     for name in sorted(first, key=first.__getitem__):
-        g = groups[name]
+        s = sums[name]
+        g = {"name": name, "tensors": s[0], "parameters": s[1], "elements": s[2], "bytes": s[3],
+             "tied_aliases": s[4], "embedding": embedding[name]}
         g["share"] = round(g["parameters"] / total, 6) if total else 0.0
         if name in layers:
-            blocks = {s[0]: i for i, s in reversed(list(enumerate(layers[name])))}
-            recs = sorted(layers[name].values(), key=lambda r: (
+            blocks = {slot[0]: i for i, slot in reversed(list(enumerate(layers[name])))}
+            recs = [{"block": block, "layer": layer, "direction": direction, "tensors": r[0],
+                     "parameters": r[1], "elements": r[2], "bytes": r[3], "_sig": r[4]}
+                    for (block, layer, direction), r in layers[name].items()]
+            recs.sort(key=lambda r: (
                 blocks[r["block"]], _layer_sort_key(r["layer"]), r["direction"] or ""))
             g["repeats"] = _collapse(recs)
             for r in recs:

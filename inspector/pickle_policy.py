@@ -8,11 +8,14 @@ runs either way); ``check`` never reports such a file as verified.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 from inspector.adapters.errors import UnsafeContentError
-from inspector.adapters.model import Checkpoint
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    import argparse
+    from pathlib import Path
+
+    from inspector.adapters.model import Checkpoint
 
 ALLOW_HELP = (
     "read a pickle whose globals a loader would run (os.system, eval, ...) instead of refusing "

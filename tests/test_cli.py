@@ -99,3 +99,17 @@ def test_terminal_escapes_in_names_are_neutralised(tmp_path, cli):
 def test_usage_error_exit_code(cli):
     proc = cli("show")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_error_naming_a_member_with_a_line_break_is_one_line(tmp_path, cli):
+    """The fuzzer's case: one byte of a real MXNet 2 .npz's central directory turned into a
+    line break inside a member name; the error names it on one line."""
+    from conftest import FIXTURES
+
+    data = bytearray((FIXTURES / "mxnet" / "mxnet-2.0.0b1" / "dict.npz").read_bytes())
+    data[953] = 10
+    p = tmp_path / "dict.npz"
+    p.write_bytes(bytes(data))
+    proc = cli("show", str(p))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "\\n" in proc.stderr, proc.stderr

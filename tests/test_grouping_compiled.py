@@ -123,3 +123,24 @@ def test_fast_assignment_on_every_fixture_name():
         fresh = Scheme(s.name, s.description, s.source, s.groups, s.detect, s.min_score,
                        s.parameters)
         assert [fresh.assign(x) for x in names] == [_slow(s, x) for x in names], n
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.from_regex(r"(?:[a-z_.]{0,6}(?:decoder_rnn_|encoder_birnn_|\.weight|sockeye|coder_cnn_"
+                     r"|wrapped_module\.|embeddings)?){1,3}", fullmatch=True))
+def test_required_text_is_in_every_match(name):
+    for n in grouping.builtin_names():
+        for d in grouping.get_scheme(n).detect:
+            if d.required is not None and d.pattern.search(name):
+                assert d.required in name, (n, d.source, name)
+
+
+@pytest.mark.parametrize(("pattern", "required"), [
+    (r"^decoder_rnn_(?:hidden|att)_", "decoder_rnn_"),
+    (r"(?i)keras|hdf5", None),
+    (r"a|bcd", None),
+    (r"x?yz", "yz"),
+    (r"^enc_${depth}", None),
+])
+def test_required_text(pattern, required):
+    assert grouping.required_text(pattern) == required

@@ -18,6 +18,10 @@ import sys
 
 from inspector.pickle_policy import add_allow_unsafe, dangerous, load_checked
 
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    pass
+
 NAME = "check"
 HELP = "compare a checkpoint's tensors and group counts with the formula prediction"
 FORMATS = ("table", "markdown", "json", "csv")

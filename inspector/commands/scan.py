@@ -9,7 +9,6 @@ convention). Nothing from a file is imported or run.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 NAME = "scan"
@@ -55,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write("\r\033[K")
     s = summary(results, notes)
     if args.format == "json":
+        import json
+
         doc = {"schema": SCHEMA, "files": [r.to_dict() for r in results], "not_followed": notes,
                "summary": s}
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")

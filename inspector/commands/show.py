@@ -15,6 +15,10 @@ import sys
 
 from inspector.pickle_policy import add_allow_unsafe, refuse_if_unsafe
 
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 __all__ = ["refuse_if_unsafe"]  # kept importable from here
 
 NAME = "show"
@@ -93,13 +97,18 @@ def _run(args: argparse.Namespace) -> int:
     if len(args.paths) > 1 or args.format == "jsonl":
         return _fleet(args)
     args.path = args.paths[0]
-    text, code = _report(args, args.path)
-    sys.stdout.write(text)
+    text, code = _report(args, args.path, stream=True)
+    if isinstance(text, str):
+        sys.stdout.write(text)
+    else:  # JSON pieces, written as they are made: a big report is not held whole
+        sys.stdout.writelines(text)
     return code
 
 
-def _report(args: argparse.Namespace, path: object) -> tuple[str, int]:
-    """The rendered report of one checkpoint and its exit code."""
+def _report(args: argparse.Namespace, path: object,
+            stream: bool = False) -> tuple[str | Iterator[str], int]:
+    """The rendered report of one checkpoint and its exit code; with ``stream``, a JSON
+    report comes as an iterator of its pieces (:func:`inspector.reports.render.json_chunks`)."""
     from inspector.adapters.registry import load
     from inspector.reports.listing import listing
     from inspector.reports.render import render
@@ -117,6 +126,10 @@ def _report(args: argparse.Namespace, path: object) -> tuple[str, int]:
     params = {"depth": args.depth} if args.depth is not None else None
     report = listing(ckpt, args.match, args.sort, args.scheme, params)
     view = "layers" if args.per_layer else "groups" if args.groups else "tensors"
+    if stream and fmt == "json":
+        from inspector.reports.render import json_chunks
+
+        return json_chunks(report), 0
     return render(report, fmt, view, args.style), 0
 
 

@@ -11,7 +11,10 @@ that condenses what it found into ``summary`` (Sockeye) has already chosen: its 
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_LINES = 40
 MAX_VALUE = 120

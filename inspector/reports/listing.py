@@ -43,12 +43,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
 
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
+    from typing import Any
+
     from inspector.grouping import Assignment
 
 SCHEMA = "inspector.listing/1"
@@ -150,6 +152,7 @@ def listing(
 
 
 SHARED_WITH_LIMIT = 16
+_ROLE_TEXT = {r: r.value for r in Role}  # Role.value goes through enum's descriptor: per tensor
 
 
 def tie_fields(name: str, group: list[str]) -> dict[str, Any]:
@@ -174,7 +177,7 @@ def _tensor(t: TensorEntry, group: list[str] | None, where: Assignment) -> dict[
         "stored_name": t.stored_name,
         "shape": list(t.shape),
         "dtype": t.dtype,
-        "role": t.role.value,
+        "role": _ROLE_TEXT[t.role],
         "numel": t.numel,
         "nbytes": t.nbytes,
         "offset": t.offset,

@@ -10,13 +10,16 @@ characters (escape sequences) are shown as ``\\xNN`` and never reach the screen 
 
 from __future__ import annotations
 
-import csv
 import io
 import json
-from typing import Any
 
 from inspector.adapters.errors import sanitize
 from inspector.reports.text import PLAIN, Style, shape_text, table
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 __all__ = ["FORMATS", "VIEWS", "render", "sanitize", "shape_text"]
 
@@ -259,25 +262,89 @@ def _row_encoder(compact: json.JSONEncoder) -> Any:
 
 
 def _json(report: dict[str, Any]) -> str:
-    """Indented JSON with one tensor per line.
+    """Indented JSON with one tensor per line (the chunks of :func:`json_chunks`, joined)."""
+    return "".join(json_chunks(report))
+
+
+ROWS_PER_CHUNK = 4096
+
+
+def json_chunks(report: dict[str, Any]) -> Iterator[str]:
+    """The JSON text of a report in pieces, for writing as it is made: a 50,000-tensor report
+    is 19 MB of text, which would otherwise be held two or three times over.
 
     ``json.dumps(indent=...)`` runs the pure-Python encoder, 10x slower than the C one on
     50,000 tensors; each tensor is encoded compactly by the C encoder instead.
     """
     compact = json.JSONEncoder(ensure_ascii=False)
     encode_row = _row_encoder(compact)
-    parts = []
-    for key, value in report.items():
+    yield "{\n"
+    for i, (key, value) in enumerate(report.items()):
+        head = ("  " if i == 0 else ",\n  ") + compact.encode(key) + ": "
         if key == "tensors" and value:
-            rows = ",\n".join("    " + encode_row(t) for t in value)
-            text = f"[\n{rows}\n  ]"
+            yield head + "[\n"
+            for start in range(0, len(value), ROWS_PER_CHUNK):
+                rows = _rows_text(value[start:start + ROWS_PER_CHUNK], encode_row)
+                yield rows if start == 0 else ",\n" + rows
+            yield "\n  ]"
         else:
-            text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
-        parts.append(f"  {compact.encode(key)}: {text}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
+            yield head + _indented(value, "\n  ")
+    yield "\n}\n"
+
+
+def _rows_text(rows: list[dict[str, Any]], encode_row: Any) -> str:
+    """The tensor rows, one per line: ``"    " + encode_row(row)`` joined by ``",\\n"``.
+
+    The whole list goes through the C encoder at once and its row boundaries ``}, {`` become
+    line breaks. A row holds no nested object, so each boundary is one ``}, {``; when the text
+    holds exactly ``len(rows) - 1`` of them, none sits inside a string (a name may contain any
+    text) and the result is the row-by-row one. Otherwise the rows are encoded one by one."""
+    whole = encode_row(rows)
+    if whole.count("}, {") == len(rows) - 1:
+        return "    " + whole[1:-1].replace("}, {", "},\n    {")
+    return ",\n".join("    " + encode_row(t) for t in rows)
+
+
+_SCALARS = {True: "true", False: "false", None: "null"}
+
+
+def _indented(value: Any, newline: str) -> str:
+    """``json.dumps(value, indent=2, ensure_ascii=False)`` with each line break followed by
+    ``newline``'s indentation, byte for byte, without the pure-Python encoder that ``indent``
+    selects (a 50,000-tensor report's per-layer groups took it half a second): containers are
+    walked here, strings and numbers go to the C encoder's own functions. Anything else (a
+    subclass, a non-string key) is handed to ``json.dumps`` as it is."""
+    kind = type(value)
+    if kind is str:
+        return json.encoder.encode_basestring(value)  # type: ignore[attr-defined]
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float:
+        return json.dumps(value)
+    if kind is bool or value is None:
+        return _SCALARS[value]
+    inner = newline + "  "
+    if kind is dict:
+        if not value:
+            return "{}"
+        if all(type(k) is str for k in value):
+            enc = json.encoder.encode_basestring  # type: ignore[attr-defined]
+            items = [
+                enc(k) + ": " + (enc(v) if type(v) is str else int.__repr__(v) if type(v) is int
+                                 else _indented(v, inner))
+                for k, v in value.items()
+            ]
+            return "{" + inner + ("," + inner).join(items) + newline + "}"
+    elif kind is list or kind is tuple:
+        if not value:
+            return "[]"
+        return "[" + inner + ("," + inner).join(_indented(v, inner) for v in value) + newline + "]"
+    return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", newline)
 
 
 def _csv(report: dict[str, Any]) -> str:
+    import csv
+
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(
@@ -305,6 +372,8 @@ def _csv(report: dict[str, Any]) -> str:
 
 def _csv_groups(report: dict[str, Any], per_layer: bool) -> str:
     """One CSV row per group (and with ``per_layer`` per block/layer/direction, uncollapsed)."""
+    import csv
+
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     keys = ["tensors", "parameters", "elements", "bytes"]

@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TextIO
+
+from inspector.adapters.model import Record
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import TextIO
 
 ELLIPSIS = "…"
 MIN_NAME = 16  # an elided name keeps at least this many characters
@@ -38,17 +42,21 @@ _WORDS = {
 }
 
 
-@dataclass(frozen=True)
-class Style:
+class Style(Record):
     """How text output looks. ``width``: fit tables to this many columns (None: never elide);
     ``color``: ANSI colour for status words, findings and deltas; ``raw_numbers``: counts
     without thousands separators; ``verbose``: every hyperparameter, not only the
-    shape-determining ones."""
+    shape-determining ones. Read-only by contract (a plain record: no ``dataclasses`` on the
+    listing path)."""
 
-    width: int | None = None
-    color: bool = False
-    raw_numbers: bool = False
-    verbose: bool = False
+    __slots__ = ("width", "color", "raw_numbers", "verbose")
+
+    def __init__(self, width: int | None = None, color: bool = False, raw_numbers: bool = False,
+                 verbose: bool = False) -> None:
+        self.width = width
+        self.color = color
+        self.raw_numbers = raw_numbers
+        self.verbose = verbose
 
     def count(self, n: int) -> str:
         """A count: ``42,767`` (``42767`` with ``raw_numbers``)."""
@@ -160,10 +168,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], style: Style = 
     to :data:`LAST_RESORT`. Cells of
     ``paint_cols`` are coloured by their first word (status words) when ``style.color``.
     """
-    from tabulate import tabulate
+    from inspector.reports.plain_table import plain_table
 
     headers = list(headers)
-    rows = [list(r) for r in rows]
+    if (style.width and not markdown) or (style.color and paint_cols):
+        rows = [list(r) for r in rows]  # fitted or painted in place: the caller's stay as given
     align = list(align) if align else ["left"] * len(headers)
     if markdown:
         rows = [[c.replace("|", "\\|") for c in r] for r in rows]
@@ -176,8 +185,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], style: Style = 
                 i = headers.index(name)
                 for r in rows:
                     r[i] = style.paint(r[i])
-    return tabulate(rows, headers, "github" if markdown else "simple", disable_numparse=True,
-                    colalign=align)
+    fmt = "github" if markdown else "simple"
+    fast = plain_table(rows, headers, fmt, align)  # tabulate's bytes, without its per-cell work
+    if fast is not None:
+        return fast
+    from tabulate import tabulate
+
+    return tabulate(rows, headers, fmt, disable_numparse=True, colalign=align)
 
 
 def _widths(headers: list[str], rows: list[list[str]]) -> list[int]:
