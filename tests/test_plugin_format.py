@@ -1,5 +1,5 @@
-"""A third-party format, registered only through the entry-point group, gets `show`, `check` and
-`diff --values` with no change to the core: its adapter records byte offsets and the registry's
+"""A third-party format, registered only through the entry-point group, gets `show`, `check`,
+`diff --values` and `stats` with no change to the core: its adapter records byte offsets and the registry's
 default value reader does the rest.
 
 The plugin's format ("tinyckpt": b"TINY", a version byte, a u32 header length, a JSON header, raw
@@ -137,3 +137,31 @@ def test_value_diffed(plugin, tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert rc == 1
     assert [t["name"] for t in doc["tensors"] if t["op"] == "changed"] == [changed]
+
+
+def test_stats_equal_numpy(plugin, tmp_path, capsys):
+    """`stats` reads the plugin's values through the registry's default reader; its numbers
+    equal numpy's on the same bytes (taken from the transformers-written safetensors here)."""
+    import numpy as np
+
+    _write_tiny(tmp_path / "model.tiny")
+    assert main(["stats", str(tmp_path / "model.tiny"), "--format", "json"]) in (0, 1)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["format"] == "tinyckpt" and doc["complete"]
+    blob = (GPT2 / "model.safetensors").read_bytes()
+    (n,) = struct.unpack_from("<Q", blob)
+    header = json.loads(blob[8 : 8 + n])
+    header.pop("__metadata__", None)
+    np_dtypes = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
+    rows = {t["name"]: t["stats"] for t in doc["tensors"]}
+    assert set(rows) == set(header)
+    for name, info in header.items():
+        begin, end = info["data_offsets"]
+        x = np.frombuffer(blob[8 + n + begin : 8 + n + end], np_dtypes[info["dtype"]])
+        x = x.astype(np.float64)
+        got = rows[name]
+        assert got["count"] == x.size
+        assert got["zeros"] == int((x == 0).sum())
+        for key, want in (("min", x.min()), ("max", x.max()), ("mean", x.mean()),
+                          ("l2", np.sqrt((x * x).sum()))):
+            assert got[key] == pytest.approx(want, rel=1e-6, abs=1e-12), (name, key)
