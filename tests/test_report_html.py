@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, load_truth
+from conftest import FIXTURES, ROOT, load_truth
 
 SOCKEYE = FIXTURES / "sockeye" / "sockeye1_rnn_lstm_l2-2_e8-8_h16_mlp_ctxgate_init-last_residual"
 COVERAGE = FIXTURES / "sockeye" / "sockeye1_rnn_lstm_l2-2_e8-8_h16_coverage"
@@ -83,7 +83,8 @@ def write_report(cli, out: Path, *args: str) -> Path:
 
 def test_listing_chart_and_filter_render_in_chromium(cli, tmp_path):
     truth = load_truth(SOCKEYE / "params.best.truth.json")
-    page = write_report(cli, tmp_path / "sockeye.html", str(SOCKEYE))
+    # relative to the checkout the CLI runs in: the screenshot shows the path a user types
+    page = write_report(cli, tmp_path / "sockeye.html", str(SOCKEYE.relative_to(ROOT)))
     text = page.read_text(encoding="utf-8")
     # self-contained: nothing fetched, and a policy that would refuse it anyway
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", text)
@@ -183,7 +184,8 @@ def test_value_statistics_render_in_chromium(cli, tmp_path):
     truth = load_truth(NAN_ZERO.with_name(NAN_ZERO.name + ".truth.json"))
     want = {t["stored_name"]: t["stats"] for t in truth["tensors"]}
     inj = truth["injected"]
-    page = write_report(cli, tmp_path / "stats.html", str(NAN_ZERO), "--values")
+    page = write_report(cli, tmp_path / "stats.html", str(NAN_ZERO.relative_to(ROOT)),
+                        "--values")
     text = page.read_text(encoding="utf-8")
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", text)
     dom = Dom(browse(page, tmp_path))
