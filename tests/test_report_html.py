@@ -6,6 +6,7 @@ list, the real training run's changed tensors. A screenshot is saved (to
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, load_truth
+from conftest import FIXTURES, ROOT, load_truth
 
 SOCKEYE = FIXTURES / "sockeye" / "sockeye1_rnn_lstm_l2-2_e8-8_h16_mlp_ctxgate_init-last_residual"
 COVERAGE = FIXTURES / "sockeye" / "sockeye1_rnn_lstm_l2-2_e8-8_h16_coverage"
@@ -82,7 +83,8 @@ def write_report(cli, out: Path, *args: str) -> Path:
 
 def test_listing_chart_and_filter_render_in_chromium(cli, tmp_path):
     truth = load_truth(SOCKEYE / "params.best.truth.json")
-    page = write_report(cli, tmp_path / "sockeye.html", str(SOCKEYE))
+    # relative to the checkout the CLI runs in: the screenshot shows the path a user types
+    page = write_report(cli, tmp_path / "sockeye.html", str(SOCKEYE.relative_to(ROOT)))
     text = page.read_text(encoding="utf-8")
     # self-contained: nothing fetched, and a policy that would refuse it anyway
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", text)
@@ -148,3 +150,117 @@ def test_diff_of_two_checkpoints(cli, tmp_path):
              if g == "td" and a.get("class") == "name"}
     assert len(rows) == len(changed) and changed <= names
     assert any(text == "different" for _, text in dom.find("span", "verdict"))
+
+
+NAN_ZERO = FIXTURES / "stats" / "torch" / "lm_nan_zero.pt"
+STAT_KEYS = ("min", "max", "mean", "std", "l2")
+
+
+def table_rows(dom: Dom, keep) -> list[tuple[dict, dict[str, dict]]]:
+    """Each ``tr`` whose attributes ``keep`` accepts, with its cells keyed by ``data-stat``
+    or ``data-value`` (and the name cell as ``name``), each cell's attributes and ``text``."""
+    out: list[tuple[dict, dict[str, dict]]] = []
+    current = False
+    for tag, attrs, text in dom.elements:
+        if tag == "tr":
+            current = keep(attrs)
+            if current:
+                out.append((attrs, {}))
+        elif tag == "td" and current:
+            key = attrs.get("data-stat") or attrs.get("data-value") or (
+                "name" if attrs.get("class") == "name" else None)
+            if key:
+                out[-1][1][key] = {**attrs, "text": "".join(text)}
+    return out
+
+
+def with_class(cls: str):
+    return lambda attrs: cls in attrs.get("class", "").split()
+
+
+def test_value_statistics_render_in_chromium(cli, tmp_path):
+    """``--values``: the findings, per-group numbers and per-tensor columns equal what torch
+    computed in float64 (lm_nan_zero.pt's truth), the injected tensors flagged by severity."""
+    truth = load_truth(NAN_ZERO.with_name(NAN_ZERO.name + ".truth.json"))
+    want = {t["stored_name"]: t["stats"] for t in truth["tensors"]}
+    inj = truth["injected"]
+    page = write_report(cli, tmp_path / "stats.html", str(NAN_ZERO.relative_to(ROOT)),
+                        "--values")
+    text = page.read_text(encoding="utf-8")
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", text)
+    dom = Dom(browse(page, tmp_path))
+    assert dom.find("body", data_ready="1")
+
+    card = dom.find("div", id="stats-0")[0][0]
+    nonfinite = sum(s["nan"] + s["posinf"] + s["neginf"] for s in want.values())
+    assert (int(card["data-errors"]), int(card["data-warnings"]), int(card["data-nonfinite"])
+            ) == (len(inj["nan"]) + len(inj["neginf"]), len(inj["zeroed"]), nonfinite) == (2, 1, 2)
+    found = {(a["class"].split()[1], a["data-subject"]) for a, _ in dom.find("li", "finding")}
+    assert found == ({("error", n) for n in inj["nan"] + inj["neginf"]}
+                     | {("warning", n) for n in inj["zeroed"]})
+
+    # the listing: every tensor's numbers, the injected ones highlighted by severity
+    rows = table_rows(dom, with_class("tensor-row"))
+    assert len(rows) == len(want) == 13
+    for attrs, cells in rows:
+        stored = attrs["data-name"].split()[1]
+        for k in STAT_KEYS:
+            assert float(cells[k]["data-sort"]) == pytest.approx(want[stored][k], rel=1e-6,
+                                                                 abs=1e-12), (stored, k)
+        s = want[stored]
+        assert int(cells["nonfinite"]["data-sort"]) == s["nan"] + s["posinf"] + s["neginf"]
+        assert int(cells["zeros"]["data-sort"]) == s["zeros"]
+        klass = set(attrs["class"].split())
+        assert ("error" in klass) == (stored in inj["nan"] + inj["neginf"]), stored
+        assert ("warning" in klass) == (stored in inj["zeroed"]), stored
+    nan_row = next(c for a, c in rows if inj["nan"][0] in a["data-name"].split())
+    assert nan_row["nonfinite"]["text"] == "1 NaN"
+
+    # per group: torch's per-tensor numbers combined (count, extremes, sums of squares)
+    members: dict[str, list[str]] = {}
+    for attrs, _ in rows:
+        members.setdefault(attrs["data-group"], []).append(attrs["data-name"].split()[1])
+    groups = table_rows(dom, lambda a: "data-group" in a and "tensor-row" not in a["class"])
+    assert {a["data-group"] for a, _ in groups} == set(members)
+    for attrs, cells in groups:
+        ss = [want[n] for n in members[attrs["data-group"]]]
+        assert int(cells["count"]["data-sort"]) == sum(s["count"] for s in ss)
+        assert float(cells["min"]["data-sort"]) == pytest.approx(min(s["min"] for s in ss))
+        assert float(cells["max"]["data-sort"]) == pytest.approx(max(s["max"] for s in ss))
+        l2 = math.sqrt(sum(s["l2"] ** 2 for s in ss))
+        assert float(cells["l2"]["data-sort"]) == pytest.approx(l2, rel=1e-6)
+        for k in ("nan", "posinf", "neginf", "zeros"):
+            assert int(cells[k]["data-sort"]) == sum(s[k] for s in ss), (attrs, k)
+        assert ("error" in attrs["class"].split()) == any(
+            s["nan"] + s["posinf"] + s["neginf"] for s in ss)
+    norms = {a["data-label"]: float(a["data-value"]) for a, _ in dom.find("rect", "normbar")}
+    for g, names in members.items():
+        assert norms[g] == pytest.approx(math.sqrt(sum(want[n]["l2"] ** 2 for n in names)),
+                                         rel=1e-6)
+
+    # the stats columns sort in the browser: descending L2 from the URL fragment
+    dom = Dom(browse(page, tmp_path, "#sort=-l2"))
+    order = [float(c["l2"]["data-sort"]) for _, c in table_rows(dom, with_class("tensor-row"))]
+    assert order == sorted(order, reverse=True)
+    assert order[0] == pytest.approx(max(s["l2"] for s in want.values()), rel=1e-6)
+
+    shots = Path(os.environ.get("INSPECTOR_SCREENSHOT_DIR") or tmp_path)
+    shot = shots / "report_stats_screenshot.png"
+    browse(page, tmp_path, "", f"--screenshot={shot}", "--window-size=1280,1800",
+           "--hide-scrollbars")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_diff_with_values_shows_the_comparison_and_both_stats(cli, tmp_path):
+    pair = load_truth(PAIR / "pair.truth.json")
+    truth = {t["name"].split(":", 1)[1]: t for t in pair["tensors"]}
+    page = write_report(cli, tmp_path / "diff.html", str(PAIR / "params.00001"),
+                        str(PAIR / "params.00002"), "--values")
+    dom = Dom(browse(page, tmp_path))
+    assert dom.find("div", id="stats-0") and dom.find("div", id="stats-1")
+    changed = {c["name"]["text"]: c for _, c in table_rows(dom, with_class("op-changed"))}
+    assert set(changed) == {n for n, t in truth.items() if not t["equal"]}
+    for name, cells in changed.items():  # MXNet's own max |a-b| of each changed tensor
+        assert float(cells["max_abs"]["data-sort"]) == pytest.approx(
+            truth[name]["max_abs_diff"], rel=1e-6), name
+        assert 0 < float(cells["rel_l2"]["data-sort"]) and float(cells["cosine"]["data-sort"]) <= 1

@@ -3,11 +3,15 @@
 Example::
 
     $ inspector report fixtures/sockeye/sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp -o report.html
+    $ inspector report fixtures/stats/torch/lm_nan_zero.pt --values -o stats.html
     $ inspector report before.pt after.pt --values -o diff.html
 
 The file holds the listing (sortable, filterable), a chart of parameters per group and
 per-layer bars (inline SVG), the check verdict with mismatches highlighted and, with two paths,
-their diff. It loads nothing from the network: attach it to a model card or a pull request.
+their diff. ``--values`` reads the values (as ``inspector stats`` and ``diff --values`` do):
+per-group norms, NaN/Inf and zeros with the findings by severity, statistics columns in the
+listing, and with two paths the diff's value comparison. It loads nothing from the network:
+attach it to a model card or a pull request.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import sys
 from inspector.pickle_policy import add_allow_unsafe, load_checked
 
 NAME = "report"
-HELP = "write the audit (listing, charts, check, diff) as one self-contained HTML file"
+HELP = "write the audit (listing, charts, check, diff, value stats) as one self-contained HTML"
 EXITS = "0 written, 2 error"
 
 
@@ -33,7 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_set_argument(p)
     p.add_argument("--scheme", metavar="NAME|FILE", help="grouping scheme (default: auto)")
     p.add_argument("--values", action="store_true",
-                   help="with two paths: compare the contents too (streamed)")
+                   help="read the values (streamed): statistics per tensor and group with "
+                        "findings (NaN/Inf, zeros), and with two paths the diff of contents")
     p.add_argument("--input-format", metavar="NAME", help="skip detection and read as this format")
     add_allow_unsafe(p)
 
@@ -46,8 +51,15 @@ def run(args: argparse.Namespace) -> int:
 
     if len(args.paths) > 2:
         raise UsageError(f"report takes one or two paths, not {len(args.paths)}")
+    from inspector.progress import progress
+
     ckpts = [load_checked(p, args.input_format, args.allow_unsafe) for p in args.paths]
-    text = to_html(build(ckpts, args.arch, parse_sets(args.set), args.scheme, args.values))
+    per_pass = sum(t.nbytes or 0 for c in ckpts for t in c.unique())
+    total = per_pass * (2 if len(ckpts) == 2 else 1) if args.values else 0  # stats, then diff
+    with progress(total, "report --values") as bar:
+        report = build(ckpts, args.arch, parse_sets(args.set), args.scheme, args.values,
+                       bar if args.values else None)
+    text = to_html(report)
     if args.output == "-":
         sys.stdout.write(text)
     else:

@@ -62,5 +62,6 @@ def run(args: argparse.Namespace) -> int:
                                          threads=args.threads, progress=bar)
             report = stats.run_report(run_result)
             failed = run_result.errors
-    sys.stdout.write(render(report, args.format, "groups" if args.groups else "tensors"))
+    sys.stdout.write(render(report, args.format, "groups" if args.groups else "tensors",
+                            args.style))
     return 1 if failed else 0

@@ -5,8 +5,11 @@ check (``inspector.check/1``, or why none was made) and optional value statistic
 checkpoints also their diff (``inspector.diff/1``). :func:`to_html` lays it out: a header with
 the totals and verdicts, a bar chart of parameters per group and per-layer bars (inline SVG,
 drawn here, no script needed), the check's groups and tensors with mismatches highlighted, the
-diff, the statistics, and the tensor listing, which a small inline script makes sortable
-(click a column) and filterable (a regex box; also ``#filter=REGEX&sort=COLUMN`` in the URL).
+diff (with its value comparison when values were read), the value statistics (findings by
+severity, L2 norm per group and per layer, per-group NaN/Inf/zeros), and the tensor listing
+(with each tensor's statistics when values were read), which a small inline script makes
+sortable (click a column) and filterable (a regex box; also ``#filter=REGEX&sort=COLUMN`` in
+the URL, ``-COLUMN`` descending).
 
 Nothing is loaded from the network: no external scripts, styles, fonts or images, and a
 Content-Security-Policy that forbids them, so the file can be attached to a model card or a
@@ -16,6 +19,8 @@ pull request and viewed offline.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -25,9 +30,9 @@ SCHEMA = "inspector.report/1"
 
 @dataclass
 class CheckpointSection:
-    """One checkpoint of the report. ``stats`` is a JSON-ready value-statistics record
-    (``{"columns": [...], "tensors": [{...}, ...]}`` and optional ``summary``), when values
-    were read; ``check_error`` says why there is no check."""
+    """One checkpoint of the report. ``stats`` is its value statistics
+    (:func:`inspector.stats.report`, ``inspector.stats/1``) when values were read;
+    ``check_error`` says why there is no check."""
 
     listing: dict[str, Any]
     check: dict[str, Any] | None = None
@@ -77,12 +82,19 @@ tr.op-retyped td,tr.op-changed td{background:#fff6dc}tr.op-added td{background:#
 .verdict{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:600;color:#fff}
 .verdict.verified,.verdict.same{background:#1f883d}.verdict.mismatch,.verdict.unsafe,
 .verdict.different{background:#cf222e}.verdict.incomplete{background:#bf8700}
-.verdict.none{background:#6e7781}
+.verdict.none{background:#6e7781}.verdict.errors{background:#cf222e}
+.verdict.warnings{background:#bf8700}.verdict.clean{background:#1f883d}
 .filter{margin:6px 0;display:flex;gap:12px;align-items:center}
 .filter input{font:inherit;padding:3px 6px;width:320px}
 svg text{font:12px system-ui,sans-serif;fill:#1d2430}svg .bar{fill:#3b7dd8}
 svg .bar.embedding{fill:#8250df}svg .layerbar{fill:#2da44e}svg .value{fill:#57606a}
 .muted{color:#57606a}
+tr.error td{background:#fde8e8}tr.warning td{background:#fff6dc}
+ul.findings{list-style:none;padding:0;margin:6px 0}ul.findings li{margin:3px 0}
+.sev{display:inline-block;min-width:58px;text-align:center;padding:0 6px;border-radius:10px;
+font-weight:600;font-size:12px;color:#fff;margin-right:6px}.sev.error{background:#cf222e}
+.sev.warning{background:#bf8700}svg .normbar{fill:#0969da}svg .normbar.bad{fill:#cf222e}
+td.bad{color:#cf222e;font-weight:600}
 """
 
 # sortable, filterable listing: every table.listing; state also from the URL hash
@@ -172,11 +184,12 @@ def _verdict_badge(word: str, text: str | None = None) -> str:
     return f'<span class="verdict {escape(word)}">{escape(text or word)}</span>'
 
 
-def bar_chart(items: list[tuple[str, int, str]], chart_id: str, bar_class: str = "bar",
-              total: int | None = None, width: int = 760) -> str:
+def bar_chart(items: list[tuple[str, float, str]], chart_id: str, bar_class: str = "bar",
+              total: float | None = None, width: int = 760,
+              value_text: Callable[[float], str] | None = None) -> str:
     """A horizontal bar chart as inline SVG: ``items`` are (label, value, extra class), shares
-    of ``total`` (default: their sum); each bar is a ``rect`` with ``data-label`` and
-    ``data-value``."""
+    of ``total`` (default: their sum), or each value as ``value_text`` writes it; each bar is a
+    ``rect`` with ``data-label`` and ``data-value``."""
     if not items:
         return '<p class="muted">nothing to chart</p>'
     label_w = min(340, 12 + 7 * max(len(label) for label, _, _ in items))
@@ -192,14 +205,15 @@ def bar_chart(items: list[tuple[str, int, str]], chart_id: str, bar_class: str =
         y = top + i * row_h
         w = 0 if value <= 0 else max(1.0, bar_w * value / peak)
         short = label if len(label) <= 48 else label[:22] + "…" + label[-25:]
+        text = (value_text(value) if value_text else
+                f"{_n(value)} ({100 * value / total:.1f}%)")
         out.append(
             f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">'
             f'<title>{escape(label)}</title>{escape(short)}</text>'
             f'<rect class="{bar_class} {escape(extra)}" x="{label_w}" y="{y + 3}" '
             f'width="{w:.1f}" height="{row_h - 6}" data-label="{escape(label)}" '
-            f'data-value="{value}"><title>{escape(label)}: {_n(value)}</title></rect>'
-            f'<text class="value" x="{label_w + w + 6:.1f}" y="{y + 15}">{_n(value)} '
-            f'({100 * value / total:.1f}%)</text>')
+            f'data-value="{value!r}"><title>{escape(label)}: {escape(text)}</title></rect>'
+            f'<text class="value" x="{label_w + w + 6:.1f}" y="{y + 15}">{escape(text)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -212,9 +226,23 @@ def _table(headers: list[str], rows: list[str], table_id: str = "", cls: str = "
            "</tbody></table>"
 
 
-def _listing_table(listing: dict[str, Any], idx: int) -> str:
+STAT_COLS = (("min", "min"), ("max", "max"), ("mean", "mean"), ("std", "std"), ("l2", "L2"))
+
+
+def _listing_table(listing: dict[str, Any], idx: int, stats: dict[str, Any] | None = None
+                   ) -> str:
+    """The sortable, filterable tensor listing; with ``stats`` (``inspector.stats/1``) each
+    tensor's statistics too, rows with an error finding or a warning highlighted."""
     cols = [("name", "name"), ("shape", "shape"), ("dtype", "dtype"), ("numel", "numel"),
             ("role", "role"), ("group", "group")]
+    by_stored: dict[str, dict[str, Any]] = {}
+    severity: dict[str, str] = {}
+    if stats is not None:
+        cols += [*STAT_COLS, ("nonfinite", "NaN/Inf"), ("zeros", "zeros")]
+        by_stored = {t["stored_name"]: t for t in stats["tensors"]}
+        for f in stats["findings"]:
+            if severity.get(f["subject"]) != "error":
+                severity[f["subject"]] = f["severity"]
     heads = [f'<th data-key="{k}">{escape(label)}</th>' for k, label in cols]
     rows = []
     for i, t in enumerate(listing["tensors"]):
@@ -222,20 +250,55 @@ def _listing_table(listing: dict[str, Any], idx: int) -> str:
         name = escape(t["name"]) + ("" if stored == t["name"] else
                                     f'<br><span class="muted">{escape(stored)}</span>')
         tied = " (tied)" if t.get("tied_to") and t["tied_to"] != stored else ""
+        st = by_stored.get(t.get("tied_to") or stored) or by_stored.get(stored)
+        sev = severity.get(st["name"], "") if st else ""
+        dtype = escape(t["dtype"])
+        if st and st["of"] != "values":
+            dtype += f'<br><span class="muted">stats of {escape(st["of"])}</span>'
         rows.append(
-            f'<tr class="tensor-row" data-name="{escape(t["name"])} {escape(stored)}">'
+            f'<tr class="tensor-row {sev}" data-name="{escape(t["name"])} {escape(stored)}" '
+            f'data-group="{escape(t.get("group", ""))}">'
             f'<td class="name" data-sort="{i:08d}">{name}</td>'
             f'<td class="shape" data-sort="{escape(json.dumps(t["shape"]))}">'
             f'{escape(_shape(t["shape"]))}</td>'
-            f'<td>{escape(t["dtype"])}</td>'
+            f'<td>{dtype}</td>'
             f'<td class="num" data-sort="{t["numel"]}">{_n(t["numel"])}{tied}</td>'
-            f'<td>{escape(t["role"])}</td><td>{escape(t.get("group", ""))}</td></tr>')
+            f'<td>{escape(t["role"])}</td><td>{escape(t.get("group", ""))}</td>'
+            + (_stat_cells(st) if stats is not None else "") + "</tr>")
     tid = f"listing-{idx}"
     n = len(listing["tensors"])
     return (f'<div class="filter"><label>filter (regex) <input id="{tid}-filter" '
             f'type="search" placeholder="e.g. encoder|decoder"></label>'
             f'<span>showing <b id="{tid}-shown">{n} of {n}</b> tensors; click a column to '
             f'sort</span></div>' + _table(heads, rows, tid, "listing"))
+
+
+def _stat_cells(t: dict[str, Any] | None) -> str:
+    """A tensor's statistics cells: the five numbers (full precision in ``data-sort``), its
+    NaN/Inf count and its zeros; empty with the reason when its values were not read."""
+    n = len(STAT_COLS) + 2
+    if t is None:
+        return '<td class="muted"></td>' * n
+    s = t["stats"]
+    if s is None:
+        why = escape(t.get("note") or "")
+        return (f'<td class="muted" title="{why}">not read</td>'
+                + '<td class="muted"></td>' * (n - 1))
+    cells = [f'<td class="num stat" data-stat="{k}"{_sort_attr(s[k])}>{escape(_fmt(s[k]))}</td>'
+             for k, _ in STAT_COLS]
+    bad = s["nan"] + s["posinf"] + s["neginf"]
+    what = ", ".join(f"{s[k]:,} {label}" for k, label in
+                     (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "-Inf")) if s[k])
+    cells.append(f'<td class="num{" bad" if bad else ""}" data-stat="nonfinite" '
+                 f'data-sort="{bad}">{escape(what or "0")}</td>')
+    cells.append(f'<td class="num" data-stat="zeros" data-sort="{s["zeros"]}">'
+                 f'{_n(s["zeros"])}</td>')
+    return "".join(cells)
+
+
+def _sort_attr(v: Any) -> str:
+    """``data-sort`` with the number at full precision (none for inf/NaN, written as text)."""
+    return f' data-sort="{v!r}"' if isinstance(v, (int, float)) and math.isfinite(v) else ""
 
 
 def _layer_items(listing: dict[str, Any]) -> list[tuple[str, int, str]]:
@@ -298,16 +361,20 @@ def _diff_html(d: dict[str, Any]) -> str:
     for t in d["tensors"]:
         op = t["op"] if d["values"] or t["op"] != "unchanged" else "same shape"
         v = t["values"] or {}
-        max_abs = "" if "max_abs" not in v else f"{v['max_abs']:.3g}"
+        nums = "".join(
+            f'<td class="num" data-value="{k}"{_sort_attr(v.get(k))}>'
+            f'{"" if v.get(k) is None else format(v[k], fmt)}</td>'
+            for k, fmt in (("max_abs", ".3g"), ("rel_l2", ".3g"), ("cosine", ".7f")))
         rows.append(
             f'<tr class="op-{escape(t["op"])}"><td>{escape(op)}</td>'
             f'<td class="name">{escape(t["name"])}</td>'
             f'<td class="shape">{escape(_shape(t["a"]["shape"]) if t["a"] else "")}</td>'
             f'<td class="shape">{escape(_shape(t["b"]["shape"]) if t["b"] else "")}</td>'
-            f'<td class="num">{max_abs}</td><td>{escape(t.get("note") or "")}</td></tr>')
+            + (nums if d["values"] else "") + f'<td>{escape(t.get("note") or "")}</td></tr>')
     if rows:
-        out.append(_table(["op", "tensor", "A", "B", "max |a-b|", "note"], rows,
-                          cls="diff-tensors"))
+        heads = ["op", "tensor", "A", "B"]
+        heads += ["max |a-b|", "rel L2", "cosine"] if d["values"] else []
+        out.append(_table([*heads, "note"], rows, cls="diff-tensors"))
     if d["groups"]:
         rows = [f'<tr><td>{escape(g["group"])}</td><td class="num">{_n(g["a"])}</td>'
                 f'<td class="num">{_n(g["b"])}</td><td class="num">{_signed(g["delta"])}</td>'
@@ -318,15 +385,89 @@ def _diff_html(d: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _stats_html(stats: dict[str, Any]) -> str:
-    cols = list(stats.get("columns") or (stats["tensors"][0].keys() if stats.get("tensors")
-                                         else []))
-    rows = ["<tr>" + "".join(f'<td class="{"num" if isinstance(r.get(c), (int, float)) else ""}">'
-                             f'{escape(_fmt(r.get(c)))}</td>' for c in cols) + "</tr>"
-            for r in stats.get("tensors", ())]
-    summary = "".join(f"<p>{escape(str(k))}: {escape(_fmt(v))}</p>"
-                      for k, v in (stats.get("summary") or {}).items())
-    return summary + _table(cols, rows, cls="stats")
+def _stats_html(stats: dict[str, Any], idx: int) -> str:
+    """The value statistics of one checkpoint: the summary, findings by severity, L2 norm per
+    group and per layer (inline SVG), and per group the numbers with NaN/Inf/zeros."""
+    sm = stats["summary"]
+    nonfinite = sm["nan"] + sm["posinf"] + sm["neginf"]
+    word = "error" if sm["errors"] else ("warning" if sm["warnings"] else "none")
+    head = (f'{_n(sm["tensors"])} tensors, {_n(sm["elements"])} values read by scheme '
+            f'<code>{escape(stats["scheme"])}</code>; {_plural(sm["errors"], "error")}, '
+            f'{_plural(sm["warnings"], "warning")}; {_n(sm["nan"])} NaN, {_n(sm["posinf"])} '
+            f'+Inf, {_n(sm["neginf"])} -Inf')
+    badge = {"error": ("errors", "errors"), "warning": ("warnings", "warnings")}.get(
+        word, ("clean", "clean"))
+    out = [f'<div class="card" id="stats-{idx}" data-errors="{sm["errors"]}" '
+           f'data-warnings="{sm["warnings"]}" data-nonfinite="{nonfinite}">'
+           f"<p>{_verdict_badge(*badge)} {head}</p>"]
+    if sm["values_not_read"]:
+        out.append(f'<p class="warning">INCOMPLETE: the values of {_n(sm["values_not_read"])} '
+                   "tensors were not read (see the listing's notes)</p>")
+    if stats["findings"]:
+        items = "".join(
+            f'<li class="finding {escape(f["severity"])}" data-subject="{escape(f["subject"])}"'
+            f' data-code="{escape(f["code"])}"><span class="sev {escape(f["severity"])}">'
+            f'{escape(f["severity"])}</span>{escape(f["message"])}</li>'
+            for f in sorted(stats["findings"], key=lambda f: f["severity"] != "error"))
+        out.append(f'<ul class="findings">{items}</ul>')
+    else:
+        out.append('<p class="muted">no findings: no NaN or Inf, no parameter all zeros or '
+                   "constant, no layer norm far from the others of its kind</p>")
+    norm_bars = [(g["group"], _float(g["stats"]["l2"]),
+                  "bad" if _bad(g["stats"]) else "") for g in stats["groups"]]
+    out.append("<h3>L2 norm per group</h3>")
+    out.append(bar_chart(norm_bars, f"norms-chart-{idx}", "normbar", value_text=_g4))
+    layers = [(_layer_label(r), _float(r["l2"]), "") for r in stats.get("layers", ())]
+    if layers:
+        out.append("<h3>L2 norm per layer</h3>")
+        out.append(bar_chart(layers, f"layer-norms-chart-{idx}", "normbar", value_text=_g4))
+    keys = [("tensors", "tensors"), ("count", "elements"), *STAT_COLS, ("nan", "NaN"),
+            ("posinf", "+Inf"), ("neginf", "-Inf"), ("zeros", "zeros"),
+            ("subnormal", "subnormal"), ("f16_overflow", "f16 overflow")]
+    rows = []
+    for g in stats["groups"]:
+        st = {**g["stats"], "tensors": g["tensors"]}
+        cells = "".join(
+            f'<td class="num{" bad" if k in ("nan", "posinf", "neginf") and st[k] else ""}" '
+            f'data-stat="{k}"{_sort_attr(st[k])}>{escape(_fmt(st[k]))}</td>' for k, _ in keys)
+        rows.append(f'<tr class="{"error" if _bad(g["stats"]) else ""}" '
+                    f'data-group="{escape(g["group"])}"><td>{escape(g["group"])}</td>'
+                    f"{cells}</tr>")
+    out.append("<h3>Per group</h3>")
+    out.append(_table(["group", *(label for _, label in keys)], rows, cls="stats-groups"))
+    out.append('<p class="muted">min, max, mean, std and L2 are over the finite values; norms '
+               "of groups are combined from sums of squares, never averaged. Each tensor's "
+               "statistics are columns of the listing below.</p></div>")
+    return "".join(out)
+
+
+def _layer_label(r: dict[str, Any]) -> str:
+    """``decoder layer 1 forward``; the block only when it says more than the group."""
+    block = (r.get("block") or "").rstrip(".")
+    parts = (r["group"], block if block and block != r["group"] else None, "layer", r["layer"],
+             r.get("direction"))
+    return " ".join(str(x) for x in parts if x)
+
+
+def _bad(s: dict[str, Any]) -> bool:
+    return bool(s["nan"] or s["posinf"] or s["neginf"])
+
+
+def _float(v: Any) -> float:
+    """A number of the stats record (inf and NaN come as strings): 0 when not finite."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return 0.0
+    return x if math.isfinite(x) else 0.0
+
+
+def _g4(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def _fmt(v: Any) -> str:
@@ -366,11 +507,11 @@ def _section(s: CheckpointSection, idx: int) -> str:
     else:
         out.append(f'<p class="muted">not checked: {escape(s.check_error or "")}</p>')
     if s.stats:
-        out += ["<h2>Value statistics</h2>", _stats_html(s.stats)]
+        out += ["<h2>Value statistics</h2>", _stats_html(s.stats, idx)]
     for f in lst.get("findings", ()):
         out.append(f'<p class="{escape(f["severity"])}">[{escape(f["severity"])}] '
                    f'{escape(f["message"])}</p>')
-    out += ["<h2>Tensors</h2>", _listing_table(lst, idx), "</section>"]
+    out += ["<h2>Tensors</h2>", _listing_table(lst, idx, s.stats), "</section>"]
     return "".join(out)
 
 
