@@ -164,39 +164,66 @@ def _same(r: Ref, t: TensorEntry, shard: bool) -> bool:
 def run_stats_task(task: Task, chunk: int) -> tuple[str, Any]:
     """A ``stats`` task: ``("ok", [(slot, partial, delta_ss, note), ...])`` or
     ``("error", message)`` (never an exception: one line, whatever failed)."""
-    from inspector import stats
-
     try:
-        cur = _open(task.openers[0], [it[1] for it in task.items])
-        prev_refs = [it[2] for it in task.items if it[2] is not None]
-        prevs = iter(_open(task.openers[1], prev_refs) if prev_refs else [])
-        out = []
-        for (slot, _, pref), (ckpt, entry) in zip(task.items, cur, strict=True):
-            pair = next(prevs) if pref is not None else None
-            out.append((slot, *stats.tensor_result(ckpt, entry, chunk, None, pair)))
-        return "ok", out
+        with _fresh():
+            return "ok", _stats_items(task, chunk)
     except Exception as e:  # noqa: BLE001 - returned as one line, named by the client
         return "error", _message(e)
+
+
+def _stats_items(task: Task, chunk: int) -> list[tuple[Any, ...]]:
+    from inspector import stats
+
+    cur = _open(task.openers[0], [it[1] for it in task.items])
+    prev_refs = [it[2] for it in task.items if it[2] is not None]
+    prevs = iter(_open(task.openers[1], prev_refs) if prev_refs else [])
+    out = []
+    for (slot, _, pref), (ckpt, entry) in zip(task.items, cur, strict=True):
+        pair = next(prevs) if pref is not None else None
+        out.append((slot, *stats.tensor_result(ckpt, entry, chunk, None, pair)))
+    return out
 
 
 def run_diff_task(task: Task, atol: float, rtol: float, chunk: int | None) -> tuple[str, Any]:
     """A ``diff --values`` task: ``("ok", [(slot, value_stats, note), ...])`` or
     ``("error", message)``."""
+    try:
+        with _fresh():
+            return "ok", _diff_items(task, atol, rtol, chunk)
+    except Exception as e:  # noqa: BLE001 - returned as one line, named by the client
+        return "error", _message(e)
+
+
+def _diff_items(task: Task, atol: float, rtol: float, chunk: int | None
+                ) -> list[tuple[Any, ...]]:
     from inspector import values
 
     kw: dict[str, Any] = {} if chunk is None else {"chunk": chunk}
+    side_a = _open(task.openers[0], [it[1] for it in task.items])
+    side_b = _open(task.openers[1], [it[2] for it in task.items])
+    out = []
+    for (slot, _, _), (ca, a), (cb, b) in zip(task.items, side_a, side_b, strict=True):
+        try:
+            out.append((slot, values.compare(ca, a, cb, b, atol, rtol, **kw), None))
+        except values.ValuesUnavailable as e:
+            out.append((slot, None, e.why))
+    return out
+
+
+@contextmanager
+def _fresh() -> Iterator[None]:
+    """A task reads its files afresh and keeps none of their bytes in the worker after it."""
+    import sys
+
+    remote = sys.modules.get("inspector.adapters.remote")
+    if remote is not None:
+        remote.forget()
     try:
-        side_a = _open(task.openers[0], [it[1] for it in task.items])
-        side_b = _open(task.openers[1], [it[2] for it in task.items])
-        out = []
-        for (slot, _, _), (ca, a), (cb, b) in zip(task.items, side_a, side_b, strict=True):
-            try:
-                out.append((slot, values.compare(ca, a, cb, b, atol, rtol, **kw), None))
-            except values.ValuesUnavailable as e:
-                out.append((slot, None, e.why))
-        return "ok", out
-    except Exception as e:  # noqa: BLE001 - returned as one line, named by the client
-        return "error", _message(e)
+        yield
+    finally:
+        remote = sys.modules.get("inspector.adapters.remote")
+        if remote is not None:
+            remote.forget()
 
 
 def _message(e: BaseException) -> str:

@@ -402,14 +402,34 @@ def natural_key(name: str) -> tuple:
                  for p in re.split(r"(\d+)", name))
 
 
-def run_members(directory: str | Path) -> list[Path]:
+def run_members(directory: Any) -> list[Any]:
     """The checkpoints of one run in a directory, ordered naturally: Sockeye's ``params.NNNNN``,
-    Lightning's ``epoch=*.ckpt``, the HF Trainer's ``checkpoint-N/`` (empty: not a run)."""
+    Lightning's ``epoch=*.ckpt``, the HF Trainer's ``checkpoint-N/`` (empty: not a run). A
+    directory URL (``s3://bucket/run/``) gives its members as sources."""
+    from inspector.adapters.source import Source, is_url
+
+    if isinstance(directory, Source) or is_url(str(directory)):
+        return _remote_members(directory)
     d = Path(directory)
     if not d.is_dir():
         return []
     found = [p for p in d.iterdir() if _RUN_MEMBER.match(p.name)]
     return sorted(found, key=lambda p: natural_key(p.name))
+
+
+def _remote_members(directory: Any) -> list[Any]:
+    from inspector.adapters.errors import InspectorError
+    from inspector.adapters.source import as_source
+
+    try:
+        src = as_source(directory)
+        if not src.is_dir():
+            return []
+        names = [n.rstrip("/") for n in src.list()]
+        return [src.child(n) for n in sorted((n for n in names if _RUN_MEMBER.match(n)),
+                                             key=natural_key)]
+    except InspectorError:
+        return []  # opened as given: its error is said there
 
 
 def expand(paths: Sequence[str | Path]) -> list[str | Path]:

@@ -125,6 +125,10 @@ def test_stats_of_a_run_on_the_cluster(scheduler, moto) -> None:
     there, _ = dask_json(scheduler, moto, "stats", *(f"s3://{BUCKET}/{r}" for r in run))
     assert there == here
     assert [s["groups"][0]["relative_change"] for s in here["steps"]][1:] == [0, 0]  # frozen io
+    # the run as a prefix: its members found by listing the bucket, in natural order
+    local = local_json("stats", str(FIXTURES / "stats/sockeye1_run"))
+    prefix, _ = dask_json(scheduler, moto, "stats", f"s3://{BUCKET}/stats/sockeye1_run/")
+    assert prefix == local == here
 
 
 @pytest.mark.parametrize("a,b", PAIRS)

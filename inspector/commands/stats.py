@@ -11,6 +11,10 @@ Examples::
 
     $ inspector stats fixtures/stats/torch/lm_nan_zero.pt
     $ inspector stats fixtures/stats/sockeye1_run --format csv
+    $ inspector stats s3://bucket/model/ --dask tcp://scheduler:8786
+
+With ``--dask`` the values are read on a Dask cluster: each shard (or range of tensors) is a
+task that reads its own bytes where it runs; the numbers are the same as without it.
 
 Exit codes: 0 no error finding, 1 an error finding (NaN or Inf), 2 bad input (nothing is
 reported then: a report is only printed once every value was read).
