@@ -306,8 +306,7 @@ class Cluster:
             ref = _ref(pos[id(t)], t)
             pref = None if before is None else _ref(ppos[id(before)], before)
             key = (t.file, before.file if before is not None else None)
-            size = (t.nbytes or 0) + ((before.nbytes or 0) if before is not None else 0)
-            groups.setdefault(key, []).append((size, ((k, i), ref, pref)))
+            groups.setdefault(key, []).append((t.nbytes or 0, ((k, i), ref, pref)))
         prev_shards: dict[str | None, str | None] = {}
         tasks = []
         for (file, pfile), items in groups.items():
@@ -416,6 +415,11 @@ def connect(spec: str, task_bytes: int = TASK_BYTES, input_format: str | None = 
     except ValueError as e:
         raise UsageError(f"--dask {spec}: {e}") from None
     try:
+        try:
+            client.wait_for_workers(1, timeout=wait)
+        except (OSError, TimeoutError):
+            raise DaskError(f"the Dask scheduler at {spec} has no worker (waited {wait:g} s)"
+                            ) from None
         yield Cluster(client, task_bytes, input_format)
     finally:
         client.close()

@@ -20,6 +20,8 @@ from conftest import FIXTURES, ROOT
 pytest.importorskip("distributed")
 pytest.importorskip("moto.server")
 pytest.importorskip("s3fs")
+# a second scheduler's status server moves off a taken port 8787 (the module's cluster holds it)
+pytestmark = pytest.mark.filterwarnings("ignore:Port .* is already in use:UserWarning")
 
 BUCKET = "ckpts"
 STATS = ["stats/torch/lm_nan_zero.pt", "stats/torch/dtypes.pt", "stats/torch/dtypes.safetensors",
@@ -247,6 +249,20 @@ def test_unreachable_scheduler_is_one_line_and_bounded() -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in lines[0]
+
+
+def test_scheduler_without_workers_is_one_line_and_bounded() -> None:
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as empty:
+        start = time.monotonic()
+        proc = cli("stats", str(FIXTURES / STATS[0]), "--dask", empty.scheduler_address,
+                   env={"INSPECTOR_DASK_TIMEOUT": "2"})
+        assert time.monotonic() - start < 20
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "has no worker (waited 2 s)" in lines[0]
 
 
 def test_bad_dask_arguments() -> None:
