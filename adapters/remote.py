@@ -287,6 +287,16 @@ _blobs_lock = threading.Lock()
 _kept_total = 0  # cached bytes of all files
 
 
+def forget() -> None:
+    """Drop every remote file's state and cached bytes: a long-lived process (a Dask worker)
+    between independent passes, so it neither holds their bytes nor reads a changed file from
+    an old cache."""
+    global _kept_total
+    with _blobs_lock:
+        _blobs.clear()
+        _kept_total = 0
+
+
 def blob(url: str, t: Transport) -> Blob:
     """The shared state of ``url`` (most recently used files kept)."""
     global _kept_total

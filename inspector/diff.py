@@ -175,14 +175,13 @@ def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Ten
         kw["advance"] = progress.advance
 
     def one(r: TensorDiff) -> TensorDiff:
-        if r.a is None or r.b is None or r.a.numel != r.b.numel:
+        if not comparable(r):
             return r
         try:
             stats = values.compare(ckpt_a, r.a, ckpt_b, r.b, atol, rtol, **kw)
         except values.ValuesUnavailable as e:
             return replace(r, note=e.why)
-        op = CHANGED if r.op == UNCHANGED and stats.changed else r.op
-        return replace(r, op=op, values=stats)
+        return with_values(r, stats)
 
     workers = threads if threads is not None else values.threads_for(
         [r.a for r in records if r.a is not None and r.b is not None])
@@ -192,6 +191,22 @@ def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Ten
 
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(one, records))
+
+
+def comparable(r: TensorDiff) -> bool:
+    """Whether a record's values are compared: both sides, same element count."""
+    return r.a is not None and r.b is not None and r.a.numel == r.b.numel
+
+
+def with_values(r: TensorDiff, stats: Any = None, note: str | None = None) -> TensorDiff:
+    """The record with its value comparison (``unchanged`` becomes ``changed`` when the
+    contents differ), or with the note saying why its values could not be read."""
+    from dataclasses import replace
+
+    if note is not None:
+        return replace(r, note=note)
+    op = CHANGED if r.op == UNCHANGED and stats.changed else r.op
+    return replace(r, op=op, values=stats)
 
 
 def group_deltas(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[TensorDiff],
@@ -248,10 +263,12 @@ def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
          align_mode: str = "names", values: bool = False, atol: float = 0.0,
          rtol: float = 0.0, scheme: str | None = None, groups: bool = True,
          chunk: int | None = None, match: str | None = None,
-         roles: Sequence[str] = (), progress: Any = None) -> DiffResult:
+         roles: Sequence[str] = (), progress: Any = None,
+         values_pass: Any = None) -> DiffResult:
     """Diff two checkpoints (paths or loaded :class:`Checkpoint`); see the module docstring.
     ``match`` / ``roles`` keep only some records (:func:`select`) before values are read, so
-    counts, groups and the verdict are over those."""
+    counts, groups and the verdict are over those. ``values_pass``: what compares values
+    (default :func:`compare_values`; same arguments, e.g. a Dask cluster's)."""
     from inspector.adapters.registry import load
 
     ckpt_a = a if isinstance(a, Checkpoint) else load(a)
@@ -266,7 +283,8 @@ def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
         records = select(records, match, roles)
         kept = {"match": match, "roles": list(roles), "kept": len(records), "of": of}
     if values:
-        records = compare_values(ckpt_a, ckpt_b, records, atol, rtol, chunk, progress)
+        records = (values_pass or compare_values)(ckpt_a, ckpt_b, records, atol, rtol, chunk,
+                                                  progress)
     scheme_name, rows = (group_deltas(ckpt_a, ckpt_b, records, scheme) if groups
                          else (None, []))
     return DiffResult(ckpt_a, ckpt_b, records, rows, scheme_name, values, atol, rtol, kept)

@@ -239,14 +239,48 @@ def selected(ckpt: Checkpoint, match: str | None = None) -> list[TensorEntry]:
             if rx is None or rx.search(t.name) or rx.search(t.stored_name)]
 
 
+# What a value pass yields per tensor: its partial, the sum of squared differences from the
+# previous checkpoint of a run, and why its values could not be read (partial None then).
+TensorResult = tuple[Partial | None, float | None, str | None]
+# A pass over many checkpoints at once (a Dask cluster, :mod:`inspector.cluster`): for each
+# (checkpoint, selected tensors, previous checkpoint or None), one result per tensor, in order.
+TensorPass = Callable[[list[tuple[Checkpoint, list[TensorEntry], Checkpoint | None]]],
+                      list[list[TensorResult]]]
+
+
+def previous(prev: Checkpoint | None, entry: TensorEntry) -> TensorEntry | None:
+    """The same tensor in the previous checkpoint of a run, when a change can be measured (same
+    element count and dtype)."""
+    before = prev.get(entry.name) if prev is not None else None
+    if before is not None and before.numel == entry.numel and before.dtype == entry.dtype:
+        return before
+    return None
+
+
+def tensor_result(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK,
+                  advance: Callable[[int], None] | None = None,
+                  prev: tuple[Checkpoint, TensorEntry] | None = None) -> TensorResult:
+    """:func:`tensor_partial`, with values that cannot be read as a note instead of an error."""
+    from inspector import values
+
+    try:
+        part, delta = tensor_partial(ckpt, entry, chunk, advance, prev)
+    except values.ValuesUnavailable as e:
+        return None, None, e.why
+    return part, delta, None
+
+
 def file_stats(path: str | Path | Checkpoint, *, match: str | None = None,
                scheme: str | None = None, chunk: int = CHUNK, threads: int | None = None,
                progress: Any = None, prev: Checkpoint | None = None,
-               input_format: str | None = None) -> FileStats:
+               input_format: str | None = None,
+               results: Sequence[TensorResult] | None = None) -> FileStats:
     """Statistics of every selected tensor, group and layer of one checkpoint, and findings.
 
     ``progress``: an object with ``advance(nbytes)`` (see :mod:`inspector.progress`). ``prev``:
-    the previous checkpoint of a run, for per-tensor and per-group changes.
+    the previous checkpoint of a run, for per-tensor and per-group changes. ``results``: the
+    tensors' results computed elsewhere (a cluster), one per selected tensor in order; nothing
+    is read here then.
     """
     from inspector import compare, values
 
@@ -255,24 +289,21 @@ def file_stats(path: str | Path | Checkpoint, *, match: str | None = None,
     sch = compare.choose_scheme(scheme, [t.name for t in ckpt.tensors], ckpt.format)
     advance = progress.advance if progress is not None else None
 
-    def one(t: TensorEntry) -> TensorStats:
-        a = sch.assign(t.name)
-        before = prev.get(t.name) if prev is not None else None
-        pair = None
-        if before is not None and before.numel == t.numel and before.dtype == t.dtype:
-            pair = (prev, before)
-        try:
-            part, delta = tensor_partial(ckpt, t, chunk, advance, pair)
-        except values.ValuesUnavailable as e:
-            return TensorStats(t, a.group, a.layer, None, e.why)
-        return TensorStats(t, a.group, a.layer, part, None, delta)
+    def one(t: TensorEntry) -> TensorResult:
+        before = previous(prev, t)
+        return tensor_result(ckpt, t, chunk, advance, None if before is None else (prev, before))
 
-    workers = threads if threads is not None else values.threads_for(entries)
-    if workers > 1:
-        with ThreadPoolExecutor(workers) as pool:
-            rows = list(pool.map(one, entries))
-    else:
-        rows = [one(t) for t in entries]
+    if results is None:
+        workers = threads if threads is not None else values.threads_for(entries)
+        if workers > 1:
+            with ThreadPoolExecutor(workers) as pool:
+                results = list(pool.map(one, entries))
+        else:
+            results = [one(t) for t in entries]
+    rows = []
+    for t, (part, delta, note) in zip(entries, results, strict=True):
+        a = sch.assign(t.name)
+        rows.append(TensorStats(t, a.group, a.layer, part, note, None if note else delta))
     groups, layers = _groups(sch, rows)
     result = FileStats(ckpt, sch.name, rows, groups, layers, match=match)
     result.findings = tensor_findings(result) + outlier_findings(layers)
@@ -371,14 +402,34 @@ def natural_key(name: str) -> tuple:
                  for p in re.split(r"(\d+)", name))
 
 
-def run_members(directory: str | Path) -> list[Path]:
+def run_members(directory: Any) -> list[Any]:
     """The checkpoints of one run in a directory, ordered naturally: Sockeye's ``params.NNNNN``,
-    Lightning's ``epoch=*.ckpt``, the HF Trainer's ``checkpoint-N/`` (empty: not a run)."""
+    Lightning's ``epoch=*.ckpt``, the HF Trainer's ``checkpoint-N/`` (empty: not a run). A
+    directory URL (``s3://bucket/run/``) gives its members as sources."""
+    from inspector.adapters.source import Source, is_url
+
+    if isinstance(directory, Source) or is_url(str(directory)):
+        return _remote_members(directory)
     d = Path(directory)
     if not d.is_dir():
         return []
     found = [p for p in d.iterdir() if _RUN_MEMBER.match(p.name)]
     return sorted(found, key=lambda p: natural_key(p.name))
+
+
+def _remote_members(directory: Any) -> list[Any]:
+    from inspector.adapters.errors import InspectorError
+    from inspector.adapters.source import as_source
+
+    try:
+        src = as_source(directory)
+        if not src.is_dir():
+            return []
+        names = [n.rstrip("/") for n in src.list()]
+        return [src.child(n) for n in sorted((n for n in names if _RUN_MEMBER.match(n)),
+                                             key=natural_key)]
+    except InspectorError:
+        return []  # opened as given: its error is said there
 
 
 def expand(paths: Sequence[str | Path]) -> list[str | Path]:
@@ -394,16 +445,24 @@ def expand(paths: Sequence[str | Path]) -> list[str | Path]:
 def run_stats(paths: Sequence[str | Path | Checkpoint], *, match: str | None = None,
               scheme: str | None = None, chunk: int = CHUNK, threads: int | None = None,
               progress: Any = None, input_format: str | None = None,
-              jump: float = JUMP_FACTOR, loader: Callable[[Any], Checkpoint] | None = None
-              ) -> RunStats:
+              jump: float = JUMP_FACTOR, loader: Callable[[Any], Checkpoint] | None = None,
+              tensor_pass: TensorPass | None = None) -> RunStats:
     """Statistics of each checkpoint in order, each compared with the one before: per group the
-    norm and the relative change ||W_k - W_{k-1}|| / ||W_{k-1}||, and the run's findings."""
+    norm and the relative change ||W_k - W_{k-1}|| / ||W_{k-1}||, and the run's findings.
+    ``tensor_pass``: values read by it (all checkpoints at once, e.g. on a cluster), not here."""
     files: list[FileStats] = []
     prev: Checkpoint | None = None
-    for p in paths:
-        ckpt = loader(p) if loader is not None else _load(p, input_format)
+    done: list[list[TensorResult]] | None = None
+    if tensor_pass is not None:
+        paths = [loader(p) if loader is not None else _load(p, input_format) for p in paths]
+        jobs = [(c, selected(c, match), paths[i - 1] if i else None)
+                for i, c in enumerate(paths)]
+        done = tensor_pass(jobs)  # type: ignore[arg-type]
+    for i, p in enumerate(paths):
+        ckpt = loader(p) if loader is not None and done is None else _load(p, input_format)
         fs = file_stats(ckpt, match=match, scheme=scheme or (files[0].scheme if files else None),
-                        chunk=chunk, threads=threads, progress=progress, prev=prev)
+                        chunk=chunk, threads=threads, progress=progress, prev=prev,
+                        results=None if done is None else done[i])
         files.append(fs)
         prev = ckpt
     return RunStats(files, run_findings(files, jump))

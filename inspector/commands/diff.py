@@ -58,6 +58,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheme", metavar="NAME|FILE", default=None,
                    help="grouping scheme for the per-group deltas (default: auto)")
     p.add_argument("--input-format", metavar="NAME", help="read both files as this format")
+    from inspector.commands.stats import add_dask
+
+    add_dask(p)
     add_allow_unsafe(p)
 
 
@@ -71,7 +74,13 @@ def run(args: argparse.Namespace) -> int:
     from inspector.progress import progress
 
     total = sum(t.nbytes or 0 for c in ckpts for t in c.unique()) if args.values else 0
-    with progress(total, "diff --values") as bar:
+    if args.dask and not args.values:
+        from inspector.adapters.errors import UsageError
+
+        raise UsageError("--dask reads values: use it with --values")
+    from inspector.commands.stats import dask_cluster
+
+    with progress(total, "diff --values") as bar, dask_cluster(args) as cluster:
         result = diff(
             ckpts[0],
             ckpts[1],
@@ -85,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
             match=args.match,
             roles=args.role,
             progress=bar if args.values else None,
+            values_pass=None if cluster is None else cluster.diff_pass(),
         )
     rep = report(result, all_records=args.all, expand=args.expand)
     sys.stdout.write(render(rep, args.format, args.style))

@@ -14,7 +14,6 @@ import sys
 NAME = "scan"
 HELP = "security verdict (safe/foreign/dangerous/error) for every file under the given paths"
 EXITS = "0 nothing dangerous, 1 some file is dangerous, 2 usage error"
-PROGRESS_AFTER = 5
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,22 +35,20 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     files, notes = collect(args.paths)
-    progress = sys.stderr.isatty() and len(files) > PROGRESS_AFTER
+    from inspector.progress import progress
+
     results = []
-    for n, (path, r) in enumerate(run_ordered(files, scan_file, args.jobs), 1):
-        if progress:
-            sys.stderr.write(f"\r\033[Kscanning {n}/{len(files)} {str(path)[-60:]}")
-            sys.stderr.flush()
-        if isinstance(r, Exception):  # scan_file turns bad files into results: a bug
-            raise r
-        results.append(r)
-        if args.format == "text":
-            if progress:
-                sys.stderr.write("\r\033[K")
-            verdict, _, rest = line(r).partition(" ")
-            sys.stdout.write(args.style.paint(verdict) + " " + rest + "\n")
-    if progress:
-        sys.stderr.write("\r\033[K")
+    with progress(len(files), "scan", unit="file") as bar:
+        for _, r in run_ordered(files, scan_file, args.jobs):
+            if isinstance(r, Exception):  # scan_file turns bad files into results: a bug
+                raise r
+            results.append(r)
+            if args.format == "text":
+                verdict, _, rest = line(r).partition(" ")
+                with bar.paused():
+                    sys.stdout.write(args.style.paint(verdict) + " " + rest + "\n")
+                    sys.stdout.flush()
+            bar.advance(1)
     s = summary(results, notes)
     if args.format == "json":
         import json

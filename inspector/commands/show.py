@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+from typing import Any
 
 from inspector.pickle_policy import add_allow_unsafe, refuse_if_unsafe
 
@@ -134,47 +135,64 @@ def _report(args: argparse.Namespace, path: object,
 
 
 def _fleet(args: argparse.Namespace) -> int:
-    """One report per checkpoint, in order; failures reported and counted, never stopping."""
-    import json
-
-    from inspector.adapters.errors import InspectorError
+    """One report per checkpoint, in order; failures reported and counted, never stopping; a
+    progress bar (checkpoints done of the total) on a terminal."""
     from inspector.fleet import expand, run_ordered
-    from inspector.reports.render import sanitize
+    from inspector.progress import progress
 
     def one(target):  # type: ignore[no-untyped-def]
         if target.error is not None:
             raise target.error
         return _report(args, target.source)
 
+    targets = list(expand(args.paths))
+    with progress(len(targets), "show", unit="checkpoint") as bar:
+        return _fleet_output(args, run_ordered(targets, one, args.jobs), bar)
+
+
+def _fleet_output(args: argparse.Namespace, results: Any, bar: Any) -> int:
+    """Write each checkpoint's report (or error) in order, above the progress bar; the worst
+    exit code."""
     worst = 0
     first = True
-    # PROGRESS: the fleet's progress bar (inspector/progress.py, issue 19) is called here once
-    # it is on main; until then no bar is drawn.
-    for target, got in run_ordered(expand(args.paths), one, args.jobs):
-        if isinstance(got, Exception):
-            message = str(got) if isinstance(got, InspectorError) else (
-                f"{target.label}: {type(got).__name__}: {got}"
-            )
-            worst = max(worst, 2)
-            if args.format in ("jsonl", "json"):
-                line = json.dumps({"path": target.label, "error": message}, ensure_ascii=False)
-                sys.stdout.write(("[\n" if first else ",\n") if args.format == "json" else "")
-                sys.stdout.write(line + ("\n" if args.format == "jsonl" else ""))
-                first = False
-            else:
-                sys.stderr.write(f"inspector: {sanitize(message)}\n")
-            continue
-        text, code = got
+    for target, got in results:
+        with bar.paused():
+            code = _fleet_item(args, target, got, first)
         worst = max(worst, code)
-        if args.format == "jsonl":
-            sys.stdout.write(json.dumps(json.loads(text), ensure_ascii=False) + "\n")
-        elif args.format == "json":  # one JSON array of the reports
-            sys.stdout.write(("[\n" if first else ",\n") + text.rstrip("\n"))
-        else:
-            head = f"## {target.label}" if args.format == "markdown" else f"==> {target.label} <=="
-            sys.stdout.write(("" if first else "\n") + sanitize(head) + "\n" + text)
-        sys.stdout.flush()
-        first = False
+        # an error line on stderr leaves stdout's first report still to come
+        first = first and isinstance(got, Exception) and args.format not in ("json", "jsonl")
+        bar.advance(1)
     if args.format == "json":
         sys.stdout.write("[]\n" if first else "\n]\n")
     return worst
+
+
+def _fleet_item(args: argparse.Namespace, target: Any, got: Any, first: bool) -> int:
+    """One checkpoint's report or error line; its exit code."""
+    import json
+
+    from inspector.adapters.errors import InspectorError
+    from inspector.reports.render import sanitize
+
+    if isinstance(got, Exception):
+        message = str(got) if isinstance(got, InspectorError) else (
+            f"{target.label}: {type(got).__name__}: {got}"
+        )
+        if args.format in ("jsonl", "json"):
+            line = json.dumps({"path": target.label, "error": message}, ensure_ascii=False)
+            sys.stdout.write(("[\n" if first else ",\n") if args.format == "json" else "")
+            sys.stdout.write(line + ("\n" if args.format == "jsonl" else ""))
+            sys.stdout.flush()
+        else:
+            sys.stderr.write(f"inspector: {sanitize(message)}\n")
+        return 2
+    text, code = got
+    if args.format == "jsonl":
+        sys.stdout.write(json.dumps(json.loads(text), ensure_ascii=False) + "\n")
+    elif args.format == "json":  # one JSON array of the reports
+        sys.stdout.write(("[\n" if first else ",\n") + text.rstrip("\n"))
+    else:
+        head = f"## {target.label}" if args.format == "markdown" else f"==> {target.label} <=="
+        sys.stdout.write(("" if first else "\n") + sanitize(head) + "\n" + text)
+    sys.stdout.flush()
+    return code
