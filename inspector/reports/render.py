@@ -283,8 +283,11 @@ def json_chunks(report: dict[str, Any]) -> Iterator[str]:
         head = ("  " if i == 0 else ",\n  ") + compact.encode(key) + ": "
         if key == "tensors" and value:
             yield head + "[\n"
+            direct = getattr(value, "json_text", None)  # listing.TensorRows
             for start in range(0, len(value), ROWS_PER_CHUNK):
-                rows = _rows_text(value[start:start + ROWS_PER_CHUNK], encode_row)
+                stop = start + ROWS_PER_CHUNK
+                rows = (direct(start, min(stop, len(value)), encode_row) if direct is not None
+                        else _rows_text(value[start:stop], encode_row))
                 yield rows if start == 0 else ",\n" + rows
             yield "\n  ]"
         else:
