@@ -96,3 +96,26 @@ def test_rows_written_from_entries_equal_the_encoded_rows(raw, data):
     start = data.draw(st.integers(0, len(entries) - 1))
     assert rows.json_text(start, len(entries), encode_row) == ",\n".join(
         "    " + encode_row(r) for r in expected[start:])
+
+
+RECORD_VALUE = (st.none() | st.integers() | st.booleans() | st.text(max_size=4)
+                | st.just(Colour.RED) | st.floats(allow_nan=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["block", "la%yer", 'd"ir', "n"]), min_size=1, max_size=4,
+                unique=True),
+       st.lists(st.lists(st.none() | st.integers(-5, 10**20) | st.text(max_size=4), min_size=4,
+                         max_size=4), min_size=2, max_size=6),
+       st.sampled_from([None, RECORD_VALUE]))
+def test_lists_of_flat_records_equal_json_dumps(keys, values, odd):
+    """Per-layer records (same keys, one type per column) take the column-wise writer: the
+    same text as ``json.dumps(indent=2)``, also when a column mixes types or keys differ."""
+    records = [dict(zip(keys, row, strict=False)) for row in values]
+    if odd is not None:
+        records[-1][keys[0]] = Colour.RED
+    assert _indented(records, "\n  ") == json.dumps(
+        records, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+    columns = [{k: i for k in keys} for i in range(3)] + [{k: str(i) for k in keys}
+                                                            for i in range(3)]
+    assert _indented(columns, "\n") == json.dumps(columns, indent=2, ensure_ascii=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import operator
 
 from inspector.adapters.errors import sanitize
 from inspector.reports.text import PLAIN, Style, shape_text, table
@@ -341,8 +342,46 @@ def _indented(value: Any, newline: str) -> str:
     elif kind is list or kind is tuple:
         if not value:
             return "[]"
-        return "[" + inner + ("," + inner).join(_indented(v, inner) for v in value) + newline + "]"
+        items = _flat_records(value, inner) if len(value) > 1 else None
+        if items is None:
+            items = [_indented(v, inner) for v in value]
+        return "[" + inner + ("," + inner).join(items) + newline + "]"
     return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", newline)
+
+
+_NONE = type(None)
+
+
+def _flat_records(records: list[Any] | tuple[Any, ...], newline: str) -> list[str] | None:
+    """:func:`_indented` of each of ``records`` when they are dicts with the same string keys
+    in the same order and every column holds only ``int`` or only ``str`` (or ``str`` and
+    None): each column's texts made in one pass, the records filled into one template (the
+    20,000 per-layer records of a 50,000-tensor report). None when that does not hold."""
+    if set(map(type, records)) != {dict}:
+        return None
+    shapes = set(map(tuple, records))
+    if len(shapes) != 1:
+        return None
+    (keys,) = shapes
+    if not keys or not all(type(k) is str for k in keys):
+        return None
+    enc = json.encoder.encode_basestring  # type: ignore[attr-defined]
+    columns = []
+    for k in keys:
+        column = list(map(operator.itemgetter(k), records))
+        kinds = set(map(type, column))
+        if kinds == {int}:
+            columns.append(map(int.__repr__, column))
+        elif kinds == {str}:
+            columns.append(map(enc, column))
+        elif kinds == {str, _NONE} or kinds == {_NONE}:
+            columns.append(["null" if v is None else enc(v) for v in column])
+        else:
+            return None
+    inner = newline + "  "
+    template = "{" + inner + ("," + inner).join(
+        enc(k).replace("%", "%%") + ": %s" for k in keys) + newline + "}"
+    return list(map(template.__mod__, zip(*columns, strict=True)))
 
 
 def _csv(report: dict[str, Any]) -> str:
