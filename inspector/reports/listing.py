@@ -227,6 +227,13 @@ class TensorRows:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return (self.row(i) for i in range(len(self.entries)))
 
+    def plain(self) -> bool:
+        """Whether every entry holds only plain values (:func:`_plain_entries`), so that rows
+        may be written from the entries' fields directly."""
+        if self._plain is None:
+            self._plain = _plain_entries(self.entries)
+        return self._plain
+
     def json_text(self, start: int, stop: int, encode_row: Callable[[Any], str]) -> str:
         """Rows ``start:stop`` as ``"    " + encode_row(row)`` lines joined by ``",\\n"``.
 
@@ -237,9 +244,7 @@ class TensorRows:
         shape, role and group texts made once). Tied rows and anything else: the dict through
         ``encode_row``."""
         entries = self.entries[start:stop]
-        if self._plain is None:
-            self._plain = _plain_entries(self.entries)
-        if not self._plain:
+        if not self.plain():
             return ",\n".join("    " + encode_row(self.row(i)) for i in range(start, stop))
         enc = _encode_str
         ties, assign = self.ties, self.assign

@@ -68,6 +68,9 @@ def _first_names(report: dict[str, Any]) -> dict[str, str]:
 
 
 def _rows(report: dict[str, Any], style: Style) -> tuple[list[str], list[list[str]]]:
+    direct = _entry_rows(report, style)
+    if direct is not None:
+        return direct
     first_of = _first_names(report)
     tied = bool(first_of)
     show_stored = any(r["name"] != r["stored_name"] for r in report["tensors"])
@@ -98,6 +101,54 @@ def _rows(report: dict[str, Any], style: Style) -> tuple[list[str], list[list[st
             row.append(_tied_marker(r, first_of))
         rows.append(row)
     return headers, rows
+
+
+def _entry_rows(report: dict[str, Any], style: Style
+                ) -> tuple[list[str], list[list[str]]] | None:
+    """:func:`_rows` made from the entries of a report whose ``tensors`` are a
+    :class:`~inspector.reports.listing.TensorRows` of plain entries and no ties, with each
+    shape, count and group text made once: the same cells without a dict per tensor. None
+    otherwise."""
+    rows = report["tensors"]
+    plain = getattr(rows, "plain", None)
+    if plain is None or rows.ties or not plain():
+        return None
+    entries, assign = rows.entries, rows.assign
+    show_stored = any(t.name != t.stored_name for t in entries)
+    show_file = any(t.file for t in entries)
+    grouped = "groups" in report
+    headers = ["name", "shape", "dtype", "numel", "role"]
+    if grouped:
+        headers.append("group")
+    if show_stored:
+        headers.insert(1, "stored as")
+    if show_file:
+        headers.append("file")
+    shapes: dict[tuple[int, ...], str] = {}
+    counts: dict[int, str] = {}
+    groups: dict[str, str] = {}
+    roles = {role: role.value for role in {t.role for t in entries}}
+    out = []
+    for t in entries:
+        shape = shapes.get(t.shape)
+        if shape is None:
+            shape = shapes[t.shape] = shape_text(t.shape)
+        numel = counts.get(t.numel)
+        if numel is None:
+            numel = counts[t.numel] = style.count(t.numel)
+        row = [sanitize(t.name), shape, t.dtype, numel, roles[t.role]]
+        if grouped:
+            g = assign(t.name).group
+            text = groups.get(g)
+            if text is None:
+                text = groups[g] = sanitize(g)
+            row.append(text)
+        if show_stored:
+            row.insert(1, sanitize(t.stored_name))
+        if show_file:
+            row.append(sanitize(t.file or ""))
+        out.append(row)
+    return headers, out
 
 
 def _human_bytes(n: int) -> str:
