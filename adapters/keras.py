@@ -415,7 +415,7 @@ def _dataset(
 ) -> DsInfo:
     import h5py
 
-    shape = tuple(int(d) for d in (dsid.shape or ()))
+    shape = tuple(map(int, dsid.shape or ()))
     dt = dsid.dtype
     declared = dt.itemsize
     for d in shape:
@@ -463,16 +463,16 @@ def _dataset(
     return DsInfo(shape, _dtype(dsid, dt), offset, declared, extra)
 
 
-def _layout_name(layout: int) -> str:
-    import h5py
+_LAYOUTS: dict[int, str] = {}
 
-    names = {
-        h5py.h5d.COMPACT: "compact",
-        h5py.h5d.CONTIGUOUS: "contiguous",
-        h5py.h5d.CHUNKED: "chunked",
-        h5py.h5d.VIRTUAL: "virtual",
-    }
-    return names.get(layout, str(layout))
+
+def _layout_name(layout: int) -> str:
+    if not _LAYOUTS:
+        import h5py
+
+        _LAYOUTS.update({h5py.h5d.COMPACT: "compact", h5py.h5d.CONTIGUOUS: "contiguous",
+                         h5py.h5d.CHUNKED: "chunked", h5py.h5d.VIRTUAL: "virtual"})
+    return _LAYOUTS.get(layout) or str(layout)
 
 
 def _dtype(dsid: Any, dt: Any) -> str:
@@ -647,13 +647,16 @@ def _legacy(
         if weight_names is None:
             raise FormatError("layer group without weight_names", where, gpath)
         for wn in weight_names:
-            dpath = _resolve(facts, f"{gpath}/{wn}")
+            dpath = f"{gpath}/{wn}"
+            if dpath not in facts.datasets:
+                dpath = _resolve(facts, dpath)
             if dpath is None:
                 raise FormatError(f"weight {wn!r} listed in weight_names is missing", where, gpath)
             used.add(dpath)
             name = _ununiquified(TF_SUFFIX.sub("", wn), layer, known)
             parts = name.split("/")
-            trainable = parts[-1] not in NON_TRAINABLE_NAMES and not (frozen & {layer, *parts[:-1]})
+            trainable = parts[-1] not in NON_TRAINABLE_NAMES and not (
+                frozen and frozen & {layer, *parts[:-1]})
             role = Role.PARAMETER if trainable else Role.BUFFER
             entries.append(_entry(dpath, name, role, facts.datasets[dpath]))
     stray = [
