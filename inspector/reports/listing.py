@@ -246,7 +246,7 @@ class TensorRows:
         entries = self.entries[start:stop]
         if not self.plain():
             return ",\n".join("    " + encode_row(self.row(i)) for i in range(start, stop))
-        enc = _encode_str
+        enc = _string_encoder()
         ties, assign = self.ties, self.assign
         texts: dict[str | None, str] = {None: "null"}  # dtype and group texts
         roles = {role: enc(text) for role, text in _ROLE_TEXT.items()}
@@ -286,11 +286,12 @@ class TensorRows:
         return ",\n".join(out)
 
 
-def _encode_str(s: str) -> str:
-    """A ``str`` as the JSON encoder writes it with ``ensure_ascii=False``."""
+def _string_encoder() -> Callable[[str], str]:
+    """The function that writes a ``str`` as the JSON encoder does with ``ensure_ascii=False``
+    (the C one when it exists)."""
     import json
 
-    return json.encoder.encode_basestring(s)  # type: ignore[attr-defined]
+    return json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 
 def _plain_entries(entries: list[TensorEntry]) -> bool:
