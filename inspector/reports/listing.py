@@ -296,22 +296,19 @@ def _string_encoder() -> Callable[[str], str]:
 
 def _plain_entries(entries: list[TensorEntry]) -> bool:
     """Whether every field a row takes from ``entries`` is of a type :meth:`TensorRows.json_text`
-    writes exactly as the JSON encoder does (names ``str``; shape a tuple of ``int``; dtype and
-    file ``str`` or None; numel ``int``; nbytes and offset ``int`` or None; no sparse count;
-    a :class:`Role`). One C-speed pass per field: a set of the types seen."""
-    from itertools import chain
-    from operator import attrgetter
-
-    def types(field: str) -> set[type]:
-        return set(map(type, map(attrgetter(field), entries)))
-
+    writes exactly as the JSON encoder does (names ``str``; shape a tuple of ``int``, so numel
+    is an ``int``; dtype and file ``str`` or None; nbytes and offset ``int`` or None; no sparse
+    count; a :class:`Role`): one tight pass per field over the types seen."""
     none = type(None)
     return (
-        types("name") <= {str} and types("stored_name") <= {str}
-        and types("shape") <= {tuple}
-        and set(map(type, chain.from_iterable(map(attrgetter("shape"), entries)))) <= {int}
-        and types("dtype") <= {str, none} and types("file") <= {str, none}
-        and types("numel") <= {int} and types("nbytes") <= {int, none}
-        and types("offset") <= {int, none} and types("stored_numel") <= {none}
-        and types("role") <= {Role}
+        {type(t.name) for t in entries} <= {str}
+        and {type(t.stored_name) for t in entries} <= {str}
+        and {type(t.shape) for t in entries} <= {tuple}
+        and {type(d) for t in entries for d in t.shape} <= {int}
+        and {type(t.dtype) for t in entries} <= {str, none}
+        and {type(t.file) for t in entries} <= {str, none}
+        and {type(t.nbytes) for t in entries} <= {int, none}
+        and {type(t.offset) for t in entries} <= {int, none}
+        and {type(t.stored_numel) for t in entries} <= {none}
+        and {type(t.role) for t in entries} <= {Role}
     )
