@@ -34,3 +34,14 @@ def test_cells_from_entries_equal_cells_from_rows(raw, grouped, raw_numbers, dat
     made = render._entry_rows(report, style)
     assert made is not None
     assert made == render._rows(dicts, style)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text())
+def test_sanitize_shortcut_equals_translate(text):
+    """``sanitize`` returns a printable string as it is: every character it escapes is
+    unprintable, so translating such a string changes nothing."""
+    from inspector.adapters.errors import _CONTROL, sanitize
+
+    assert not any(chr(c).isprintable() for c in _CONTROL)
+    assert sanitize(text) == text.translate(_CONTROL)
