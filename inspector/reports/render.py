@@ -343,6 +343,8 @@ def json_chunks(report: dict[str, Any]) -> Iterator[str]:
                 yield rows if start == 0 else ",\n" + rows
             yield "\n  ]"
         else:
+            if hasattr(value, "json_text"):  # no rows in a listing.TensorRows
+                value = list(value)
             yield head + _indented(value, "\n  ")
     yield "\n}\n"
 
