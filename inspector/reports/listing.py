@@ -103,6 +103,7 @@ def listing(
     scheme: str | None = "auto",
     scheme_params: Mapping[str, int] | None = None,
     lazy_rows: bool = False,
+    per_layer: bool = True,
 ) -> dict[str, Any]:
     """The JSON-ready report of ``inspector show`` (schema in this module's docstring).
 
@@ -110,7 +111,8 @@ def listing(
     checkpoint's names, not only those ``match`` keeps); ``scheme_params`` set its parameters
     (``{"depth": 2}`` for ``prefix``). With ``lazy_rows``, ``tensors`` is a :class:`TensorRows`
     (the same rows, made on demand, and their JSON text made without them) instead of a list:
-    for :func:`inspector.reports.render.json_chunks`, not for ``json.dumps``.
+    for :func:`inspector.reports.render.json_chunks`, not for ``json.dumps``. Without
+    ``per_layer`` the groups carry no ``layers`` and ``repeats`` (for views that show neither).
     """
     from inspector import grouping
     from inspector.compare import choose_scheme
@@ -120,7 +122,7 @@ def listing(
     unique = ckpt.unique(entries)
     chosen = choose_scheme(scheme, [t.name for t in ckpt.tensors], ckpt.format,
                            params=scheme_params)
-    groups = grouping.summarize(chosen, entries, unique)
+    groups = grouping.summarize(chosen, entries, unique, per_layer)
     sums = totals(entries, unique)
     split = grouping.embedding_split(groups)
     if split is not None:
