@@ -17,6 +17,8 @@ _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
 
 def sanitize(text: str) -> str:
     """A string from a file made safe to print: control characters become visible escapes."""
+    if type(text) is str and text.isprintable():  # no control character (all unprintable)
+        return text
     return text.translate(_CONTROL)
 
 

@@ -294,10 +294,36 @@ def _read_h5(fileobj: BinaryIO | str, where: str, size: int, base: int | None) -
     return _facts_from_json(found)
 
 
+_PLAIN_EXTRA = ("layout", "stored_bytes", "h5_offset")  # a contiguous dataset's extra, in order
+
+
 def _facts_to_json(facts: H5Facts) -> dict[str, Any]:
+    """The facts as JSON-ready columns (one list per field: a 50,000-dataset walk crosses the
+    pipe as a few long lists, not 50,000 small records); an ``extra`` that is not the plain
+    contiguous one goes whole, by position, in ``other_extra``."""
+    ds = list(facts.datasets.values())
+    layouts, stored, h5_offsets, other = [], [], [], {}
+    for i, d in enumerate(ds):
+        e = d.extra
+        if tuple(e) == _PLAIN_EXTRA:
+            layouts.append(e["layout"])
+            stored.append(e["stored_bytes"])
+            h5_offsets.append(e["h5_offset"])
+        else:
+            layouts.append(None)
+            stored.append(None)
+            h5_offsets.append(None)
+            other[i] = e
     return {
-        "datasets": {p: [list(d.shape), d.dtype, d.offset, d.nbytes, d.extra]
-                     for p, d in facts.datasets.items()},
+        "paths": list(facts.datasets),
+        "shapes": [d.shape for d in ds],
+        "dtypes": [d.dtype for d in ds],
+        "offsets": [d.offset for d in ds],
+        "nbytes": [d.nbytes for d in ds],
+        "layouts": layouts,
+        "stored": stored,
+        "h5_offsets": h5_offsets,
+        "other_extra": list(other.items()),
         "groups": facts.groups,
         "soft_links": facts.soft_links,
         "findings": [[f.severity, f.message, f.where, f.subject] for f in facts.findings],
@@ -305,9 +331,17 @@ def _facts_to_json(facts: H5Facts) -> dict[str, Any]:
 
 
 def _facts_from_json(doc: dict[str, Any]) -> H5Facts:
+    other = dict(doc["other_extra"])
+    extras = [
+        other[i] if layout is None else
+        {"layout": layout, "stored_bytes": stored, "h5_offset": h5_offset}
+        for i, (layout, stored, h5_offset) in enumerate(
+            zip(doc["layouts"], doc["stored"], doc["h5_offsets"], strict=True))
+    ]
+    datasets = dict(zip(doc["paths"], map(DsInfo, map(tuple, doc["shapes"]), doc["dtypes"],
+                                          doc["offsets"], doc["nbytes"], extras), strict=True))
     return H5Facts(
-        datasets={p: DsInfo(tuple(shape), dtype, offset, nbytes, extra)
-                  for p, (shape, dtype, offset, nbytes, extra) in doc["datasets"].items()},
+        datasets=datasets,
         groups=doc["groups"],
         soft_links=doc["soft_links"],
         findings=[Finding(*f) for f in doc["findings"]],
@@ -381,7 +415,7 @@ def _dataset(
 ) -> DsInfo:
     import h5py
 
-    shape = tuple(int(d) for d in (dsid.shape or ()))
+    shape = tuple(map(int, dsid.shape or ()))
     dt = dsid.dtype
     declared = dt.itemsize
     for d in shape:
@@ -429,16 +463,16 @@ def _dataset(
     return DsInfo(shape, _dtype(dsid, dt), offset, declared, extra)
 
 
-def _layout_name(layout: int) -> str:
-    import h5py
+_LAYOUTS: dict[int, str] = {}
 
-    names = {
-        h5py.h5d.COMPACT: "compact",
-        h5py.h5d.CONTIGUOUS: "contiguous",
-        h5py.h5d.CHUNKED: "chunked",
-        h5py.h5d.VIRTUAL: "virtual",
-    }
-    return names.get(layout, str(layout))
+
+def _layout_name(layout: int) -> str:
+    if not _LAYOUTS:
+        import h5py
+
+        _LAYOUTS.update({h5py.h5d.COMPACT: "compact", h5py.h5d.CONTIGUOUS: "contiguous",
+                         h5py.h5d.CHUNKED: "chunked", h5py.h5d.VIRTUAL: "virtual"})
+    return _LAYOUTS.get(layout) or str(layout)
 
 
 def _dtype(dsid: Any, dt: Any) -> str:
@@ -613,13 +647,16 @@ def _legacy(
         if weight_names is None:
             raise FormatError("layer group without weight_names", where, gpath)
         for wn in weight_names:
-            dpath = _resolve(facts, f"{gpath}/{wn}")
+            dpath = f"{gpath}/{wn}"
+            if dpath not in facts.datasets:
+                dpath = _resolve(facts, dpath)
             if dpath is None:
                 raise FormatError(f"weight {wn!r} listed in weight_names is missing", where, gpath)
             used.add(dpath)
             name = _ununiquified(TF_SUFFIX.sub("", wn), layer, known)
             parts = name.split("/")
-            trainable = parts[-1] not in NON_TRAINABLE_NAMES and not (frozen & {layer, *parts[:-1]})
+            trainable = parts[-1] not in NON_TRAINABLE_NAMES and not (
+                frozen and frozen & {layer, *parts[:-1]})
             role = Role.PARAMETER if trainable else Role.BUFFER
             entries.append(_entry(dpath, name, role, facts.datasets[dpath]))
     stray = [

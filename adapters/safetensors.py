@@ -129,7 +129,9 @@ def read_header(source: Source) -> tuple[dict[str, Any], int, int]:
     if not text.startswith("{"):
         raise FormatError("header does not start with '{'", where, "offset 8")
     try:
-        header = json.loads(text, object_pairs_hook=_no_duplicates)
+        header = json.loads(text)
+        if not _surely_unique(header, raw):
+            header = json.loads(text, object_pairs_hook=_no_duplicates)
     except _DuplicateKey as e:
         raise FormatError(f"duplicate key {e.args[0]!r} in header", where) from None
     except (ValueError, RecursionError) as e:
@@ -137,6 +139,23 @@ def read_header(source: Source) -> tuple[dict[str, Any], int, int]:
     if not isinstance(header, dict):
         raise FormatError("header is not a JSON object", where)
     return header, 8 + n, size
+
+
+def _surely_unique(header: Any, raw: bytes) -> bool:
+    """True only when no JSON object in ``raw`` (which parsed to ``header``) repeats a key.
+
+    Every member of every object in the text has one ``:`` outside strings, so the text's
+    ``:`` count is at least its number of members; a repeated key leaves fewer members in the
+    parsed objects than the text has. When the colons equal the members of the top-level object
+    and of its object values, there is no member anywhere else and none was lost. A colon
+    inside a string only adds to the count: such a header takes the exact check instead."""
+    if type(header) is not dict:
+        return False
+    members = len(header)
+    for value in header.values():
+        if type(value) is dict:
+            members += len(value)
+    return raw.count(b":") == members
 
 
 class _DuplicateKey(Exception):

@@ -423,7 +423,7 @@ def values_rows(a: argparse.Namespace) -> list[str]:
     if not script.exists():
         return ["", "Value passes: `bench/values_pass.py` is not in this tree yet (not measured)."]
     log("running bench/values_pass.py")
-    proc = subprocess.run([sys.executable, str(script), "--runs", str(max(3, a.runs))],
+    proc = subprocess.run([sys.executable, str(script), "--repeat", str(max(3, a.runs))],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         return ["", f"Value passes: bench/values_pass.py failed: {proc.stderr[-400:]!r}"]

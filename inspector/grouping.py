@@ -780,13 +780,15 @@ def _layer_sort_key(layer: str) -> tuple:
 
 
 def summarize(
-    scheme: Scheme, entries: Sequence[TensorEntry], unique: Sequence[TensorEntry]
+    scheme: Scheme, entries: Sequence[TensorEntry], unique: Sequence[TensorEntry],
+    per_layer: bool = True,
 ) -> list[dict[str, Any]]:
     """One record per group (scheme order): ``tensors`` (listed entries, tied aliases
     included), ``parameters`` / ``elements`` / ``bytes`` (tied tensors once, so the groups sum
     to the listing's totals), ``share`` of all parameters, ``embedding``, and where the scheme
     captures layers ``layers`` (one record per block/layer/direction) and ``repeats`` (layers
-    with identical tensors collapsed: names equal up to the layer number, same shapes/dtypes)."""
+    with identical tensors collapsed: names equal up to the layer number, same shapes/dtypes);
+    without ``per_layer``, neither of these two."""
     # No tied aliases (``unique`` is ``entries``, entry for entry): every entry is counted.
     everything = len(unique) == len(entries) and all(map(operator.is_, unique, entries))
     counted = set() if everything else {id(t) for t in unique}
@@ -816,7 +818,7 @@ def summarize(
             g[3] += b
         else:
             g[4] += 1
-        if a.layer is not None:
+        if per_layer and a.layer is not None:
             slot = (a.block, a.layer, a.direction)
             in_group = layers.get(name)
             if in_group is None:

@@ -332,3 +332,23 @@ def test_plain_hdf5_is_listed_by_path(tmp_path):
         ("a/b", (2, 3), "float64", "other")
     ]
     assert ckpt.findings
+
+
+def test_walk_crosses_the_pipe_unchanged(tmp_path):
+    """The child's facts (as columns of JSON) come back equal to the walk's own: plain
+    contiguous datasets, chunked + compressed ones, empty ones, groups and soft links."""
+    p = tmp_path / "mixed.h5"
+    with h5py.File(p, "w") as f:
+        f.attrs["layer_names"] = np.array([b"dense"])
+        g = f.create_group("dense")
+        g.attrs["weight_names"] = np.array([b"dense/kernel:0", b"dense/bias:0"])
+        g.create_dataset("dense/kernel:0", data=np.ones((3, 4), "float32"))
+        g.create_dataset("dense/bias:0", data=np.ones(4, "float16"), chunks=(2,),
+                         compression="gzip")
+        g.create_dataset("empty", shape=(0,), dtype="int8")
+        f["alias"] = h5py.SoftLink("/dense/dense/kernel:0")
+    size = p.stat().st_size
+    here = keras_adapter._read_h5_here(str(p), str(p), size, 0)
+    doc = json.loads(json.dumps(keras_adapter._facts_to_json(here)))
+    assert keras_adapter._facts_from_json(doc) == here
+    assert keras_adapter._read_h5(str(p), str(p), size, 0) == here

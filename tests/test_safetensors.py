@@ -338,3 +338,80 @@ def test_sharded_refuses_symlink_outside(tmp_path, cli):
     os.symlink(outside, index.parent / "link.safetensors")
     _rewrite_index(index, {"a": "link.safetensors"})
     assert_clean_error(cli("show", str(index)), str(index), "outside")
+
+
+# The duplicate-key check's fast path (colons counted against parsed members) decides exactly
+# as the object_pairs_hook check: every repeated key is still refused, by name.
+_ENTRY = '{"dtype":"U8","shape":[1],"data_offsets":[0,1]}'
+_DUPLICATES = {
+    "top level, first value not an object": ('{"a":5,"a":' + _ENTRY + "}", "a"),
+    "top level, both entries": ('{"a":' + _ENTRY + ',"a":' + _ENTRY + "}", "a"),
+    "inside an entry": ('{"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+                        "dtype"),
+    "inside an entry, unknown key": (
+        '{"a":{"x":1,"x":2,"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', "x"),
+    "inside __metadata__": ('{"__metadata__":{"k":"v","k":"w"},"a":' + _ENTRY + "}", "k"),
+    "nested in a list": ('{"a":{"dtype":"U8","shape":[{"q":1,"q":2}],"data_offsets":[0,1]}}',
+                         "q"),
+    "nested object": ('{"a":{"dtype":"U8","shape":{"n":{"m":1,"m":1}},"data_offsets":[0,1]}}',
+                      "m"),
+    "colon in a name hides nothing": ('{"a:b":' + _ENTRY + ',"a:b":' + _ENTRY + "}", "a:b"),
+    "key tokens in a name": ('{"\\"dtype\\":":' + _ENTRY + ',"\\"dtype\\":":' + _ENTRY + "}",
+                             '"dtype":'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_DUPLICATES))
+def test_duplicate_keys_anywhere_are_refused(tmp_path, case):
+    from inspector.adapters import safetensors as st
+
+    header, key = _DUPLICATES[case]
+    raw = header.encode()
+    assert not st._surely_unique(json.loads(header), raw)
+    p = tmp_path / "dup.safetensors"
+    p.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0")
+    with pytest.raises(FormatError, match=f"duplicate key {key!r}".replace("\\", "\\\\")):
+        load(p)
+
+
+@pytest.mark.parametrize(
+    "names", [["a", "b"], ["enc:0/kernel", "x"], ['q"dtype"', "data_offsets"]])
+def test_names_with_colons_or_key_tokens_list_as_before(tmp_path, names):
+    """A header whose strings hold colons takes the exact check and lists as any other."""
+    header: dict = {"__metadata__": {"note": "a: b"}}
+    header.update({n: {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]}
+                   for i, n in enumerate(names)})
+    p = write_st(tmp_path / "n.safetensors", header)
+    assert [t.name for t in load(p).tensors] == names
+
+
+def test_fast_path_agrees_with_the_exact_check():
+    """Random headers with repeated keys at any depth: whenever the fast path says unique, the
+    exact check finds no repeated key."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st_
+
+    from inspector.adapters import safetensors as st
+
+    key = st_.sampled_from(["a", "b", "dtype", "shape", "x:y", '"dtype"'])
+    leaf = st_.one_of(st_.integers(0, 9), st_.sampled_from(["U8", "v:w", "a"]))
+    value = st_.recursive(leaf, lambda inner: st_.one_of(
+        st_.lists(inner, max_size=3),
+        st_.lists(st_.tuples(key, inner), max_size=4)), max_leaves=12)
+
+    def text(v: object) -> str:
+        if isinstance(v, list) and v and all(isinstance(x, tuple) for x in v):
+            return "{" + ",".join(json.dumps(k) + ":" + text(x) for k, x in v) + "}"
+        if isinstance(v, list):
+            return "[" + ",".join(text(x) for x in v if not isinstance(x, tuple)) + "]"
+        return json.dumps(v)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st_.lists(st_.tuples(key, value), max_size=5))
+    def check(members):
+        header = "{" + ",".join(json.dumps(k) + ":" + text(v) for k, v in members) + "}"
+        parsed = json.loads(header)
+        if st._surely_unique(parsed, header.encode()):
+            json.loads(header, object_pairs_hook=st._no_duplicates)  # raises on a repeat
+
+    check()

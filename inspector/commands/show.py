@@ -125,8 +125,11 @@ def _report(args: argparse.Namespace, path: object,
         return render_globals(report, fmt, args.style), code
     refuse_if_unsafe(ckpt, args.allow_unsafe)
     params = {"depth": args.depth} if args.depth is not None else None
-    report = listing(ckpt, args.match, args.sort, args.scheme, params)
     view = "layers" if args.per_layer else "groups" if args.groups else "tensors"
+    # JSON and tables are written straight from the entries (no dict per tensor); per-layer
+    # subtotals are made only where they are shown (JSON always carries everything).
+    report = listing(ckpt, args.match, args.sort, args.scheme, params, lazy_rows=True,
+                     per_layer=fmt == "json" or view == "layers")
     if stream and fmt == "json":
         from inspector.reports.render import json_chunks
 

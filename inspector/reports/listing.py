@@ -42,7 +42,7 @@ Added by the grouping schemes (:mod:`inspector.grouping`):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
@@ -102,12 +102,17 @@ def listing(
     sort: str = "stored",
     scheme: str | None = "auto",
     scheme_params: Mapping[str, int] | None = None,
+    lazy_rows: bool = False,
+    per_layer: bool = True,
 ) -> dict[str, Any]:
     """The JSON-ready report of ``inspector show`` (schema in this module's docstring).
 
     ``scheme`` is a built-in scheme name, a scheme file or ``auto`` (detected from all the
     checkpoint's names, not only those ``match`` keeps); ``scheme_params`` set its parameters
-    (``{"depth": 2}`` for ``prefix``).
+    (``{"depth": 2}`` for ``prefix``). With ``lazy_rows``, ``tensors`` is a :class:`TensorRows`
+    (the same rows, made on demand, and their JSON text made without them) instead of a list:
+    for :func:`inspector.reports.render.json_chunks`, not for ``json.dumps``. Without
+    ``per_layer`` the groups carry no ``layers`` and ``repeats`` (for views that show neither).
     """
     from inspector import grouping
     from inspector.compare import choose_scheme
@@ -117,7 +122,7 @@ def listing(
     unique = ckpt.unique(entries)
     chosen = choose_scheme(scheme, [t.name for t in ckpt.tensors], ckpt.format,
                            params=scheme_params)
-    groups = grouping.summarize(chosen, entries, unique)
+    groups = grouping.summarize(chosen, entries, unique, per_layer)
     sums = totals(entries, unique)
     split = grouping.embedding_split(groups)
     if split is not None:
@@ -137,7 +142,8 @@ def listing(
             "auto": scheme in (None, grouping.AUTO),
             "parameters": dict(chosen.parameters),
         },
-        "tensors": [_tensor(t, ties.get(t.stored_name), chosen.assign(t.name)) for t in entries],
+        "tensors": TensorRows(entries, ties, chosen.assign) if lazy_rows else
+                   [_tensor(t, ties.get(t.stored_name), chosen.assign(t.name)) for t in entries],
         "totals": sums,
         "groups": groups,
         "bytes_by_dtype": ckpt.bytes_by_dtype(unique),
@@ -192,3 +198,119 @@ def _tensor(t: TensorEntry, group: list[str] | None, where: Assignment) -> dict[
         if getattr(where, key) is not None:
             row[key] = getattr(where, key)
     return row
+
+
+class TensorRows:
+    """The ``tensors`` rows of a report, each made when asked for (a sequence of the dicts
+    :func:`listing` lists), and :meth:`json_text`: their JSON lines written straight from the
+    entries, the bytes the C encoder gives for the dicts, without making them."""
+
+    __slots__ = ("entries", "ties", "assign", "_plain")
+
+    def __init__(self, entries: list[TensorEntry], ties: Mapping[str, list[str]],
+                 assign: Callable[[str], Assignment]) -> None:
+        self.entries = entries
+        self.ties = ties
+        self.assign = assign
+        self._plain: bool | None = None
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def row(self, i: int) -> dict[str, Any]:
+        t = self.entries[i]
+        return _tensor(t, self.ties.get(t.stored_name), self.assign(t.name))
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self.row(j) for j in range(*i.indices(len(self.entries)))]
+        return self.row(range(len(self.entries))[i])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self.row(i) for i in range(len(self.entries)))
+
+    def plain(self) -> bool:
+        """Whether every entry holds only plain values (:func:`_plain_entries`), so that rows
+        may be written from the entries' fields directly."""
+        if self._plain is None:
+            self._plain = _plain_entries(self.entries)
+        return self._plain
+
+    def json_text(self, start: int, stop: int, encode_row: Callable[[Any], str]) -> str:
+        """Rows ``start:stop`` as ``"    " + encode_row(row)`` lines joined by ``",\\n"``.
+
+        When every entry holds only plain values (exact ``str``, ``int``, ``None``, tuples of
+        ``int`` as shapes, no sparse count: checked once, at C speed), a row without ties is
+        written from a template whose pieces are what the encoder makes of each value
+        (``encode_basestring`` for strings, ``int.__repr__`` for integers, repeated dtype,
+        shape, role and group texts made once). Tied rows and anything else: the dict through
+        ``encode_row``."""
+        entries = self.entries[start:stop]
+        if not self.plain():
+            return ",\n".join("    " + encode_row(self.row(i)) for i in range(start, stop))
+        enc = _string_encoder()
+        ties, assign = self.ties, self.assign
+        texts: dict[str | None, str] = {None: "null"}  # dtype and group texts
+        roles = {role: enc(text) for role, text in _ROLE_TEXT.items()}
+        shapes: dict[tuple[int, ...], str] = {}
+        out = []
+        for t in entries:
+            name, stored = t.name, t.stored_name
+            a = assign(name)
+            if ties and stored in ties or type(a.group) is not str:
+                out.append("    " + encode_row(_tensor(t, ties.get(stored), a)))
+                continue
+            shape = shapes.get(t.shape)
+            if shape is None:
+                shape = shapes[t.shape] = "[" + ", ".join(map(int.__repr__, t.shape)) + "]"
+            dtype = texts.get(t.dtype)
+            if dtype is None:
+                dtype = texts[t.dtype] = enc(t.dtype)
+            group = texts.get(a.group)
+            if group is None:
+                group = texts[a.group] = enc(a.group)
+            n = enc(name)
+            nbytes, offset, file = t.nbytes, t.offset, t.file
+            tail = ""
+            if a.layer is not None:
+                tail = ', "layer": ' + enc(a.layer)
+            if a.direction is not None:
+                tail += ', "direction": ' + enc(a.direction)
+            if a.block is not None:
+                tail += ', "block": ' + enc(a.block)
+            out.append(
+                f'    {{"name": {n}, "stored_name": {n if stored == name else enc(stored)}, '
+                f'"shape": {shape}, "dtype": {dtype}, "role": {roles[t.role]}, '
+                f'"numel": {t.numel}, "nbytes": {"null" if nbytes is None else nbytes}, '
+                f'"offset": {"null" if offset is None else offset}, '
+                f'"file": {"null" if file is None else enc(file)}, "group": {group}{tail}}}'
+            )
+        return ",\n".join(out)
+
+
+def _string_encoder() -> Callable[[str], str]:
+    """The function that writes a ``str`` as the JSON encoder does with ``ensure_ascii=False``
+    (the C one when it exists)."""
+    import json
+
+    return json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def _plain_entries(entries: list[TensorEntry]) -> bool:
+    """Whether every field a row takes from ``entries`` is of a type :meth:`TensorRows.json_text`
+    writes exactly as the JSON encoder does (names ``str``; shape a tuple of ``int``, so numel
+    is an ``int``; dtype and file ``str`` or None; nbytes and offset ``int`` or None; no sparse
+    count; a :class:`Role`): one tight pass per field over the types seen."""
+    none = type(None)
+    return (
+        {type(t.name) for t in entries} <= {str}
+        and {type(t.stored_name) for t in entries} <= {str}
+        and {type(t.shape) for t in entries} <= {tuple}
+        and {type(d) for t in entries for d in t.shape} <= {int}
+        and {type(t.dtype) for t in entries} <= {str, none}
+        and {type(t.file) for t in entries} <= {str, none}
+        and {type(t.nbytes) for t in entries} <= {int, none}
+        and {type(t.offset) for t in entries} <= {int, none}
+        and {type(t.stored_numel) for t in entries} <= {none}
+        and {type(t.role) for t in entries} <= {Role}
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import operator
 
 from inspector.adapters.errors import sanitize
 from inspector.reports.text import PLAIN, Style, shape_text, table
@@ -67,6 +68,9 @@ def _first_names(report: dict[str, Any]) -> dict[str, str]:
 
 
 def _rows(report: dict[str, Any], style: Style) -> tuple[list[str], list[list[str]]]:
+    direct = _entry_rows(report, style)
+    if direct is not None:
+        return direct
     first_of = _first_names(report)
     tied = bool(first_of)
     show_stored = any(r["name"] != r["stored_name"] for r in report["tensors"])
@@ -97,6 +101,54 @@ def _rows(report: dict[str, Any], style: Style) -> tuple[list[str], list[list[st
             row.append(_tied_marker(r, first_of))
         rows.append(row)
     return headers, rows
+
+
+def _entry_rows(report: dict[str, Any], style: Style
+                ) -> tuple[list[str], list[list[str]]] | None:
+    """:func:`_rows` made from the entries of a report whose ``tensors`` are a
+    :class:`~inspector.reports.listing.TensorRows` of plain entries and no ties, with each
+    shape, count and group text made once: the same cells without a dict per tensor. None
+    otherwise."""
+    rows = report["tensors"]
+    plain = getattr(rows, "plain", None)
+    if plain is None or rows.ties or not plain():
+        return None
+    entries, assign = rows.entries, rows.assign
+    show_stored = any(t.name != t.stored_name for t in entries)
+    show_file = any(t.file for t in entries)
+    grouped = "groups" in report
+    headers = ["name", "shape", "dtype", "numel", "role"]
+    if grouped:
+        headers.append("group")
+    if show_stored:
+        headers.insert(1, "stored as")
+    if show_file:
+        headers.append("file")
+    shapes: dict[tuple[int, ...], str] = {}
+    counts: dict[int, str] = {}
+    groups: dict[str, str] = {}
+    roles = {role: role.value for role in {t.role for t in entries}}
+    out = []
+    for t in entries:
+        shape = shapes.get(t.shape)
+        if shape is None:
+            shape = shapes[t.shape] = shape_text(t.shape)
+        numel = counts.get(t.numel)
+        if numel is None:
+            numel = counts[t.numel] = style.count(t.numel)
+        row = [sanitize(t.name), shape, t.dtype, numel, roles[t.role]]
+        if grouped:
+            g = assign(t.name).group
+            text = groups.get(g)
+            if text is None:
+                text = groups[g] = sanitize(g)
+            row.append(text)
+        if show_stored:
+            row.insert(1, sanitize(t.stored_name))
+        if show_file:
+            row.append(sanitize(t.file or ""))
+        out.append(row)
+    return headers, out
 
 
 def _human_bytes(n: int) -> str:
@@ -283,11 +335,16 @@ def json_chunks(report: dict[str, Any]) -> Iterator[str]:
         head = ("  " if i == 0 else ",\n  ") + compact.encode(key) + ": "
         if key == "tensors" and value:
             yield head + "[\n"
+            direct = getattr(value, "json_text", None)  # listing.TensorRows
             for start in range(0, len(value), ROWS_PER_CHUNK):
-                rows = _rows_text(value[start:start + ROWS_PER_CHUNK], encode_row)
+                stop = start + ROWS_PER_CHUNK
+                rows = (direct(start, min(stop, len(value)), encode_row) if direct is not None
+                        else _rows_text(value[start:stop], encode_row))
                 yield rows if start == 0 else ",\n" + rows
             yield "\n  ]"
         else:
+            if hasattr(value, "json_text"):  # no rows in a listing.TensorRows
+                value = list(value)
             yield head + _indented(value, "\n  ")
     yield "\n}\n"
 
@@ -338,8 +395,46 @@ def _indented(value: Any, newline: str) -> str:
     elif kind is list or kind is tuple:
         if not value:
             return "[]"
-        return "[" + inner + ("," + inner).join(_indented(v, inner) for v in value) + newline + "]"
+        items = _flat_records(value, inner) if len(value) > 1 else None
+        if items is None:
+            items = [_indented(v, inner) for v in value]
+        return "[" + inner + ("," + inner).join(items) + newline + "]"
     return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", newline)
+
+
+_NONE = type(None)
+
+
+def _flat_records(records: list[Any] | tuple[Any, ...], newline: str) -> list[str] | None:
+    """:func:`_indented` of each of ``records`` when they are dicts with the same string keys
+    in the same order and every column holds only ``int`` or only ``str`` (or ``str`` and
+    None): each column's texts made in one pass, the records filled into one template (the
+    20,000 per-layer records of a 50,000-tensor report). None when that does not hold."""
+    if set(map(type, records)) != {dict}:
+        return None
+    shapes = set(map(tuple, records))
+    if len(shapes) != 1:
+        return None
+    (keys,) = shapes
+    if not keys or not all(type(k) is str for k in keys):
+        return None
+    enc = json.encoder.encode_basestring  # type: ignore[attr-defined]
+    columns = []
+    for k in keys:
+        column = list(map(operator.itemgetter(k), records))
+        kinds = set(map(type, column))
+        if kinds == {int}:
+            columns.append(map(int.__repr__, column))
+        elif kinds == {str}:
+            columns.append(map(enc, column))
+        elif kinds == {str, _NONE} or kinds == {_NONE}:
+            columns.append(["null" if v is None else enc(v) for v in column])
+        else:
+            return None
+    inner = newline + "  "
+    template = "{" + inner + ("," + inner).join(
+        enc(k).replace("%", "%%") + ": %s" for k in keys) + newline + "}"
+    return list(map(template.__mod__, zip(*columns, strict=True)))
 
 
 def _csv(report: dict[str, Any]) -> str:
