@@ -6,7 +6,8 @@
 The client has read the checkpoints' metadata; the values are read where the tasks run. A task
 is one shard of a checkpoint (the file its tensors' ``file`` names) or, for a file larger than
 ``task_bytes``, a range of its tensors. It is sent as addresses (an absolute local path or the
-URL, credentials never included: a worker uses its own) and tensor names, opens its own
+URL as given; credentials from the client's environment are never sent: a worker uses its own)
+and tensor names, opens its own
 :class:`~inspector.adapters.source.Source`, reduces each tensor whole (``stats``: a
 :class:`~inspector.partial.Partial` and the squared change from the previous checkpoint;
 ``diff``: a :class:`~inspector.values.ValueStats`) and returns those small records. The client
@@ -244,10 +245,6 @@ class Cluster:
         self.client = client
         self.task_bytes = task_bytes
         self.input_format = input_format  # --input-format: workers read every file as this
-
-    @property
-    def workers(self) -> int:
-        return max(1, len(self.client.scheduler_info().get("workers", {})))
 
     def run(self, fn: Any, tasks: Sequence[Task], *args: Any, progress: Any = None) -> list[Any]:
         """Every task's results, in task order; the first failure ends the pass as one line
