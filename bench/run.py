@@ -423,7 +423,9 @@ def values_rows(a: argparse.Namespace) -> list[str]:
     if not script.exists():
         return ["", "Value passes: `bench/values_pass.py` is not in this tree yet (not measured)."]
     log("running bench/values_pass.py")
-    proc = subprocess.run([sys.executable, str(script), "--repeat", str(max(3, a.runs))],
+    # The inspector venv's Python: values_pass.py imports the installed inspector (and numpy).
+    python = str(venv_python(a.venvs, "inspector"))
+    proc = subprocess.run([python, str(script), "--repeat", str(max(3, a.runs))],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         return ["", f"Value passes: bench/values_pass.py failed: {proc.stderr[-400:]!r}"]
