@@ -11,11 +11,13 @@ restricted unpickler, recursively (bounded depth), and the call is judged by wha
 from __future__ import annotations
 
 import io
+import threading
 import zipfile
 from typing import Any
 
 MAX_DEPTH = 4
-_depth = 0
+# Per thread: fleets (show, scan --jobs) examine several files at once.
+_local = threading.local()
 
 
 def examine(blob: Any) -> tuple[str, str]:
@@ -24,12 +26,12 @@ def examine(blob: Any) -> tuple[str, str]:
     from . import pickle_verdicts as verdicts
     from .restricted_pickle import PickleError, base_allowed, unpickle
 
-    global _depth
     if not isinstance(blob, (bytes, bytearray)):
         return verdicts.DANGEROUS, "its argument is not bytes in the file"
-    if _depth >= MAX_DEPTH:
+    depth = getattr(_local, "depth", 0)
+    if depth >= MAX_DEPTH:
         return verdicts.DANGEROUS, f"nested more than {MAX_DEPTH} deep"
-    _depth += 1
+    _local.depth = depth + 1
     try:
         pickles = _pickles(bytes(blob))
         if not pickles:
@@ -47,7 +49,7 @@ def examine(blob: Any) -> tuple[str, str]:
         bad = sorted(n for n, lv in names.items() if lv == level and lv != verdicts.SAFE)
         return level, ", ".join(bad) if bad else "no dangerous global"
     finally:
-        _depth -= 1
+        _local.depth = depth
 
 
 def _persistent(pid: Any) -> Any:

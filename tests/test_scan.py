@@ -220,3 +220,16 @@ def test_safetensors_header_bounds(tmp_path):
     assert "header length" in r.items[0].text
     good = FIXTURES / "safetensors" / "dtype_zoo.safetensors"
     assert scan_file(good).verdict == "safe"
+
+
+def test_nested_pickle_depth_is_per_thread():
+    """Fleets examine files on several threads: one file's nesting depth never counts against
+    another's (a shared counter once called a benign nested torch pickle 'nested too deep')."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = FIXTURES / "dirs" / "pickles" / "torch_state_dict.p3.pkl"
+    alone = scan_file(path).to_dict()
+    with ThreadPoolExecutor(8) as pool:
+        together = [r.to_dict() for r in pool.map(scan_file, [path] * 64)]
+    assert alone["verdict"] == "foreign"
+    assert all(r == alone for r in together)
