@@ -184,7 +184,7 @@ def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Ten
         return with_values(r, stats)
 
     workers = threads if threads is not None else values.threads_for(
-        [r.a for r in records if r.a is not None and r.b is not None])
+        [r.a for r in records if r.a is not None and r.b is not None], [ckpt_a, ckpt_b])
     if workers <= 1:
         return [one(r) for r in records]
     from concurrent.futures import ThreadPoolExecutor

@@ -294,7 +294,7 @@ def file_stats(path: str | Path | Checkpoint, *, match: str | None = None,
         return tensor_result(ckpt, t, chunk, advance, None if before is None else (prev, before))
 
     if results is None:
-        workers = threads if threads is not None else values.threads_for(entries)
+        workers = threads if threads is not None else values.threads_for(entries, [ckpt])
         if workers > 1:
             with ThreadPoolExecutor(workers) as pool:
                 results = list(pool.map(one, entries))

@@ -246,11 +246,15 @@ def iter_values(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK_ELEMENT
         yield from it
 
 
-def threads_for(entries: Any) -> int:
-    """Threads worth starting for a pass over ``entries``: one for a small pass (a pool costs
-    more than it saves), else one per core up to 8 (numpy releases the GIL)."""
+def threads_for(entries: Any, ckpts: Any = ()) -> int:
+    """Threads worth starting for a pass over ``entries`` of ``ckpts``: one for a small pass (a
+    pool costs more than it saves) or a remote source (threads interleaving reads of one file
+    defeat its read-ahead: 515 requests instead of 138 on moto S3, 3.8x slower), else one per
+    core up to 8 (numpy releases the GIL)."""
     import os
 
+    if any(c.source is not None and c.source.local_path is None for c in ckpts):
+        return 1
     entries = list(entries)
     total = sum(t.nbytes or 0 for t in entries)
     if total < (8 << 20) or len(entries) < 2:

@@ -4,6 +4,7 @@ float64 computation on real fixtures and on the edge cases that must leave them.
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -81,3 +82,21 @@ def test_edge_values_take_the_exact_path():
     # huge values whose float32 difference overflows
     acc = _acc(np.array([3e38], f32), np.array([-3e38], f32))
     assert acc.max_abs == 2 * float(np.float32(3e38))
+
+
+def test_remote_sources_are_read_on_one_thread():
+    """Threads interleaving reads of one remote file defeat its read-ahead (measured: 515
+    requests instead of 138 on moto S3): a pass over a remote source uses one thread, a local
+    one of the same tensors several."""
+    from types import SimpleNamespace
+
+    from inspector.adapters.model import TensorEntry
+
+    entries = [TensorEntry(f"t{i}", f"t{i}", (1 << 20,), "float32", nbytes=4 << 20)
+               for i in range(4)]
+    local = inspector.load(FIXTURES / "hf" / "gpt2_tiny" / "model.safetensors")
+    assert local.source.local_path is not None
+    remote = SimpleNamespace(source=SimpleNamespace(local_path=None))  # what a URL source says
+    assert values.threads_for(entries, [remote]) == 1
+    assert values.threads_for(entries, [local, remote]) == 1
+    assert values.threads_for(entries, [local]) > 1 or (os.cpu_count() or 1) == 1
