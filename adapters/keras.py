@@ -20,7 +20,6 @@ Links to other files and virtual datasets are reported as findings and never fol
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -39,7 +38,7 @@ from .keras_v3 import name_variables
 from .model import Blocks, Checkpoint, Finding, Role, TensorEntry, ValueLocation, ValueReader
 from .registry import Adapter
 from .restricted_pickle import address_space_capped
-from .source import Source
+from .source import RangeFile, Source
 from .zip_errors import ZIP_ERRORS
 
 NAME = "keras"
@@ -251,32 +250,18 @@ def _member_data_offset(raw: BinaryIO, info: zipfile.ZipInfo, where: str) -> int
     return info.header_offset + ZIP_LOCAL_HEADER.size + name_len + extra_len
 
 
-class _Window(io.RawIOBase):
+class _Window(RangeFile):
     """A read-only view of ``size`` bytes of ``raw`` from ``start``: the HDF5 member in place."""
 
     def __init__(self, raw: BinaryIO, start: int, size: int) -> None:
-        self._raw, self._start, self._size, self._pos = raw, start, size, 0
+        self._raw, self._start, self._size = raw, start, size
 
-    def readable(self) -> bool:
-        return True
+    def size(self) -> int:
+        return self._size
 
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, buffer: Any) -> int:
-        n = max(0, min(len(buffer), self._size - self._pos))
-        self._raw.seek(self._start + self._pos)
-        got = self._raw.readinto(memoryview(buffer)[:n]) or 0
-        self._pos += got
-        return got
+    def read_at(self, offset: int, n: int) -> bytes:
+        self._raw.seek(self._start + offset)
+        return self._raw.read(n)
 
 
 # ---------------------------------------------------------------- the HDF5 walk
@@ -689,17 +674,18 @@ def _ununiquified(name: str, layer: str, known: set[str]) -> str:
     return name
 
 
-def _config_layer_names(model_config: Any) -> set[str]:
-    """Every layer name in a model config, nested models and wrapped layers included."""
-    out: set[str] = set()
+def _named_configs(model_config: Any) -> list[tuple[dict, dict]]:
+    """Every ``(node, node["config"])`` in a model config whose config has a string ``name``:
+    layers, nested models and wrapped layers (bounded depth)."""
+    out: list[tuple[dict, dict]] = []
 
     def walk(node: Any, depth: int) -> None:
         if depth > 64:
             return
         if isinstance(node, dict):
             cfg = node.get("config")
-            if "class_name" in node and isinstance(cfg, dict) and isinstance(cfg.get("name"), str):
-                out.add(cfg["name"])
+            if isinstance(cfg, dict) and isinstance(cfg.get("name"), str):
+                out.append((node, cfg))
             for v in node.values():
                 walk(v, depth + 1)
         elif isinstance(node, list):
@@ -708,6 +694,11 @@ def _config_layer_names(model_config: Any) -> set[str]:
 
     walk(model_config, 0)
     return out
+
+
+def _config_layer_names(model_config: Any) -> set[str]:
+    """Every layer name in a model config, nested models and wrapped layers included."""
+    return {cfg["name"] for node, cfg in _named_configs(model_config) if "class_name" in node}
 
 
 def _legacy_optimizer(facts: H5Facts, where: str) -> list[TensorEntry]:
@@ -737,27 +728,8 @@ def _resolve(facts: H5Facts, path: str) -> str | None:
 
 def _frozen_layers(model_config: Any) -> set[str]:
     """Names of layers whose config says ``trainable: false`` (their weights are non-trainable)."""
-    out: set[str] = set()
-
-    def walk(node: Any, depth: int) -> None:
-        if depth > 64:
-            return
-        if isinstance(node, dict):
-            cfg = node.get("config")
-            if (
-                isinstance(cfg, dict)
-                and cfg.get("trainable") is False
-                and isinstance(cfg.get("name"), str)
-            ):
-                out.add(cfg["name"])
-            for v in node.values():
-                walk(v, depth + 1)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v, depth + 1)
-
-    walk(model_config, 0)
-    return out
+    return {cfg["name"] for _, cfg in _named_configs(model_config)
+            if cfg.get("trainable") is False}
 
 
 def _entry(stored: str, name: str, role: Role, info: DsInfo, guessed: bool = False

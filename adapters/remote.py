@@ -12,7 +12,6 @@ when the first of them is read. ``child`` / ``sibling`` refuse names that leave 
 
 from __future__ import annotations
 
-import io
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from .remote_transport import (
     timeout,
     transport,
 )
-from .source import Source, check_relative
+from .source import RangeFile, Source, check_relative
 
 BLOCK = 64 << 10  # first request, and the least a request fetches
 AHEAD_MAX = 1 << 20  # read-ahead of a scan (HDF5 metadata spread through a file)
@@ -358,48 +357,18 @@ class RemoteView:
         return a + i if i >= 0 else -1
 
 
-class RemoteFile(io.RawIOBase):
+class RemoteFile(RangeFile):
     """A seekable read-only file object over a remote file's cache."""
 
     def __init__(self, b: Blob) -> None:
         self._b = b
-        self._pos = 0
         self.name = b.where
 
-    def readable(self) -> bool:
-        return True
+    def size(self) -> int:
+        return self._b.file_size()
 
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_CUR:
-            offset += self._pos
-        elif whence == io.SEEK_END:
-            offset += self._b.file_size()
-        if offset < 0:
-            raise OSError("negative seek position")
-        self._pos = offset
-        return offset
-
-    def read(self, n: int | None = -1) -> bytes:
-        if n is None or n < 0:
-            n = max(0, self._b.file_size() - self._pos)
-        data = self._b.read(self._pos, n)
-        self._pos += len(data)
-        return data
-
-    def readall(self) -> bytes:
-        return self.read(-1)
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        data = self.read(len(view))
-        view[: len(data)] = data
-        return len(data)
+    def read_at(self, offset: int, n: int) -> bytes:
+        return self._b.read(offset, n)
 
 
 class RemoteSource(Source):

@@ -13,6 +13,7 @@ want a path (h5py) get one through :attr:`Source.local_path`.
 
 from __future__ import annotations
 
+import io
 import mmap
 import os
 import re
@@ -25,7 +26,7 @@ from .errors import FormatError, InspectorError, NotFoundError, PermissionDenied
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    from typing import Any, BinaryIO
 
 SNIFF_BYTES = 4096
 
@@ -132,6 +133,54 @@ class Source(ABC):
 
     def __truediv__(self, name: str) -> Source:
         return self.child(name)
+
+
+class RangeFile(io.RawIOBase):
+    """A seekable read-only file object over ranged reads: a subclass says its ``size()`` and
+    how to ``read_at(offset, n)`` (up to ``n`` bytes, fewer only at the end)."""
+
+    _pos = 0
+
+    def size(self) -> int:
+        raise NotImplementedError
+
+    def read_at(self, offset: int, n: int) -> bytes:
+        raise NotImplementedError
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_CUR:
+            offset += self._pos
+        elif whence == io.SEEK_END:
+            offset += self.size()
+        if offset < 0:
+            raise OSError("negative seek position")
+        self._pos = offset
+        return offset
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0:
+            n = self.size() - self._pos
+        data = self.read_at(self._pos, max(0, min(n, self.size() - self._pos)))
+        self._pos += len(data)
+        return data
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.read(len(view))
+        view[: len(data)] = data
+        return len(data)
 
 
 def check_relative(name: str, where: str) -> PurePosixPath:

@@ -54,15 +54,7 @@ def make_big(d: Path) -> list[tuple[str, str]]:
         d / "bighdr.safetensors",
         [(f"model.layers.{i // 8}.w{i}", "F32", (256, 1024)) for i in range(4000)],
     )
-    sh = d / "sharded"
-    sh.mkdir()
-    weight_map = {}
-    for k in range(1, 5):
-        name = f"model-{k:05d}-of-00004.safetensors"
-        tensors = [(f"layers.{k}.w{j}", "F32", (8192, 8192)) for j in range(4)]
-        big.safetensors(sh / name, tensors)
-        weight_map.update({t[0]: name for t in tensors})
-    (sh / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    big.sharded_safetensors(d / "sharded")
     big.torch_zip(d / "big.pt", 2, gib_each=2)
     big.torch_zip(d / "many.pt", 16, gib_each=0, mib_each=256)
     big.torch_legacy(d / "big_legacy.pt", 4, 256)

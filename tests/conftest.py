@@ -90,6 +90,20 @@ def _piped_children():
     yield
 
 
+def drain_pty(master: int) -> bytes:
+    """Everything written to a pty until its other side is closed (EIO or end of file)."""
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # Linux: EIO once the writer's side is closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    return b"".join(chunks)
+
+
 @pytest.fixture
 def cli():
     return run_cli

@@ -68,6 +68,21 @@ class _Holes(io.RawIOBase):
         self.f.flush()
 
 
+def sharded_safetensors(d: Path, shards: int = 4, side: int = 8192) -> None:
+    """``shards`` sparse safetensors files of four F32 ``side x side`` tensors each in ``d``,
+    with the ``model.safetensors.index.json`` that transformers writes beside them."""
+    d.mkdir()
+    weight_map = {}
+    for k in range(1, shards + 1):
+        name = f"model-{k:05d}-of-{shards:05d}.safetensors"
+        tensors = [(f"layers.{k}.w{j}", "F32", (side, side)) for j in range(4)]
+        safetensors(d / name, tensors)
+        weight_map.update({t[0]: name for t in tensors})
+    total = shards * 4 * side * side * 4
+    (d / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}))
+
+
 def torch_zip(path: Path, storages: int, gib_each: int = 1, mib_each: int = 0) -> None:
     """A torch.save zip of ``storages`` float32 tensors of ``gib_each`` GiB (+ ``mib_each``
     MiB) each."""

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, load_truth
+from conftest import FIXTURES, drain_pty, load_truth
 
 SOCKEYE = FIXTURES / "sockeye" / "sockeye1_rnn_lstm_l2-2_e8-8_h16_mlp_ctxgate_init-last_residual"
 COVERAGE = FIXTURES / "sockeye" / "sockeye1_rnn_lstm_l2-2_e8-8_h16_coverage"
@@ -144,18 +144,10 @@ def test_no_color_on_a_terminal():
              "rnn_attention_coverage_num_hidden=3"],
             stdout=slave, stderr=subprocess.DEVNULL, cwd=ROOT, env={**base, **env})
         os.close(slave)
-        chunks = []
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append(data)
+        data = drain_pty(master)
         proc.wait(timeout=60)
         os.close(master)
-        return b"".join(chunks).decode()
+        return data.decode()
 
     assert "\033[31m" in on_tty({"TERM": "xterm"})
     assert "\033[" not in on_tty({"TERM": "xterm", "NO_COLOR": "1"})

@@ -14,7 +14,7 @@ import termios
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, drain_pty
 
 pytest.importorskip("tqdm")
 
@@ -34,19 +34,11 @@ def on_terminal(*args: str) -> tuple[str, str]:
     proc = subprocess.Popen([sys.executable, "-m", "inspector", *args], stdout=subprocess.PIPE,
                             stderr=slave, cwd=ROOT, env=env, text=True)
     os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
+    data = drain_pty(master)
     out = proc.stdout.read() if proc.stdout else ""
     proc.wait(timeout=120)
     os.close(master)
-    return out, b"".join(chunks).decode(errors="replace")
+    return out, data.decode(errors="replace")
 
 
 def piped(*args: str) -> subprocess.CompletedProcess[str]:

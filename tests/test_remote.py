@@ -44,17 +44,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     big.torch_zip(b / "big.pt", 2, gib_each=2)
     big.torch_zip(b / "many.pt", 16, gib_each=0, mib_each=256)
     big.torch_legacy(b / "big_legacy.pt", 4, 256)
-    shards = b / "sharded"
-    shards.mkdir()
-    weight_map = {}
-    for k in range(1, 5):
-        name = f"model-{k:05d}-of-00004.safetensors"
-        tensors = [(f"layers.{k}.w{j}", "F32", (8192, 8192)) for j in range(4)]
-        big.safetensors(shards / name, tensors)
-        weight_map.update({t[0]: name for t in tensors})
-    (shards / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {"total_size": 16 * (8192 * 8192 * 4)}, "weight_map": weight_map})
-    )
+    big.sharded_safetensors(b / "sharded")
     return root
 
 
