@@ -16,7 +16,6 @@ entries carry their shard file, checked against every shard's header.
 from __future__ import annotations
 
 import json
-import math
 import os
 import struct
 
@@ -190,31 +189,36 @@ def _entries(
         if name == METADATA_KEY:
             continue
         begin, end, dtype, shape = _check_info(name, info, where)
-        numel = math.prod(shape)
-        bits = BITS[dtype] * numel
-        if bits % 8:
-            raise FormatError(
-                f"tensor {name!r}: {numel} elements of {dtype} do not fill whole bytes", where
-            )
-        if end - begin != bits // 8:
-            raise FormatError(
-                f"tensor {name!r}: data_offsets [{begin}, {end}] span {end - begin} bytes, but "
-                f"shape {list(shape)} of {dtype} needs {bits // 8}",
-                where,
-            )
-        if end > buffer_len:
-            raise FormatError(
-                f"tensor {name!r}: data_offsets end {end} is past the byte buffer "
-                f"({buffer_len} bytes)",
-                where,
-            )
+        entry = TensorEntry(name, name, shape, dtype, parameter, nbytes=end - begin,
+                            offset=data_start + begin, file=shard)
+        bits = BITS[dtype] * entry.numel
+        if bits != (end - begin) * 8 or end > buffer_len:
+            _size_fault(name, entry, begin, end, bits, buffer_len, where)
         spans.append((begin, end, name))
-        tensors.append(
-            TensorEntry(name, name, shape, dtype, parameter, nbytes=end - begin,
-                        offset=data_start + begin, file=shard)
-        )
+        tensors.append(entry)
     _check_coverage(spans, buffer_len, where)
     return tensors
+
+
+def _size_fault(name: str, entry: TensorEntry, begin: int, end: int, bits: int,
+                buffer_len: int, where: str) -> None:
+    """Raise the FormatError for a tensor whose byte span does not fit its shape or the
+    buffer."""
+    if bits % 8:
+        raise FormatError(
+            f"tensor {name!r}: {entry.numel} elements of {entry.dtype} do not fill whole bytes",
+            where,
+        )
+    if end - begin != bits // 8:
+        raise FormatError(
+            f"tensor {name!r}: data_offsets [{begin}, {end}] span {end - begin} bytes, but "
+            f"shape {list(entry.shape)} of {entry.dtype} needs {bits // 8}",
+            where,
+        )
+    raise FormatError(
+        f"tensor {name!r}: data_offsets end {end} is past the byte buffer ({buffer_len} bytes)",
+        where,
+    )
 
 
 def _check_info(name: str, info: Any, where: str) -> tuple[int, int, str, tuple[int, ...]]:

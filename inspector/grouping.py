@@ -15,6 +15,7 @@ Contract used by the other modules: :func:`get_scheme`, :func:`choose_scheme`, :
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,36 +37,31 @@ _PARAM = re.compile(r"\$\{([A-Za-z_]\w*)\}")
 _LINE = "__line__"
 
 
-class Assignment:
+class Assignment(tuple):
     """Where one tensor name goes. ``key`` is the name with its ``layer`` capture replaced by
     ``#`` (so identical repeated layers can be recognised); ``rule`` the index of the group rule
-    that matched (``-1`` for ``other``). Read-only by contract."""
+    that matched (``-1`` for ``other``). A tuple ``(group, layer, direction, block, key, rule)``
+    (so :meth:`Scheme.assign_all` makes 50,000 of them at C speed); read-only."""
 
-    __slots__ = ("group", "layer", "direction", "block", "key", "rule")
+    __slots__ = ()
 
-    def __init__(self, group: str, layer: str | None = None, direction: str | None = None,
-                 block: str | None = None, key: str | None = None, rule: int = -1) -> None:
-        self.group = group
-        self.layer = layer
-        self.direction = direction
-        self.block = block
-        self.key = key
-        self.rule = rule
+    def __new__(cls, group: str, layer: str | None = None, direction: str | None = None,
+                block: str | None = None, key: str | None = None, rule: int = -1) -> Assignment:
+        return tuple.__new__(cls, (group, layer, direction, block, key, rule))
 
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Assignment:
-            return NotImplemented
-        return self._tuple() == other._tuple()
-
-    def __hash__(self) -> int:
-        return hash(self._tuple())
-
-    def _tuple(self) -> tuple:
-        return (self.group, self.layer, self.direction, self.block, self.key, self.rule)
+    group = property(operator.itemgetter(0))
+    layer = property(operator.itemgetter(1))
+    direction = property(operator.itemgetter(2))
+    block = property(operator.itemgetter(3))
+    key = property(operator.itemgetter(4))
+    rule = property(operator.itemgetter(5))
 
     def __repr__(self) -> str:
         return ("Assignment(group={!r}, layer={!r}, direction={!r}, block={!r}, key={!r}, "
-                "rule={!r})".format(*self._tuple()))
+                "rule={!r})".format(*self))
+
+
+_assignments = functools.partial(map, functools.partial(tuple.__new__, Assignment))
 
 
 class GroupRule:
@@ -148,6 +144,16 @@ class Scheme:
             self._matcher = _Matcher(self.groups)
         return self._matcher.assign(name)
 
+    def assign_all(self, names: Sequence[str]) -> list[Assignment]:
+        """``[self.assign(n) for n in names]``, made per digit-pattern of names (a
+        50,000-tensor model has a few dozen): the regexes, and the Python work, run once per
+        pattern; each name only has its captures sliced out."""
+        if self._matcher is None:
+            self._matcher = _Matcher(self.groups)
+        out = self._matcher.assign_all(names)
+        self._memo.update(zip(names, out, strict=True))
+        return out
+
     def score(self, names: Sequence[str], format: str | None = None) -> int:
         """Sum of the scores of the detect rules that fire on ``names`` / ``format``."""
         total = 0
@@ -186,6 +192,15 @@ _ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 def _digit_key(name: str) -> bytes:
     return name.encode("utf-8", "surrogatepass").translate(_ZERO)
+
+
+def _digit_keys(names: Sequence[str]) -> list[bytes]:
+    """``[_digit_key(n) for n in names]`` in one pass of C: the names joined by newlines
+    (when none holds one), translated once and split."""
+    joined = "\n".join(names)
+    if names and joined.count("\n") == len(names) - 1:
+        return joined.encode("utf-8", "surrogatepass").translate(_ZERO).split(b"\n")
+    return [_digit_key(n) for n in names]
 
 
 
@@ -234,6 +249,45 @@ class _Matcher:
             None if layer is None else name[: layer[0]] + "#" + name[layer[1]:],
             index,
         )
+
+    def assign_all(self, names: Sequence[str]) -> list[Assignment]:
+        """:meth:`assign` of each name. Names of one digit-pattern whose hit needs no
+        per-name regex and no template get their captures sliced out column by column."""
+        members: dict[bytes, list[int]] = {}
+        get = members.get
+        for i, key in enumerate(_digit_keys(names)):
+            group = get(key)
+            if group is None:
+                members[key] = [i]
+            else:
+                group.append(i)
+        out: list[Assignment] = [_UNGROUPED] * len(names)
+        for key, where in members.items():
+            cls = self._classes.get(key)
+            if cls is None:
+                cls = self._classes[key] = self._pattern_of(names[where[0]])
+            unsure, hit = cls
+            if unsure or (hit is not None and hit[1] is None):  # per name: regexes or template
+                for i in where:
+                    out[i] = self.assign(names[i])
+                continue
+            if hit is None:
+                continue  # _UNGROUPED already
+            index, group, layer, direction, block, _ = hit
+            these = [names[i] for i in where]
+            nones = [None] * len(these)
+            made = _assignments(zip(
+                [group] * len(these),
+                nones if layer is None else [n[layer[0]:layer[1]] for n in these],
+                nones if direction is None else [n[direction[0]:direction[1]] for n in these],
+                nones if block is None else [n[block[0]:block[1]] for n in these],
+                nones if layer is None else
+                [n[: layer[0]] + "#" + n[layer[1]:] for n in these],
+                [index] * len(these), strict=True,
+            ))
+            for i, a in zip(where, made, strict=True):
+                out[i] = a
+        return out
 
     def _assignment(self, name: str, index: int, caps: dict[str, str | None],
                     layer_span: tuple[int, int] | None) -> Assignment:
@@ -697,8 +751,8 @@ def representatives(names: Iterable[str]) -> list[str]:
     hundred of them."""
     seen: dict[str, str] = {}
     zeroed: set[bytes] = set()  # names equal up to each digit share their "#" pattern: skip them
-    for n in names:
-        z = _digit_key(n)
+    names = names if isinstance(names, (list, tuple)) else list(names)
+    for n, z in zip(names, _digit_keys(names), strict=True):
         if z not in zeroed:
             zeroed.add(z)
             seen.setdefault(_DIGITS.sub("#", n), n)
@@ -771,105 +825,113 @@ def group_counts(scheme: Scheme, items: Iterable[tuple[str, int]]) -> dict[str, 
 # Report sections (used by inspector.reports.listing)
 
 
-def _stats() -> dict[str, int]:
-    return {"tensors": 0, "parameters": 0, "elements": 0, "bytes": 0}
-
-
 def _layer_sort_key(layer: str) -> tuple:
     return (0, int(layer), "") if layer.isdigit() else (1, 0, layer)
 
 
 def summarize(
     scheme: Scheme, entries: Sequence[TensorEntry], unique: Sequence[TensorEntry],
-    per_layer: bool = True,
+    per_layer: bool = True, placed: Sequence[Assignment] | None = None,
 ) -> list[dict[str, Any]]:
     """One record per group (scheme order): ``tensors`` (listed entries, tied aliases
     included), ``parameters`` / ``elements`` / ``bytes`` (tied tensors once, so the groups sum
     to the listing's totals), ``share`` of all parameters, ``embedding``, and where the scheme
     captures layers ``layers`` (one record per block/layer/direction) and ``repeats`` (layers
     with identical tensors collapsed: names equal up to the layer number, same shapes/dtypes);
-    without ``per_layer``, neither of these two."""
+    without ``per_layer``, neither of these two. ``placed``: the entries' assignments, when
+    the caller has them (:meth:`Scheme.assign_all`)."""
+    if placed is None:
+        placed = scheme.assign_all([t.name for t in entries])
     # No tied aliases (``unique`` is ``entries``, entry for entry): every entry is counted.
     everything = len(unique) == len(entries) and all(map(operator.is_, unique, entries))
     counted = set() if everything else {id(t) for t in unique}
-    # Running sums as lists [tensors, parameters, elements, bytes] (+ tied_aliases for a
-    # group, + the signature for a layer): dicts of the report's shape are built at the end.
-    sums: dict[str, list[int]] = {}
-    first: dict[str, tuple[bool, int, int]] = {}  # the order of ordered_groups, in the same pass
-    embedding: dict[str, bool] = {}
-    layers: dict[str, dict[tuple, list[Any]]] = {}
-    assign = scheme.assign
+    # One running record per (group, block, layer, direction), the layer None for a group's
+    # tensors outside any layer: [tensors, parameters, elements, bytes, tied aliases,
+    # signature]. Groups are summed from their records, and dicts of the report's shape are
+    # made at the end.
+    records: dict[tuple, list[Any]] = {}
+    first: dict[str, tuple[bool, int, int]] = {}  # the order of ordered_groups
+    rule_of: dict[str, Assignment] = {}
+    unplaced = len(scheme.groups)
     parameter = Role.PARAMETER
-    for i, t in enumerate(entries):
-        a = assign(t.name)
-        name = a.group
-        g = sums.get(name)
-        if g is None:
-            g = sums[name] = [0, 0, 0, 0, 0]
-            embedding[name] = scheme.is_embedding(a)
-            first[name] = (name == OTHER, a.rule if a.rule >= 0 else len(scheme.groups), i)
-        counts = everything or id(t) in counted
-        g[0] += 1
-        if counts:
-            n, b = t.numel, t.nbytes or 0
-            p = n if t.role is parameter else 0
-            g[1] += p
-            g[2] += n
-            g[3] += b
+    for i, (t, a) in enumerate(zip(entries, placed, strict=True)):
+        group, layer, direction, block, key, rule = a
+        slot = (group, block, layer, direction) if per_layer and layer is not None else group
+        rec = records.get(slot)
+        if rec is None:
+            rec = records[slot] = [0, 0, 0, 0, 0, []]
+            if group not in first:
+                first[group] = (group == OTHER, rule if rule >= 0 else unplaced, i)
+                rule_of[group] = a
+        rec[0] += 1
+        if everything or id(t) in counted:
+            n = t.numel
+            if t.role is parameter:
+                rec[1] += n
+            rec[2] += n
+            rec[3] += t.nbytes or 0
         else:
-            g[4] += 1
-        if per_layer and a.layer is not None:
-            slot = (a.block, a.layer, a.direction)
-            in_group = layers.get(name)
+            rec[4] += 1
+        if slot is not group:
+            rec[5].append((key, t.shape, t.dtype, t.role))
+    sums: dict[str, list[int]] = {g: [0, 0, 0, 0, 0] for g in first}
+    layers: dict[str, list[tuple]] = {}
+    for slot, rec in records.items():
+        if slot.__class__ is str:
+            g = sums[slot]
+        else:
+            g = sums[slot[0]]
+            in_group = layers.get(slot[0])
             if in_group is None:
-                in_group = layers[name] = {}
-            rec = in_group.get(slot)
-            if rec is None:
-                rec = in_group[slot] = [0, 0, 0, 0, []]
-            rec[0] += 1
-            if counts:
-                rec[1] += p
-                rec[2] += n
-                rec[3] += b
-            rec[4].append((a.key, t.shape, t.dtype, t.role))
+                in_group = layers[slot[0]] = []
+            in_group.append((slot, rec))
+        g[0] += rec[0]
+        g[1] += rec[1]
+        g[2] += rec[2]
+        g[3] += rec[3]
+        g[4] += rec[4]
     total = sum(g[1] for g in sums.values())
     out = []
     for name in sorted(first, key=first.__getitem__):
         s = sums[name]
         g = {"name": name, "tensors": s[0], "parameters": s[1], "elements": s[2], "bytes": s[3],
-             "tied_aliases": s[4], "embedding": embedding[name]}
+             "tied_aliases": s[4], "embedding": scheme.is_embedding(rule_of[name])}
         g["share"] = round(g["parameters"] / total, 6) if total else 0.0
         if name in layers:
-            blocks = {slot[0]: i for i, slot in reversed(list(enumerate(layers[name])))}
-            recs = [{"block": block, "layer": layer, "direction": direction, "tensors": r[0],
-                     "parameters": r[1], "elements": r[2], "bytes": r[3], "_sig": r[4]}
-                    for (block, layer, direction), r in layers[name].items()]
-            recs.sort(key=lambda r: (
-                blocks[r["block"]], _layer_sort_key(r["layer"]), r["direction"] or ""))
-            g["repeats"] = _collapse(recs)
-            for r in recs:
-                del r["_sig"]
-            g["layers"] = recs
+            g["repeats"], g["layers"] = _layer_records(layers[name])
         out.append(g)
     return out
 
 
-def _collapse(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Layers with the same block, direction and tensors (names up to the layer number, shapes,
-    dtypes) as one row ``layers.#`` with its ``count``; numbers are per layer."""
-    rows: dict[tuple, dict[str, Any]] = {}
-    for r in recs:
-        key = (r["block"], r["direction"], tuple(sorted(r["_sig"])))
-        row = rows.get(key)
+def _layer_records(found: list[tuple[tuple, list[Any]]]) -> tuple[list[dict], list[dict]]:
+    """A group's ``repeats`` and ``layers`` from its ``((group, block, layer, direction),
+    record)`` pairs in order of first appearance: layers sorted by block (first appearance),
+    layer number, direction."""
+    blocks: dict[str | None, int] = {}
+    for (_, block, _, _), _ in found:
+        if block not in blocks:
+            blocks[block] = len(blocks)
+    found.sort(key=lambda item: (blocks[item[0][1]], _layer_sort_key(item[0][2]),
+                                 item[0][3] or ""))
+    repeats: dict[tuple, dict[str, Any]] = {}
+    layers = []
+    for (_, block, layer, direction), r in found:
+        layers.append({"block": block, "layer": layer, "direction": direction, "tensors": r[0],
+                       "parameters": r[1], "elements": r[2], "bytes": r[3]})
+        # Layers with the same block, direction and tensors (names up to the layer number,
+        # shapes, dtypes) as one row ``layers.#`` with its ``count``; numbers are per layer.
+        key = (block, direction, tuple(sorted(r[5])))
+        row = repeats.get(key)
         if row is None:
-            rows[key] = {"block": r["block"], "direction": r["direction"], "layers": [r["layer"]],
-                         **{k: r[k] for k in _stats()}}
+            repeats[key] = {"block": block, "direction": direction, "layers": [layer],
+                            "tensors": r[0], "parameters": r[1], "elements": r[2],
+                            "bytes": r[3]}
         else:
-            row["layers"].append(r["layer"])
-    for row in rows.values():
+            row["layers"].append(layer)
+    for row in repeats.values():
         row["count"] = len(row["layers"])
         row["label"] = "layers.#" if row["count"] > 1 else f"layers.{row['layers'][0]}"
-    return list(rows.values())
+    return list(repeats.values()), layers
 
 
 def embedding_split(groups: Sequence[Mapping[str, Any]]) -> dict[str, int] | None:

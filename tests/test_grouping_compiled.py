@@ -109,6 +109,9 @@ def test_fast_assignment_equals_trying_every_regex(names):
                        s.parameters)
         for n in names:
             assert fresh.assign(n) == _slow(s, n), (s.name, n)
+        batch = Scheme(s.name, s.description, s.source, s.groups, s.detect, s.min_score,
+                       s.parameters)
+        assert batch.assign_all(names) == [_slow(s, n) for n in names], s.name
 
 
 def test_fast_assignment_on_every_fixture_name():
@@ -123,6 +126,21 @@ def test_fast_assignment_on_every_fixture_name():
         fresh = Scheme(s.name, s.description, s.source, s.groups, s.detect, s.min_score,
                        s.parameters)
         assert [fresh.assign(x) for x in names] == [_slow(s, x) for x in names], n
+        batch = Scheme(s.name, s.description, s.source, s.groups, s.detect, s.min_score,
+                       s.parameters)
+        assert batch.assign_all(names) == [_slow(s, x) for x in names], n
+
+
+def test_assign_all_with_newlines_in_names():
+    """Names are joined by newlines for one pass of C; a name holding one takes the slow path."""
+    names = ["layers.1.attn.q_proj.weight", "layers.\n2.attn.q_proj.weight",
+             "layers.12.attn.q_proj.weight", "", "a\nb"]
+    for n in grouping.builtin_names():
+        s = grouping.get_scheme(n)
+        batch = Scheme(s.name, s.description, s.source, s.groups, s.detect, s.min_score,
+                       s.parameters)
+        assert batch.assign_all(names) == [_slow(s, x) for x in names], n
+        assert batch.assign_all([]) == []
 
 
 @settings(max_examples=300, deadline=None)

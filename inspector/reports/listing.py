@@ -122,7 +122,8 @@ def listing(
     unique = ckpt.unique(entries)
     chosen = choose_scheme(scheme, [t.name for t in ckpt.tensors], ckpt.format,
                            params=scheme_params)
-    groups = grouping.summarize(chosen, entries, unique, per_layer)
+    placed = chosen.assign_all([t.name for t in entries])
+    groups = grouping.summarize(chosen, entries, unique, per_layer, placed)
     sums = totals(entries, unique)
     split = grouping.embedding_split(groups)
     if split is not None:
@@ -142,8 +143,9 @@ def listing(
             "auto": scheme in (None, grouping.AUTO),
             "parameters": dict(chosen.parameters),
         },
-        "tensors": TensorRows(entries, ties, chosen.assign) if lazy_rows else
-                   [_tensor(t, ties.get(t.stored_name), chosen.assign(t.name)) for t in entries],
+        "tensors": TensorRows(entries, ties, chosen.assign, placed) if lazy_rows else
+                   [_tensor(t, ties.get(t.stored_name), a)
+                    for t, a in zip(entries, placed, strict=True)],
         "totals": sums,
         "groups": groups,
         "bytes_by_dtype": ckpt.bytes_by_dtype(unique),
@@ -205,13 +207,16 @@ class TensorRows:
     :func:`listing` lists), and :meth:`json_text`: their JSON lines written straight from the
     entries, the bytes the C encoder gives for the dicts, without making them."""
 
-    __slots__ = ("entries", "ties", "assign", "_plain")
+    __slots__ = ("entries", "ties", "assign", "placed", "_plain")
 
     def __init__(self, entries: list[TensorEntry], ties: Mapping[str, list[str]],
-                 assign: Callable[[str], Assignment]) -> None:
+                 assign: Callable[[str], Assignment],
+                 placed: list[Assignment] | None = None) -> None:
         self.entries = entries
         self.ties = ties
         self.assign = assign
+        # each entry's assignment, in order
+        self.placed = [assign(t.name) for t in entries] if placed is None else placed
         self._plain: bool | None = None
 
     def __len__(self) -> int:
@@ -219,7 +224,7 @@ class TensorRows:
 
     def row(self, i: int) -> dict[str, Any]:
         t = self.entries[i]
-        return _tensor(t, self.ties.get(t.stored_name), self.assign(t.name))
+        return _tensor(t, self.ties.get(t.stored_name), self.placed[i])
 
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
@@ -249,14 +254,13 @@ class TensorRows:
         if not self.plain():
             return ",\n".join("    " + encode_row(self.row(i)) for i in range(start, stop))
         enc = _string_encoder()
-        ties, assign = self.ties, self.assign
+        ties = self.ties
         texts: dict[str | None, str] = {None: "null"}  # dtype and group texts
         roles = {role: enc(text) for role, text in _ROLE_TEXT.items()}
         shapes: dict[tuple[int, ...], str] = {}
         out = []
-        for t in entries:
+        for t, a in zip(entries, self.placed[start:stop], strict=True):
             name, stored = t.name, t.stored_name
-            a = assign(name)
             if ties and stored in ties or type(a.group) is not str:
                 out.append("    " + encode_row(_tensor(t, ties.get(stored), a)))
                 continue

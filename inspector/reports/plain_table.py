@@ -22,7 +22,7 @@ def plain_table(rows: Sequence[Sequence[str]], headers: Sequence[str], fmt: str,
         return None
     if any(len(r) != len(headers) for r in rows):
         return None
-    columns = [[c.strip() for c in col] for col in zip(*rows, strict=True)]
+    columns = [list(map(str.strip, col)) for col in zip(*rows, strict=True)]
     heads = list(headers)
     for col in (*columns, heads):
         text = "".join(col)
@@ -32,17 +32,15 @@ def plain_table(rows: Sequence[Sequence[str]], headers: Sequence[str], fmt: str,
         return None
     widths = [max(len(h) + MIN_PADDING, max(map(len, col))) for h, col in zip(heads, columns,
                                                                                  strict=True)]
-    # One format per line (no padded copy of every cell): "{:<12}  {:>7}"
-    spec = ["{:" + ("<" if a == "left" else ">") + str(w) + "}"
+    # One %-template per line (no padded copy of every cell), applied at C speed: "%-12s  %7s"
+    spec = ["%" + ("-" if a == "left" else "") + str(w) + "s"
             for a, w in zip(colalign, widths, strict=True)]
-    head = [s.format(h) for s, h in zip(spec, heads, strict=True)]
+    head = [s % h for s, h in zip(spec, heads, strict=True)]
     body = zip(*columns, strict=True)
     if fmt == "simple":
-        line = "  ".join(spec).format
         lines = ["  ".join(head).rstrip(), "  ".join("-" * w for w in widths)]
-        lines.extend(line(*r).rstrip() for r in body)
+        lines.extend(map(str.rstrip, map("  ".join(spec).__mod__, body)))
         return "\n".join(lines)
-    line = ("| " + " | ".join(spec) + " |").format
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    lines.extend(line(*r) for r in body)
+    lines.extend(map(("| " + " | ".join(spec) + " |").__mod__, body))
     return "\n".join(lines)

@@ -113,7 +113,7 @@ def _entry_rows(report: dict[str, Any], style: Style
     plain = getattr(rows, "plain", None)
     if plain is None or rows.ties or not plain():
         return None
-    entries, assign = rows.entries, rows.assign
+    entries, placed = rows.entries, rows.placed
     show_stored = any(t.name != t.stored_name for t in entries)
     show_file = any(t.file for t in entries)
     grouped = "groups" in report
@@ -129,7 +129,7 @@ def _entry_rows(report: dict[str, Any], style: Style
     groups: dict[str, str] = {}
     roles = {role: role.value for role in {t.role for t in entries}}
     out = []
-    for t in entries:
+    for t, a in zip(entries, placed, strict=True):
         shape = shapes.get(t.shape)
         if shape is None:
             shape = shapes[t.shape] = shape_text(t.shape)
@@ -138,7 +138,7 @@ def _entry_rows(report: dict[str, Any], style: Style
             numel = counts[t.numel] = style.count(t.numel)
         row = [sanitize(t.name), shape, t.dtype, numel, roles[t.role]]
         if grouped:
-            g = assign(t.name).group
+            g = a.group
             text = groups.get(g)
             if text is None:
                 text = groups[g] = sanitize(g)
