@@ -11,6 +11,7 @@ the verb. Exit codes of every verb are listed in ``inspector --help`` (each comm
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 
@@ -248,6 +249,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if args.debug:
             _remote_stats()
+
+
+def console_main() -> None:
+    """The ``inspector`` command: :func:`main`, then the process ends without tearing down its
+    objects one by one (a 50,000-tensor report is some 300,000 of them: 25 ms of freeing memory
+    the OS takes back at once) when nothing is left to run at exit: output flushed, no atexit
+    callback, no other thread. Otherwise, and where CPython's counter is missing, a normal
+    exit."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # the reader left (| head): nothing more to write
+        sys.exit(code)
+    pending = getattr(atexit, "_ncallbacks", None)
+    threading = sys.modules.get("threading")
+    if (pending is not None and pending() == 0
+            and (threading is None or threading.active_count() == 1)):
+        os._exit(code)
+    sys.exit(code)
 
 
 def _remote_stats() -> None:

@@ -395,7 +395,13 @@ def _indented(value: Any, newline: str) -> str:
     elif kind is list or kind is tuple:
         if not value:
             return "[]"
-        items = _flat_records(value, inner) if len(value) > 1 else None
+        kinds = set(map(type, value))
+        if kinds == {str}:  # e.g. the layer numbers of a repeat: 10,000 strings
+            items = list(map(json.encoder.encode_basestring, value))  # type: ignore[attr-defined]
+        elif kinds == {int}:
+            items = list(map(int.__repr__, value))
+        else:
+            items = _flat_records(value, inner) if len(value) > 1 else None
         if items is None:
             items = [_indented(v, inner) for v in value]
         return "[" + inner + ("," + inner).join(items) + newline + "]"
