@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-from typing import Any
 
 from inspector.pickle_policy import add_allow_unsafe, refuse_if_unsafe
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from typing import Any
 
 __all__ = ["refuse_if_unsafe"]  # kept importable from here
 

@@ -25,9 +25,12 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import nullcontext
-from typing import Any
 
 from inspector.pickle_policy import add_allow_unsafe, load_checked
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "stats"
 HELP = "value statistics per tensor and group (NaN/Inf, zeros, norms), or across a training run"
