@@ -113,3 +113,28 @@ def test_error_naming_a_member_with_a_line_break_is_one_line(tmp_path, cli):
     proc = cli("show", str(p))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "\\n" in proc.stderr, proc.stderr
+
+
+def test_fast_exit_keeps_output_exit_codes_and_atexit_work(tmp_path):
+    """``console_main`` leaves without tearing down its objects only when nothing is left to
+    run at exit: the whole output arrives through a pipe, the exit code is the command's, and
+    a registered atexit callback still runs (normal exit then)."""
+    import subprocess
+    import sys
+
+    path = small(tmp_path)
+    ok = subprocess.run([sys.executable, "-m", "inspector", "show", "--format", "json", path],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["totals"]["tensors"] == 2
+    missing = subprocess.run([sys.executable, "-m", "inspector", "show", str(tmp_path / "no")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    script = ("import atexit, sys\n"
+              "atexit.register(lambda: print('atexit ran'))\n"
+              "from inspector.cli import console_main\n"
+              f"sys.argv = ['inspector', 'show', {str(path)!r}]\n"
+              "console_main()\n")
+    hooked = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120)
+    assert hooked.returncode == 0
+    assert hooked.stdout.rstrip().endswith("atexit ran") and "enc.weight" in hooked.stdout
