@@ -337,12 +337,15 @@ def _read_h5_here(fileobj: BinaryIO | str, where: str, size: int, base: int | No
     """The walk itself, in this process."""
     import h5py  # heavy: only when a Keras file is opened
 
+    from .h5_direct import bind
+
     try:
         # HDF5 trusts sizes inside the file: a corrupted global-heap length made it allocate
         # 3.7 GB for one attribute. Under the cap that allocation fails and ends as a FormatError.
         with address_space_capped(H5_MEMORY_FLOOR + 4 * size), h5py.File(fileobj, "r") as f:
             facts = H5Facts()
             facts.groups["/"] = _group_attrs(f.id)
+            direct = bind(h5py, f.id)
 
             failed: list[BaseException] = []
 
@@ -350,7 +353,7 @@ def _read_h5_here(fileobj: BinaryIO | str, where: str, size: int, base: int | No
                 # An exception raised inside h5py's visit callback comes out mangled: keep it
                 # and stop the visit (a non-None return) instead.
                 try:
-                    _visit(f, raw_name, info.type, facts, where, size, base)
+                    _visit(f, raw_name, info, facts, where, size, base, direct)
                 except (FormatError, *H5_ERRORS) as e:
                     failed.append(e)
                     return 1
@@ -372,15 +375,23 @@ def _read_h5_here(fileobj: BinaryIO | str, where: str, size: int, base: int | No
 
 
 def _visit(
-    f: Any, raw_name: bytes, kind: int, facts: H5Facts, where: str, size: int, base: int | None
+    f: Any, raw_name: bytes, info: Any, facts: H5Facts, where: str, size: int, base: int | None,
+    direct: Any,
 ) -> None:
     import h5py
 
     path = "/" + raw_name.decode("utf-8", "surrogateescape")
+    kind = info.type
     if kind == h5py.h5l.TYPE_HARD:
-        # Low-level IDs only: an h5py Dataset/Group per link and its cached properties cost
-        # more than HDF5's own work on files of 50,000 small datasets.
-        oid = h5py.h5o.open(f.id, raw_name)
+        if direct is not None:
+            oid = _visit_direct(direct, f.id, raw_name, info.u, path, facts, where, size,
+                                base)
+            if oid is None:
+                return
+        else:
+            # Low-level IDs only: an h5py Dataset/Group per link and its cached properties
+            # cost more than HDF5's own work on files of 50,000 small datasets.
+            oid = h5py.h5o.open(f.id, raw_name)
         if isinstance(oid, h5py.h5d.DatasetID):
             facts.datasets[path] = _dataset(oid, path, where, size, base, facts)
         elif isinstance(oid, h5py.h5g.GroupID):
@@ -393,6 +404,38 @@ def _visit(
         facts.soft_links[path] = f.id.links.get_val(raw_name).decode("utf-8", "replace")
     else:
         facts.findings.append(Finding("warning", f"user-defined link type {kind} ignored", path))
+
+
+def _visit_direct(
+    direct: Any, fid: Any, raw_name: bytes, addr: int, path: str, facts: H5Facts, where: str,
+    size: int, base: int | None,
+) -> Any:
+    """A hard link's object through direct libhdf5 calls: a contiguous dataset of a standard
+    numeric type is recorded here (None returned); any other dataset or group is returned as
+    h5py's ID for the general path, which also reopens what failed to open."""
+    import h5py
+
+    oid = direct.open(raw_name, addr)
+    if oid < 0:  # h5py opens it again and reports libhdf5's error
+        return h5py.h5o.open(fid, raw_name)
+    kind = direct.kind(oid)
+    if kind == h5py.h5i.DATASET:
+        plain = direct.plain(oid)
+        dtype = None if plain is None else NUMPY_KINDS.get((plain[1].kind, plain[1].itemsize))
+        if dtype is None:
+            return h5py.h5d.DatasetID(oid)  # h5py owns (and closes) the ID from here
+        direct.close(oid)
+        shape, dt, offset, stored = plain
+        declared = dt.itemsize
+        for d in shape:
+            declared *= d
+        facts.datasets[path] = _contiguous(path, shape, dtype, declared, stored, offset, where,
+                                           size, base)
+        return None
+    if kind == h5py.h5i.GROUP:
+        return h5py.h5g.GroupID(oid)
+    direct.close(oid)  # a named datatype: not listed
+    return None
 
 
 def _dataset(
@@ -416,13 +459,7 @@ def _dataset(
         layout, external = h5py.h5d.CONTIGUOUS, False
     extra: dict[str, Any] = {"layout": _layout_name(layout), "stored_bytes": stored}
     if offset is not None:
-        if offset + declared > size:
-            raise FormatError(
-                f"dataset declares {declared} bytes at offset {offset}, past the end of the "
-                f"file ({size} bytes)",
-                where,
-                path,
-            )
+        _refuse_past_end(declared, offset, size, where, path)
     elif layout == h5py.h5d.CHUNKED:
         ds = h5py.Dataset(dsid)  # rare in Keras files: h5py's own chunk/filter reading
         extra["chunks"] = list(ds.chunks)
@@ -431,12 +468,7 @@ def _dataset(
         filters = dcpl.get_nfilters()
         if filters:
             extra["filters"] = filters
-    if declared > BOMB_FLOOR_BYTES and declared > BOMB_MAX_EXPANSION * stored:
-        raise FormatError(
-            f"dataset declares {declared} bytes but stores {stored}: refused, as Keras does",
-            where,
-            path,
-        )
+    _refuse_bomb(declared, stored, where, path)
     if external:
         facts.findings.append(Finding("warning", "raw data in external files, not followed", path))
         extra["external"] = [str(e[0]) for e in h5py.Dataset(dsid).external]
@@ -446,6 +478,36 @@ def _dataset(
         extra["h5_offset"] = offset
         offset = None if base is None else base + offset
     return DsInfo(shape, _dtype(dsid, dt), offset, declared, extra)
+
+
+def _contiguous(
+    path: str, shape: tuple[int, ...], dtype: str, declared: int, stored: int, offset: int,
+    where: str, size: int, base: int | None,
+) -> DsInfo:
+    """A contiguous dataset stored at ``offset`` in the file, as :func:`_dataset` describes it."""
+    _refuse_past_end(declared, offset, size, where, path)
+    _refuse_bomb(declared, stored, where, path)
+    extra = {"layout": "contiguous", "stored_bytes": stored, "h5_offset": offset}
+    return DsInfo(shape, dtype, None if base is None else base + offset, declared, extra)
+
+
+def _refuse_past_end(declared: int, offset: int, size: int, where: str, path: str) -> None:
+    if offset + declared > size:
+        raise FormatError(
+            f"dataset declares {declared} bytes at offset {offset}, past the end of the "
+            f"file ({size} bytes)",
+            where,
+            path,
+        )
+
+
+def _refuse_bomb(declared: int, stored: int, where: str, path: str) -> None:
+    if declared > BOMB_FLOOR_BYTES and declared > BOMB_MAX_EXPANSION * stored:
+        raise FormatError(
+            f"dataset declares {declared} bytes but stores {stored}: refused, as Keras does",
+            where,
+            path,
+        )
 
 
 _LAYOUTS: dict[int, str] = {}
