@@ -1,0 +1,132 @@
+"""The HDF5 walk's direct libhdf5 calls (``adapters/h5_direct.py``) describe every dataset as
+h5py's own path does, hand everything unusual back to it, and keep the hostile-input refusals.
+
+The reference is the walk through h5py alone (``bind`` returning None), on the real Keras
+fixtures, the malicious corpus and files written here with h5py's less common storage."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+import inspector.adapters.h5_direct as h5_direct
+import inspector.adapters.keras as keras_adapter
+from inspector.adapters.errors import FormatError
+
+from conftest import FIXTURES, ROOT
+from hostile import assert_clean_error
+
+H5_FILES = sorted(
+    p for root in (FIXTURES, ROOT / "tests" / "corpus") for p in root.rglob("*")
+    if p.suffix in (".h5", ".hdf5")
+)
+LINUX = sys.platform.startswith("linux")
+
+
+def _walk(path, monkeypatch, direct: bool, size: int | None = None):
+    """The walk's facts as columns, or its refusal; through the direct calls or h5py alone."""
+    monkeypatch.setattr(h5_direct, "bind", h5_direct.bind if direct else lambda *a: None)
+    try:
+        facts = keras_adapter._read_h5_here(
+            str(path), str(path), os.path.getsize(path) if size is None else size, 100)
+        return keras_adapter._facts_to_json(facts)
+    except FormatError as e:
+        return ("refused", str(e))
+
+
+@pytest.mark.skipif(not LINUX, reason="the direct calls find libhdf5 in /proc/self/maps")
+def test_direct_calls_bind_to_h5pys_libhdf5():
+    with h5py.File(FIXTURES / "keras" / "lm_adam.legacy.h5", "r") as f:
+        direct = h5_direct.bind(h5py, f.id)
+        assert direct is not None
+        oid = direct.open(b"nope", None)
+        assert oid < 0  # a failed call answers a negative ID, printing nothing
+
+
+@pytest.mark.parametrize("path", H5_FILES, ids=lambda p: p.name)
+def test_same_facts_as_h5py_alone(path, monkeypatch):
+    assert _walk(path, monkeypatch, True) == _walk(path, monkeypatch, False)
+
+
+def test_unusual_datasets_take_h5pys_path_unchanged(tmp_path, monkeypatch):
+    p = tmp_path / "mixed.h5"
+    with h5py.File(p, "w") as f:
+        f["plain/f32"] = np.ones((3, 4), "float32")
+        f["plain/f16be"] = np.ones(4, ">f2")
+        f["plain/i64"] = np.arange(5)
+        f["plain/u8"] = np.zeros((2, 2, 2), "uint8")
+        f["plain/scalar"] = np.float64(1.5)
+        f["odd/bool"] = np.array([True, False])
+        f["odd/complex"] = np.ones(2, "complex64")
+        f["odd/strings"] = np.array([b"ab", b"cd"])
+        f["odd/compound"] = np.zeros(2, [("a", "<i4"), ("b", "<f8")])
+        f.create_dataset("odd/chunked", data=np.ones(8, "float32"), chunks=(4,),
+                         compression="gzip")
+        f.create_dataset("odd/compact", data=np.ones(3, "int16"),
+                         dcpl=_compact_dcpl())
+        f.create_dataset("odd/unallocated", shape=(6,), dtype="float32")
+        f.create_dataset("odd/empty", shape=(0,), dtype="int8")
+        f["odd/null"] = h5py.Empty("float32")
+        bf16 = f.create_dataset("odd/bfloat16", data=np.zeros(4, "uint16"))
+        bf16.attrs["dtype"] = "bfloat16"
+        f["odd/named_type"] = np.dtype("float32")
+        f["hard_alias"] = f["plain/f32"]
+        f["soft_alias"] = h5py.SoftLink("/plain/i64")
+    described = []
+    contiguous = keras_adapter._contiguous
+    monkeypatch.setattr(keras_adapter, "_contiguous",
+                        lambda path, *a: described.append(path) or contiguous(path, *a))
+    here = _walk(p, monkeypatch, True)
+    if LINUX:  # the plain ones by the direct calls, the rest by h5py
+        # (odd/bfloat16 is uint16 data: its tag is read only for types NUMPY_KINDS lacks)
+        assert sorted(described) == ["/hard_alias", "/odd/bfloat16", *(
+            f"/plain/{n}" for n in ("f16be", "f32", "i64", "scalar", "u8"))]
+    assert here == _walk(p, monkeypatch, False)
+    assert len(here["paths"]) == 16 and here["soft_links"] == {"/soft_alias": "/plain/i64"}
+
+
+def _compact_dcpl():
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_layout(h5py.h5d.COMPACT)
+    return dcpl
+
+
+def test_extent_past_the_end_is_refused_on_both_paths(tmp_path, monkeypatch):
+    """A contiguous dataset reaching past the stated end of the file (a ``.keras`` member
+    shorter than its HDF5 content says) is refused the same way by both paths."""
+    p = tmp_path / "w.h5"
+    with h5py.File(p, "w") as f:
+        f["x"] = np.ones(1024, "float32")
+    short = os.path.getsize(p) - 1000
+    got = _walk(p, monkeypatch, True, size=short)
+    assert got == _walk(p, monkeypatch, False, size=short)
+    assert got[0] == "refused" and "past the end of the file" in got[1] and "/x" in got[1]
+
+
+def test_expansion_refusal_holds_on_both_paths(tmp_path, monkeypatch):
+    p = tmp_path / "w.h5"
+    with h5py.File(p, "w") as f:
+        f["x"] = np.ones(1024, "float32")
+    monkeypatch.setattr(keras_adapter, "BOMB_FLOOR_BYTES", 1000)
+    monkeypatch.setattr(keras_adapter, "BOMB_MAX_EXPANSION", 0.5)
+    got = _walk(p, monkeypatch, True)
+    assert got == _walk(p, monkeypatch, False)
+    assert got[0] == "refused" and "refused, as Keras does" in got[1]
+
+
+def test_corrupt_dataset_header_is_one_line(tmp_path, cli):
+    """A layout message pointing past the end: libhdf5 refuses to open the dataset; the direct
+    call's failure hands it to h5py, whose error becomes the one line."""
+    p = tmp_path / "w.h5"
+    with h5py.File(p, "w") as f:
+        f["x"] = np.ones(256, "float32")
+        offset = f["x"].id.get_offset()
+    data = p.read_bytes()
+    layout = offset.to_bytes(8, "little") + (1024).to_bytes(8, "little")
+    assert data.count(layout) == 1
+    p.write_bytes(data.replace(layout, (len(data) - 512).to_bytes(8, "little") + layout[8:]))
+    assert_clean_error(cli("show", str(p)), str(p), "HDF5")
