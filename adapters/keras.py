@@ -556,7 +556,7 @@ def _group_attrs(oid: Any, wanted: tuple[str, ...] | None = None) -> dict[str, A
     attrs = h5py.AttributeManager(SimpleNamespace(id=oid))  # h5py's reading, on a bare ID
     out = {}
     for k in keep:
-        value = _vlen_str_attr(oid, k.encode("utf-8", "surrogateescape"))
+        value = _str_attr(oid, k.encode("utf-8", "surrogateescape"))
         out[k] = _plain(attrs[k]) if value is None else value
     return out
 
@@ -564,15 +564,15 @@ def _group_attrs(oid: Any, wanted: tuple[str, ...] | None = None) -> dict[str, A
 VLEN_REF_MIN_BYTES = 12  # a variable-length element in the file: 4-byte length + heap id (>= 8)
 
 
-def _vlen_str_attr(oid: Any, name: bytes) -> str | list[str] | None:
-    """A scalar or 1-d variable-length string attribute (Keras' ``name``, ``weight_names``) as
-    h5py would return it after :func:`_plain`, at half h5py's cost; None for anything else."""
+def _str_attr(oid: Any, name: bytes) -> str | list[str] | None:
+    """A scalar or 1-d string attribute (Keras' ``name``, ``weight_names``, ``layer_names``) as
+    h5py would return it after :func:`_plain`, opened once; None for anything else."""
     import h5py
     import numpy as np
 
     aid = h5py.h5a.open(oid, name)
     tid = aid.get_type()
-    if tid.get_class() != h5py.h5t.STRING or not tid.is_variable_str():
+    if tid.get_class() != h5py.h5t.STRING:
         return None
     space = aid.get_space()
     if space.get_simple_extent_type() not in (h5py.h5s.SCALAR, h5py.h5s.SIMPLE):
@@ -580,10 +580,22 @@ def _vlen_str_attr(oid: Any, name: bytes) -> str | list[str] | None:
     shape = space.get_simple_extent_dims()
     if len(shape) > 1:
         return None
+    count = shape[0] if shape else 1
+    if not tid.is_variable_str():
+        # Fixed length: h5py's own read (its memory type, so its padding conversion), decoded
+        # as _plain decodes bytes; a size that the stored bytes do not hold goes to h5py.
+        dt = tid.dtype
+        if count and count * dt.itemsize > aid.get_storage_size():
+            return None
+        arr = np.zeros(shape, dtype=dt)
+        aid.read(arr, mtype=h5py.h5t.py_create(dt))
+        if not shape:
+            return arr[()].decode("utf-8", "replace")
+        return [b.decode("utf-8", "replace") for b in arr.tolist()]
     # Each stored string is a reference of at least 12 bytes (length + global heap id), so a
     # corrupt extent cannot make us allocate and fill more strings than the attribute holds.
-    count = shape[0] if shape else 1
-    if count * VLEN_REF_MIN_BYTES > aid.get_storage_size():
+    # (An empty attribute stores nothing: libhdf5 answers its storage size as an error.)
+    if count and count * VLEN_REF_MIN_BYTES > aid.get_storage_size():
         raise FormatError(
             f"attribute {name.decode('utf-8', 'replace')!r} declares {count:,} strings in "
             f"{aid.get_storage_size():,} bytes"

@@ -130,3 +130,41 @@ def test_corrupt_dataset_header_is_one_line(tmp_path, cli):
     assert data.count(layout) == 1
     p.write_bytes(data.replace(layout, (len(data) - 512).to_bytes(8, "little") + layout[8:]))
     assert_clean_error(cli("show", str(p)), str(p), "HDF5")
+
+
+def _fixed_str_attr(obj, name: str, values: list[bytes], pad: int, cset: int, scalar: bool):
+    tid = h5py.h5t.C_S1.copy()
+    tid.set_size(8)
+    tid.set_strpad(pad)
+    tid.set_cset(cset)
+    space = h5py.h5s.create(h5py.h5s.SCALAR) if scalar else h5py.h5s.create_simple((len(values),))
+    data = np.array(values, dtype="S8")
+    h5py.h5a.create(obj.id, name.encode(), tid, space).write(
+        data.reshape(()) if scalar else data, mtype=tid)
+
+
+def test_string_attributes_read_as_h5py_reads_them(tmp_path):
+    """Fixed-length strings of every padding and character set (embedded NULs, bytes that are
+    not UTF-8), empty lists, variable-length ones and non-strings: the walk's attributes equal
+    h5py's own reading (``AttributeManager``), made plain."""
+    p = tmp_path / "attrs.h5"
+    strpads = (h5py.h5t.STR_NULLPAD, h5py.h5t.STR_NULLTERM, h5py.h5t.STR_SPACEPAD)
+    with h5py.File(p, "w") as f:
+        for i, pad in enumerate(strpads):
+            for cset in (h5py.h5t.CSET_ASCII, h5py.h5t.CSET_UTF8):
+                g = f.create_group(f"g{i}_{cset}")
+                _fixed_str_attr(g, "weight_names", [b"ab\0cd", b"x\xff\xfey", "é".encode(), b""],
+                                pad, cset, scalar=False)
+                _fixed_str_attr(g, "name", [b"na\0me  "], pad, cset, scalar=True)
+                _fixed_str_attr(g, "layer_names0", [], pad, cset, scalar=False)
+        g = f.create_group("other")
+        g.attrs["layer_names"] = np.array([], dtype=h5py.string_dtype())
+        g.attrs["weight_names"] = np.array(["a", "é"], dtype=h5py.string_dtype())
+        g.attrs["layer_names1"] = np.array([[b"a", b"b"]])
+        g.attrs["backend"] = np.array([1, 2])
+        g.attrs["keras_version"] = "3.0"
+    size = os.path.getsize(p)
+    walked = keras_adapter._read_h5_here(str(p), str(p), size, 0).groups
+    with h5py.File(p, "r") as f:
+        for name, g in f.items():
+            assert walked[f"/{name}"] == {k: keras_adapter._plain(v) for k, v in g.attrs.items()}
