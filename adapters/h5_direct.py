@@ -20,6 +20,7 @@ from typing import Any
 HID = ctypes.c_int64  # hid_t since HDF5 1.10
 HADDR_UNDEF = (1 << 64) - 1
 MAX_RANK = 32  # H5S_MAX_RANK
+ENCODABLE_RANK = 255  # the dataspace message's one-byte dimensionality
 LIBHDF5 = re.compile(r"/libhdf5(-[0-9a-f]+)?\.(so|dylib)[.0-9]*$")
 
 # Predefined file types a Keras file's datasets use; h5py's numpy dtype for each is computed once.
@@ -65,14 +66,13 @@ class Direct:
         self._offset = d(lib, "H5Dget_offset", ctypes.c_uint64, HID)
         self._storage = d(lib, "H5Dget_storage_size", ctypes.c_uint64, HID)
         self._dspace = d(lib, "H5Dget_space", HID, HID)
-        self._ndims = d(lib, "H5Sget_simple_extent_ndims", ctypes.c_int, HID)
         self._dims = d(lib, "H5Sget_simple_extent_dims", ctypes.c_int, HID, ctypes.c_void_p,
                        ctypes.c_void_p)
         self._sclose = d(lib, "H5Sclose", ctypes.c_int, HID)
         self._dtype = d(lib, "H5Dget_type", HID, HID)
         self._tequal = d(lib, "H5Tequal", ctypes.c_int, HID, HID)
         self._tclose = d(lib, "H5Tclose", ctypes.c_int, HID)
-        self._buf = (ctypes.c_uint64 * MAX_RANK)()
+        self._buf = (ctypes.c_uint64 * ENCODABLE_RANK)()
         # Opening by the link's object address skips the path lookup (HDF5 >= 1.12).
         self._token = _Token()
         try:
@@ -112,34 +112,30 @@ class Direct:
         stored = self._storage(oid)
         if not stored:  # 0 is also libhdf5's error value: h5py decides
             return None
-        dt = self._numeric(oid)
+        tid = self._dtype(oid)
+        if tid < 0:
+            return None
+        dt = None
+        types = self._types
+        for i, (_, known, numpy_dtype) in enumerate(types):
+            if self._tequal(tid, known) > 0:
+                if i:
+                    types.insert(0, types.pop(i))
+                dt = numpy_dtype
+                break
+        self._tclose(tid)
         if dt is None:
             return None
         space = self._dspace(oid)
         if space < 0:
             return None
-        try:
-            rank = self._ndims(space)
-            if not 0 <= rank <= MAX_RANK or self._dims(space, self._buf, None) != rank:
-                return None
-        finally:
-            self._sclose(space)
-        return tuple(self._buf[:rank]), dt, int(offset), int(stored)
-
-    def _numeric(self, oid: int) -> Any:
-        tid = self._dtype(oid)
-        if tid < 0:
+        # The buffer holds any rank a dataspace message can encode (one byte), so a rank
+        # libhdf5 would let through cannot write past it.
+        rank = self._dims(space, self._buf, None)
+        self._sclose(space)
+        if not 0 <= rank <= MAX_RANK:
             return None
-        try:
-            types = self._types
-            for i, (_, known, dt) in enumerate(types):
-                if self._tequal(tid, known) > 0:
-                    if i:
-                        types.insert(0, types.pop(i))
-                    return dt
-            return None
-        finally:
-            self._tclose(tid)
+        return tuple(self._buf[:rank]), dt, offset, stored
 
 
 def bind(h5py: Any, fid: Any) -> Direct | None:
