@@ -3,12 +3,12 @@
 On a file of 50,000 small datasets, h5py's per-object Python wrappers (an ObjectID per opened
 object, dataspace and datatype, each registered in h5py's weak registry, and a numpy dtype built
 per datatype) cost more than libhdf5's own work. :class:`Direct` calls the same libhdf5 that h5py
-loaded (found in ``/proc/self/maps``, checked to hold h5py's open file), through :mod:`ctypes`,
-for the one case the walk needs nothing else for: a dataset with an offset in the file and a
-datatype equal to one of HDF5's predefined numeric types. Anything else (a group, chunked,
-compact, external or virtual storage, another datatype, any failing call) is handed back to the
-caller's h5py path, which describes it and reports its errors exactly as before. Without
-``/proc`` (macOS, Windows) or with an HDF5 older than 1.10, :func:`bind` returns None.
+loaded (found in ``/proc/self/maps``, checked to hold h5py's open file), through :mod:`ctypes`
+with the GIL held as h5py holds it, for the one case the walk needs nothing else for: a dataset
+with an offset in the file and a datatype equal to one of HDF5's predefined numeric types.
+Anything else (a group, chunked, compact, external or virtual storage, another datatype, any
+failing call) is handed back to the caller's h5py path, which describes it and reports its
+errors exactly as before. Without ``/proc`` (macOS, Windows), :func:`bind` returns None.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _libhdf5_path() -> str | None:
     return None
 
 
-def _declare(lib: ctypes.CDLL, name: str, restype: Any, *argtypes: Any) -> Any:
+def _declare(lib: ctypes.PyDLL, name: str, restype: Any, *argtypes: Any) -> Any:
     fn = getattr(lib, name)
     fn.restype, fn.argtypes = restype, list(argtypes)
     return fn
@@ -57,7 +57,7 @@ def _declare(lib: ctypes.CDLL, name: str, restype: Any, *argtypes: Any) -> Any:
 class Direct:
     """Direct libhdf5 calls on h5py's open file ``fid`` (an h5py FileID)."""
 
-    def __init__(self, lib: ctypes.CDLL, h5py: Any, fid: Any) -> None:
+    def __init__(self, lib: ctypes.PyDLL, h5py: Any, fid: Any) -> None:
         d = _declare
         self._fid = fid.id
         self._oopen = d(lib, "H5Oopen", HID, HID, ctypes.c_char_p, HID)
@@ -144,7 +144,9 @@ def bind(h5py: Any, fid: Any) -> Direct | None:
     if path is None:
         return None
     try:
-        lib = ctypes.CDLL(path)
+        # PyDLL: the GIL stays held during each call, as during h5py's own calls into libhdf5
+        # (not thread-safe): no other thread's h5py call runs inside the library meanwhile.
+        lib = ctypes.PyDLL(path)
         valid = _declare(lib, "H5Iis_valid", ctypes.c_int, HID)
         version = (ctypes.c_uint * 3)()
         _declare(lib, "H5get_libversion", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,

@@ -16,6 +16,7 @@ import pytest
 import inspector.adapters.h5_direct as h5_direct
 import inspector.adapters.keras as keras_adapter
 from inspector.adapters.errors import FormatError
+from inspector.adapters.registry import load
 
 from conftest import FIXTURES, ROOT
 from hostile import assert_clean_error
@@ -24,12 +25,16 @@ H5_FILES = sorted(
     p for root in (FIXTURES, ROOT / "tests" / "corpus") for p in root.rglob("*")
     if p.suffix in (".h5", ".hdf5")
 )
+KERAS_ARCHIVES = sorted(
+    p for root in (FIXTURES, ROOT / "tests" / "corpus") for p in root.rglob("*.keras")
+)
 LINUX = sys.platform.startswith("linux")
+BIND = h5_direct.bind
 
 
 def _walk(path, monkeypatch, direct: bool, size: int | None = None):
     """The walk's facts as columns, or its refusal; through the direct calls or h5py alone."""
-    monkeypatch.setattr(h5_direct, "bind", h5_direct.bind if direct else lambda *a: None)
+    monkeypatch.setattr(h5_direct, "bind", BIND if direct else lambda *a: None)
     try:
         facts = keras_adapter._read_h5_here(
             str(path), str(path), os.path.getsize(path) if size is None else size, 100)
@@ -50,6 +55,17 @@ def test_direct_calls_bind_to_h5pys_libhdf5():
 @pytest.mark.parametrize("path", H5_FILES, ids=lambda p: p.name)
 def test_same_facts_as_h5py_alone(path, monkeypatch):
     assert _walk(path, monkeypatch, True) == _walk(path, monkeypatch, False)
+
+
+@pytest.mark.parametrize("path", KERAS_ARCHIVES, ids=lambda p: p.name)
+def test_same_listing_of_keras_archives(path, monkeypatch):
+    """A ``.keras`` member is read through a Python file object (libhdf5 calls back into
+    Python from inside the direct calls)."""
+    monkeypatch.setattr(h5_direct, "bind", lambda *a: None)
+    alone = load(path)
+    monkeypatch.setattr(h5_direct, "bind", BIND)
+    direct = load(path)
+    assert direct.tensors == alone.tensors and direct.findings == alone.findings
 
 
 def test_unusual_datasets_take_h5pys_path_unchanged(tmp_path, monkeypatch):
