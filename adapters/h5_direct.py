@@ -21,7 +21,8 @@ HID = ctypes.c_int64  # hid_t since HDF5 1.10
 HADDR_UNDEF = (1 << 64) - 1
 MAX_RANK = 32  # H5S_MAX_RANK
 ENCODABLE_RANK = 255  # the dataspace message's one-byte dimensionality
-LIBHDF5 = re.compile(r"/libhdf5(-[0-9a-f]+)?\.(so|dylib)[.0-9]*$")
+# libhdf5.so.310 (conda), libhdf5-9e18f0c6.so.320.0.0 (h5py wheel), libhdf5_serial.so.103 (Debian)
+LIBHDF5 = re.compile(r"/libhdf5(_serial|_openmpi|_mpich)?(-[0-9a-f]+)?\.(so|dylib)[.0-9]*$")
 
 # Predefined file types a Keras file's datasets use; h5py's numpy dtype for each is computed once.
 PREDEFINED = (
@@ -36,16 +37,18 @@ class _Token(ctypes.Structure):
     _fields_ = [("data", ctypes.c_uint8 * 16)]  # H5O_token_t (H5public.h, HDF5 >= 1.12)
 
 
-def _libhdf5_path() -> str | None:
+def _libhdf5_paths() -> list[str]:
+    """The libhdf5 files mapped into this process (h5py's wheel, conda's or a distribution's)."""
+    paths: dict[str, None] = {}
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
             for line in maps:
                 path = line.rstrip("\n").split(maxsplit=5)[-1]
                 if LIBHDF5.search(path):
-                    return path
+                    paths[path] = None
     except OSError:
         pass
-    return None
+    return list(paths)
 
 
 def _declare(lib: ctypes.PyDLL, name: str, restype: Any, *argtypes: Any) -> Any:
@@ -140,20 +143,19 @@ class Direct:
 
 def bind(h5py: Any, fid: Any) -> Direct | None:
     """Direct calls on h5py's open file ``fid``, or None where they are not possible."""
-    path = _libhdf5_path()
-    if path is None:
-        return None
-    try:
-        # PyDLL: the GIL stays held during each call, as during h5py's own calls into libhdf5
-        # (not thread-safe): no other thread's h5py call runs inside the library meanwhile.
-        lib = ctypes.PyDLL(path)
-        valid = _declare(lib, "H5Iis_valid", ctypes.c_int, HID)
-        version = (ctypes.c_uint * 3)()
-        _declare(lib, "H5get_libversion", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                 ctypes.c_void_p)(version, ctypes.byref(version, 4), ctypes.byref(version, 8))
-        # The library h5py itself uses: same version, and h5py's file ID is valid in it.
-        if tuple(version) != tuple(h5py.version.hdf5_version_tuple)[:3] or valid(fid.id) <= 0:
-            return None
-        return Direct(lib, h5py, fid)
-    except (OSError, AttributeError):
-        return None
+    for path in _libhdf5_paths():
+        try:
+            # PyDLL: the GIL stays held during each call, as during h5py's own calls into
+            # libhdf5 (not thread-safe): no other thread's h5py call enters it meanwhile.
+            lib = ctypes.PyDLL(path)
+            valid = _declare(lib, "H5Iis_valid", ctypes.c_int, HID)
+            version = (ctypes.c_uint * 3)()
+            _declare(lib, "H5get_libversion", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                     ctypes.c_void_p)(version, ctypes.byref(version, 4), ctypes.byref(version, 8))
+            # The library h5py itself uses: its version, and h5py's file ID is valid in it.
+            if (tuple(version) == tuple(h5py.version.hdf5_version_tuple)[:3]
+                    and valid(fid.id) > 0):
+                return Direct(lib, h5py, fid)
+        except (OSError, AttributeError):
+            continue
+    return None
