@@ -94,7 +94,7 @@ class Direct:
     def open(self, name: bytes, addr: int | None) -> int:
         """The object of the hard link ``name`` (whose object address is ``addr``): an ID the
         caller owns, or a negative number."""
-        if addr is not None and self._open_token is not None:
+        if isinstance(addr, int) and self._open_token is not None:
             if self._to_token(self._fid, addr, ctypes.byref(self._token)) >= 0:
                 return int(self._open_token(self._fid, self._token))
         return int(self._oopen(self._fid, name, 0))
