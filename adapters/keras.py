@@ -79,11 +79,57 @@ class DsInfo(NamedTuple):
     extra: dict[str, Any]
 
 
+class DatasetColumns:
+    """A walk's datasets as the columns that cross the pipe (see :func:`_facts_to_json`), for
+    the isolated child: no record and no extra dict per plain contiguous dataset."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.shapes: list[tuple[int, ...]] = []
+        self.dtypes: list[str] = []
+        self.offsets: list[int | None] = []
+        self.nbytes: list[int | None] = []
+        self.layouts: list[str | None] = []
+        self.stored: list[int | None] = []
+        self.h5_offsets: list[int | None] = []
+        self.other_extra: list[tuple[int, dict[str, Any]]] = []
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def append(self, path: str, shape: tuple[int, ...], dtype: str, offset: int | None,
+               nbytes: int | None, layout: str | None, stored: int | None,
+               h5_offset: int | None) -> None:
+        """One dataset whose extra is the plain contiguous one (``layout`` None: it is not,
+        and goes in :attr:`other_extra`)."""
+        self.paths.append(path)
+        self.shapes.append(shape)
+        self.dtypes.append(dtype)
+        self.offsets.append(offset)
+        self.nbytes.append(nbytes)
+        self.layouts.append(layout)
+        self.stored.append(stored)
+        self.h5_offsets.append(h5_offset)
+
+    def __setitem__(self, path: str, d: DsInfo) -> None:
+        e = d.extra
+        if tuple(e) == _PLAIN_EXTRA:
+            self.append(path, d.shape, d.dtype, d.offset, d.nbytes, e["layout"],
+                        e["stored_bytes"], e["h5_offset"])
+        else:
+            self.other_extra.append((len(self.paths), e))
+            self.append(path, d.shape, d.dtype, d.offset, d.nbytes, None, None, None)
+
+
+_PLAIN_EXTRA = ("layout", "stored_bytes", "h5_offset")  # a contiguous dataset's extra, in order
+
+
 @dataclass
 class H5Facts:
-    """Everything a listing needs from an HDF5 file, gathered in one metadata walk."""
+    """Everything a listing needs from an HDF5 file, gathered in one metadata walk (the
+    isolated child gathers the datasets as :class:`DatasetColumns`)."""
 
-    datasets: dict[str, DsInfo] = field(default_factory=dict)
+    datasets: dict[str, DsInfo] | DatasetColumns = field(default_factory=dict)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     soft_links: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
@@ -273,42 +319,31 @@ def _read_h5(fileobj: BinaryIO | str, where: str, size: int, base: int | None) -
     forever in C on a corrupt global heap (a byte-flipped ``.weights.h5`` did)."""
     budget = H5_SECONDS + size / H5_BYTES_PER_SECOND
     found = call_isolated(
-        lambda: _facts_to_json(_read_h5_here(fileobj, where, size, base)),
+        lambda: _facts_to_json(_read_h5_here(fileobj, where, size, base, DatasetColumns())),
         budget, where, "the HDF5 library",
     )
     return _facts_from_json(found)
-
-
-_PLAIN_EXTRA = ("layout", "stored_bytes", "h5_offset")  # a contiguous dataset's extra, in order
 
 
 def _facts_to_json(facts: H5Facts) -> dict[str, Any]:
     """The facts as JSON-ready columns (one list per field: a 50,000-dataset walk crosses the
     pipe as a few long lists, not 50,000 small records); an ``extra`` that is not the plain
     contiguous one goes whole, by position, in ``other_extra``."""
-    ds = list(facts.datasets.values())
-    layouts, stored, h5_offsets, other = [], [], [], {}
-    for i, d in enumerate(ds):
-        e = d.extra
-        if tuple(e) == _PLAIN_EXTRA:
-            layouts.append(e["layout"])
-            stored.append(e["stored_bytes"])
-            h5_offsets.append(e["h5_offset"])
-        else:
-            layouts.append(None)
-            stored.append(None)
-            h5_offsets.append(None)
-            other[i] = e
+    cols = facts.datasets
+    if not isinstance(cols, DatasetColumns):
+        cols = DatasetColumns()
+        for path, d in facts.datasets.items():
+            cols[path] = d
     return {
-        "paths": list(facts.datasets),
-        "shapes": [d.shape for d in ds],
-        "dtypes": [d.dtype for d in ds],
-        "offsets": [d.offset for d in ds],
-        "nbytes": [d.nbytes for d in ds],
-        "layouts": layouts,
-        "stored": stored,
-        "h5_offsets": h5_offsets,
-        "other_extra": list(other.items()),
+        "paths": cols.paths,
+        "shapes": cols.shapes,
+        "dtypes": cols.dtypes,
+        "offsets": cols.offsets,
+        "nbytes": cols.nbytes,
+        "layouts": cols.layouts,
+        "stored": cols.stored,
+        "h5_offsets": cols.h5_offsets,
+        "other_extra": cols.other_extra,
         "groups": facts.groups,
         "soft_links": facts.soft_links,
         "findings": [[f.severity, f.message, f.where, f.subject] for f in facts.findings],
@@ -333,8 +368,11 @@ def _facts_from_json(doc: dict[str, Any]) -> H5Facts:
     )
 
 
-def _read_h5_here(fileobj: BinaryIO | str, where: str, size: int, base: int | None) -> H5Facts:
-    """The walk itself, in this process."""
+def _read_h5_here(
+    fileobj: BinaryIO | str, where: str, size: int, base: int | None,
+    datasets: DatasetColumns | None = None,
+) -> H5Facts:
+    """The walk itself, in this process; the datasets go into ``datasets`` if given."""
     import h5py  # heavy: only when a Keras file is opened
 
     from .h5_direct import bind
@@ -343,7 +381,7 @@ def _read_h5_here(fileobj: BinaryIO | str, where: str, size: int, base: int | No
         # HDF5 trusts sizes inside the file: a corrupted global-heap length made it allocate
         # 3.7 GB for one attribute. Under the cap that allocation fails and ends as a FormatError.
         with address_space_capped(H5_MEMORY_FLOOR + 4 * size), h5py.File(fileobj, "r") as f:
-            facts = H5Facts()
+            facts = H5Facts() if datasets is None else H5Facts(datasets=datasets)
             facts.groups["/"] = _group_attrs(f.id)
             direct = bind(h5py, f.id)
 
@@ -429,8 +467,7 @@ def _visit_direct(
         declared = dt.itemsize
         for d in shape:
             declared *= d
-        facts.datasets[path] = _contiguous(path, shape, dtype, declared, stored, offset, where,
-                                           size, base)
+        _contiguous(facts, path, shape, dtype, declared, stored, offset, where, size, base)
         return None
     if kind == h5py.h5i.GROUP:
         return h5py.h5g.GroupID(oid)
@@ -481,14 +518,19 @@ def _dataset(
 
 
 def _contiguous(
-    path: str, shape: tuple[int, ...], dtype: str, declared: int, stored: int, offset: int,
-    where: str, size: int, base: int | None,
-) -> DsInfo:
-    """A contiguous dataset stored at ``offset`` in the file, as :func:`_dataset` describes it."""
+    facts: H5Facts, path: str, shape: tuple[int, ...], dtype: str, declared: int, stored: int,
+    offset: int, where: str, size: int, base: int | None,
+) -> None:
+    """Record the contiguous dataset stored at ``offset`` in the file, as :func:`_dataset`
+    describes it."""
     _refuse_past_end(declared, offset, size, where, path)
     _refuse_bomb(declared, stored, where, path)
-    extra = {"layout": "contiguous", "stored_bytes": stored, "h5_offset": offset}
-    return DsInfo(shape, dtype, None if base is None else base + offset, declared, extra)
+    at = None if base is None else base + offset
+    if isinstance(facts.datasets, DatasetColumns):
+        facts.datasets.append(path, shape, dtype, at, declared, "contiguous", stored, offset)
+    else:
+        extra = {"layout": "contiguous", "stored_bytes": stored, "h5_offset": offset}
+        facts.datasets[path] = DsInfo(shape, dtype, at, declared, extra)
 
 
 def _refuse_past_end(declared: int, offset: int, size: int, where: str, path: str) -> None:

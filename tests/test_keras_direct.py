@@ -32,12 +32,14 @@ LINUX = sys.platform.startswith("linux")
 BIND = h5_direct.bind
 
 
-def _walk(path, monkeypatch, direct: bool, size: int | None = None):
-    """The walk's facts as columns, or its refusal; through the direct calls or h5py alone."""
+def _walk(path, monkeypatch, direct: bool, size: int | None = None, columns: bool = False):
+    """The walk's facts as columns, or its refusal; through the direct calls or h5py alone;
+    gathered as records or (as in the isolated child) straight into columns."""
     monkeypatch.setattr(h5_direct, "bind", BIND if direct else lambda *a: None)
     try:
         facts = keras_adapter._read_h5_here(
-            str(path), str(path), os.path.getsize(path) if size is None else size, 100)
+            str(path), str(path), os.path.getsize(path) if size is None else size, 100,
+            keras_adapter.DatasetColumns() if columns else None)
         return keras_adapter._facts_to_json(facts)
     except FormatError as e:
         return ("refused", str(e))
@@ -54,7 +56,9 @@ def test_direct_calls_bind_to_h5pys_libhdf5():
 
 @pytest.mark.parametrize("path", H5_FILES, ids=lambda p: p.name)
 def test_same_facts_as_h5py_alone(path, monkeypatch):
-    assert _walk(path, monkeypatch, True) == _walk(path, monkeypatch, False)
+    alone = _walk(path, monkeypatch, False)
+    assert _walk(path, monkeypatch, True) == alone
+    assert _walk(path, monkeypatch, True, columns=True) == alone
 
 
 @pytest.mark.parametrize("path", KERAS_ARCHIVES, ids=lambda p: p.name)
@@ -95,13 +99,14 @@ def test_unusual_datasets_take_h5pys_path_unchanged(tmp_path, monkeypatch):
     described = []
     contiguous = keras_adapter._contiguous
     monkeypatch.setattr(keras_adapter, "_contiguous",
-                        lambda path, *a: described.append(path) or contiguous(path, *a))
+                        lambda facts, path, *a: described.append(path)
+                        or contiguous(facts, path, *a))
     here = _walk(p, monkeypatch, True)
     if LINUX:  # the plain ones by the direct calls, the rest by h5py
         # (odd/bfloat16 is uint16 data: its tag is read only for types NUMPY_KINDS lacks)
         assert sorted(described) == ["/hard_alias", "/odd/bfloat16", *(
             f"/plain/{n}" for n in ("f16be", "f32", "i64", "scalar", "u8"))]
-    assert here == _walk(p, monkeypatch, False)
+    assert here == _walk(p, monkeypatch, False) == _walk(p, monkeypatch, True, columns=True)
     assert len(here["paths"]) == 16 and here["soft_links"] == {"/soft_alias": "/plain/i64"}
 
 
