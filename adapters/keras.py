@@ -740,6 +740,7 @@ def _legacy(
     known = set(layer_names) | _config_layer_names(model_config)
     entries: list[TensorEntry] = []
     used: set[str] = set()
+    datasets = facts.datasets
     for layer in layer_names:
         gpath = f"{top}/{layer}"
         if gpath not in facts.groups:
@@ -749,21 +750,24 @@ def _legacy(
             raise FormatError("layer group without weight_names", where, gpath)
         for wn in weight_names:
             dpath = f"{gpath}/{wn}"
-            if dpath not in facts.datasets:
+            info = datasets.get(dpath)
+            if info is None:
                 dpath = _resolve(facts, dpath)
-            if dpath is None:
-                raise FormatError(f"weight {wn!r} listed in weight_names is missing", where, gpath)
+                if dpath is None:
+                    raise FormatError(f"weight {wn!r} listed in weight_names is missing", where,
+                                      gpath)
+                info = datasets[dpath]
             used.add(dpath)
-            name = _ununiquified(TF_SUFFIX.sub("", wn), layer, known)
-            parts = name.split("/")
-            trainable = parts[-1] not in NON_TRAINABLE_NAMES and not (
-                frozen and frozen & {layer, *parts[:-1]})
+            name = _ununiquified(_tf_stripped(wn), layer, known)
+            trainable = name.rpartition("/")[2] not in NON_TRAINABLE_NAMES and not (
+                frozen and frozen & {layer, *name.split("/")[:-1]})
             role = Role.PARAMETER if trainable else Role.BUFFER
-            entries.append(_entry(dpath, name, role, facts.datasets[dpath]))
+            entries.append(_entry(dpath, name, role, info))
+    inside = f"{top}/"
     stray = [
         p
-        for p in facts.datasets
-        if p not in used and p.startswith(f"{top}/") and not p.startswith("/optimizer_weights/")
+        for p in datasets
+        if p not in used and p.startswith(inside) and not p.startswith("/optimizer_weights/")
     ]
     if stray:
         findings.append(
@@ -774,6 +778,14 @@ def _legacy(
             )
         )
     return entries
+
+
+def _tf_stripped(name: str) -> str:
+    """``name`` without TensorFlow's ``:<digits>`` output suffix (:data:`TF_SUFFIX`)."""
+    head, sep, tail = name.rpartition(":")
+    if sep and tail.isdecimal():  # what \d+ matches: Unicode decimal digits (Nd)
+        return head
+    return TF_SUFFIX.sub("", name) if sep else name
 
 
 def _ununiquified(name: str, layer: str, known: set[str]) -> str:
@@ -826,7 +838,7 @@ def _legacy_optimizer(facts: H5Facts, where: str) -> list[TensorEntry]:
         dpath = _resolve(facts, f"/optimizer_weights/{wn}")
         if dpath is None:
             raise FormatError(f"optimizer weight {wn!r} is missing", where, "/optimizer_weights")
-        out.append(_entry(dpath, TF_SUFFIX.sub("", wn), Role.OPTIMIZER, facts.datasets[dpath]))
+        out.append(_entry(dpath, _tf_stripped(wn), Role.OPTIMIZER, facts.datasets[dpath]))
     return out
 
 
