@@ -34,14 +34,13 @@ def call_isolated(fn: Callable[[], Any], seconds: float, where: str, what: str) 
         try:
             os.close(r)
             try:
-                answer: dict[str, Any] = {"value": fn()}
+                parts = _encoded({"value": fn()})
             except FormatError as e:
-                answer = {"error": [e.message, e.path, e.where]}
+                parts = _encoded({"error": [e.message, e.path, e.where]})
             except BaseException as e:  # noqa: BLE001 - reported to the parent as one line
-                answer = {"error": [f"{type(e).__name__}: {e}", where, None]}
-            data = json.dumps(answer, default=repr).encode()
+                parts = _encoded({"error": [f"{type(e).__name__}: {e}", where, None]})
             with os.fdopen(w, "wb") as out:
-                out.write(data)
+                out.writelines(parts)
         except BaseException:  # noqa: BLE001
             status = 1
         finally:
@@ -69,6 +68,20 @@ def call_isolated(fn: Callable[[], Any], seconds: float, where: str, what: str) 
         message, path, at = answer["error"]
         raise FormatError(message, path or where, at)
     return answer["value"]
+
+
+def _encoded(answer: dict[str, Any]) -> list[bytes]:
+    """``answer`` as JSON bytes, a dict value one key at a time: a walk's long columns are
+    never all held as one str and its bytes copy at once."""
+    value = answer.get("value")
+    if not isinstance(value, dict) or not value or not all(isinstance(k, str) for k in value):
+        return [json.dumps(answer, default=repr).encode()]
+    parts = [b'{"value": {']
+    for i, (key, column) in enumerate(value.items()):
+        item = f"{json.dumps(key)}: {json.dumps(column, default=repr)}"
+        parts.append((", " + item if i else item).encode())
+    parts.append(b"}}")
+    return parts
 
 
 def _read_until(fd: int, deadline: float, where: str) -> bytes:

@@ -79,11 +79,57 @@ class DsInfo(NamedTuple):
     extra: dict[str, Any]
 
 
+class DatasetColumns:
+    """A walk's datasets as the columns that cross the pipe (see :func:`_facts_to_json`), for
+    the isolated child: no record and no extra dict per plain contiguous dataset."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.shapes: list[tuple[int, ...]] = []
+        self.dtypes: list[str] = []
+        self.offsets: list[int | None] = []
+        self.nbytes: list[int | None] = []
+        self.layouts: list[str | None] = []
+        self.stored: list[int | None] = []
+        self.h5_offsets: list[int | None] = []
+        self.other_extra: list[tuple[int, dict[str, Any]]] = []
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def append(self, path: str, shape: tuple[int, ...], dtype: str, offset: int | None,
+               nbytes: int | None, layout: str | None, stored: int | None,
+               h5_offset: int | None) -> None:
+        """One dataset whose extra is the plain contiguous one (``layout`` None: it is not,
+        and goes in :attr:`other_extra`)."""
+        self.paths.append(path)
+        self.shapes.append(shape)
+        self.dtypes.append(dtype)
+        self.offsets.append(offset)
+        self.nbytes.append(nbytes)
+        self.layouts.append(layout)
+        self.stored.append(stored)
+        self.h5_offsets.append(h5_offset)
+
+    def __setitem__(self, path: str, d: DsInfo) -> None:
+        e = d.extra
+        if tuple(e) == _PLAIN_EXTRA:
+            self.append(path, d.shape, d.dtype, d.offset, d.nbytes, e["layout"],
+                        e["stored_bytes"], e["h5_offset"])
+        else:
+            self.other_extra.append((len(self.paths), e))
+            self.append(path, d.shape, d.dtype, d.offset, d.nbytes, None, None, None)
+
+
+_PLAIN_EXTRA = ("layout", "stored_bytes", "h5_offset")  # a contiguous dataset's extra, in order
+
+
 @dataclass
 class H5Facts:
-    """Everything a listing needs from an HDF5 file, gathered in one metadata walk."""
+    """Everything a listing needs from an HDF5 file, gathered in one metadata walk (the
+    isolated child gathers the datasets as :class:`DatasetColumns`)."""
 
-    datasets: dict[str, DsInfo] = field(default_factory=dict)
+    datasets: dict[str, DsInfo] | DatasetColumns = field(default_factory=dict)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     soft_links: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
@@ -273,42 +319,31 @@ def _read_h5(fileobj: BinaryIO | str, where: str, size: int, base: int | None) -
     forever in C on a corrupt global heap (a byte-flipped ``.weights.h5`` did)."""
     budget = H5_SECONDS + size / H5_BYTES_PER_SECOND
     found = call_isolated(
-        lambda: _facts_to_json(_read_h5_here(fileobj, where, size, base)),
+        lambda: _facts_to_json(_read_h5_here(fileobj, where, size, base, DatasetColumns())),
         budget, where, "the HDF5 library",
     )
     return _facts_from_json(found)
-
-
-_PLAIN_EXTRA = ("layout", "stored_bytes", "h5_offset")  # a contiguous dataset's extra, in order
 
 
 def _facts_to_json(facts: H5Facts) -> dict[str, Any]:
     """The facts as JSON-ready columns (one list per field: a 50,000-dataset walk crosses the
     pipe as a few long lists, not 50,000 small records); an ``extra`` that is not the plain
     contiguous one goes whole, by position, in ``other_extra``."""
-    ds = list(facts.datasets.values())
-    layouts, stored, h5_offsets, other = [], [], [], {}
-    for i, d in enumerate(ds):
-        e = d.extra
-        if tuple(e) == _PLAIN_EXTRA:
-            layouts.append(e["layout"])
-            stored.append(e["stored_bytes"])
-            h5_offsets.append(e["h5_offset"])
-        else:
-            layouts.append(None)
-            stored.append(None)
-            h5_offsets.append(None)
-            other[i] = e
+    cols = facts.datasets
+    if not isinstance(cols, DatasetColumns):
+        cols = DatasetColumns()
+        for path, d in facts.datasets.items():
+            cols[path] = d
     return {
-        "paths": list(facts.datasets),
-        "shapes": [d.shape for d in ds],
-        "dtypes": [d.dtype for d in ds],
-        "offsets": [d.offset for d in ds],
-        "nbytes": [d.nbytes for d in ds],
-        "layouts": layouts,
-        "stored": stored,
-        "h5_offsets": h5_offsets,
-        "other_extra": list(other.items()),
+        "paths": cols.paths,
+        "shapes": cols.shapes,
+        "dtypes": cols.dtypes,
+        "offsets": cols.offsets,
+        "nbytes": cols.nbytes,
+        "layouts": cols.layouts,
+        "stored": cols.stored,
+        "h5_offsets": cols.h5_offsets,
+        "other_extra": cols.other_extra,
         "groups": facts.groups,
         "soft_links": facts.soft_links,
         "findings": [[f.severity, f.message, f.where, f.subject] for f in facts.findings],
@@ -333,16 +368,22 @@ def _facts_from_json(doc: dict[str, Any]) -> H5Facts:
     )
 
 
-def _read_h5_here(fileobj: BinaryIO | str, where: str, size: int, base: int | None) -> H5Facts:
-    """The walk itself, in this process."""
+def _read_h5_here(
+    fileobj: BinaryIO | str, where: str, size: int, base: int | None,
+    datasets: DatasetColumns | None = None,
+) -> H5Facts:
+    """The walk itself, in this process; the datasets go into ``datasets`` if given."""
     import h5py  # heavy: only when a Keras file is opened
+
+    from .h5_direct import bind
 
     try:
         # HDF5 trusts sizes inside the file: a corrupted global-heap length made it allocate
         # 3.7 GB for one attribute. Under the cap that allocation fails and ends as a FormatError.
         with address_space_capped(H5_MEMORY_FLOOR + 4 * size), h5py.File(fileobj, "r") as f:
-            facts = H5Facts()
+            facts = H5Facts() if datasets is None else H5Facts(datasets=datasets)
             facts.groups["/"] = _group_attrs(f.id)
+            direct = bind(h5py, f.id)
 
             failed: list[BaseException] = []
 
@@ -350,7 +391,7 @@ def _read_h5_here(fileobj: BinaryIO | str, where: str, size: int, base: int | No
                 # An exception raised inside h5py's visit callback comes out mangled: keep it
                 # and stop the visit (a non-None return) instead.
                 try:
-                    _visit(f, raw_name, info.type, facts, where, size, base)
+                    _visit(f, raw_name, info, facts, where, size, base, direct)
                 except (FormatError, *H5_ERRORS) as e:
                     failed.append(e)
                     return 1
@@ -372,15 +413,23 @@ def _read_h5_here(fileobj: BinaryIO | str, where: str, size: int, base: int | No
 
 
 def _visit(
-    f: Any, raw_name: bytes, kind: int, facts: H5Facts, where: str, size: int, base: int | None
+    f: Any, raw_name: bytes, info: Any, facts: H5Facts, where: str, size: int, base: int | None,
+    direct: Any,
 ) -> None:
     import h5py
 
     path = "/" + raw_name.decode("utf-8", "surrogateescape")
+    kind = info.type
     if kind == h5py.h5l.TYPE_HARD:
-        # Low-level IDs only: an h5py Dataset/Group per link and its cached properties cost
-        # more than HDF5's own work on files of 50,000 small datasets.
-        oid = h5py.h5o.open(f.id, raw_name)
+        if direct is not None:
+            oid = _visit_direct(direct, f.id, raw_name, info.u, path, facts, where, size,
+                                base)
+            if oid is None:
+                return
+        else:
+            # Low-level IDs only: an h5py Dataset/Group per link and its cached properties
+            # cost more than HDF5's own work on files of 50,000 small datasets.
+            oid = h5py.h5o.open(f.id, raw_name)
         if isinstance(oid, h5py.h5d.DatasetID):
             facts.datasets[path] = _dataset(oid, path, where, size, base, facts)
         elif isinstance(oid, h5py.h5g.GroupID):
@@ -393,6 +442,37 @@ def _visit(
         facts.soft_links[path] = f.id.links.get_val(raw_name).decode("utf-8", "replace")
     else:
         facts.findings.append(Finding("warning", f"user-defined link type {kind} ignored", path))
+
+
+def _visit_direct(
+    direct: Any, fid: Any, raw_name: bytes, addr: int, path: str, facts: H5Facts, where: str,
+    size: int, base: int | None,
+) -> Any:
+    """A hard link's object through direct libhdf5 calls: a contiguous dataset of a standard
+    numeric type is recorded here (None returned); any other dataset or group is returned as
+    h5py's ID for the general path, which also reopens what failed to open."""
+    import h5py
+
+    oid = direct.open(raw_name, addr)
+    if oid < 0:  # h5py opens it again and reports libhdf5's error
+        return h5py.h5o.open(fid, raw_name)
+    kind = direct.kind(oid)
+    if kind == h5py.h5i.DATASET:
+        plain = direct.plain(oid)
+        dtype = None if plain is None else NUMPY_KINDS.get((plain[1].kind, plain[1].itemsize))
+        if dtype is None:
+            return h5py.h5d.DatasetID(oid)  # h5py owns (and closes) the ID from here
+        direct.close(oid)
+        shape, dt, offset, stored = plain
+        declared = dt.itemsize
+        for d in shape:
+            declared *= d
+        _contiguous(facts, path, shape, dtype, declared, stored, offset, where, size, base)
+        return None
+    if kind == h5py.h5i.GROUP:
+        return h5py.h5g.GroupID(oid)
+    direct.close(oid)  # a named datatype: not listed
+    return None
 
 
 def _dataset(
@@ -416,13 +496,7 @@ def _dataset(
         layout, external = h5py.h5d.CONTIGUOUS, False
     extra: dict[str, Any] = {"layout": _layout_name(layout), "stored_bytes": stored}
     if offset is not None:
-        if offset + declared > size:
-            raise FormatError(
-                f"dataset declares {declared} bytes at offset {offset}, past the end of the "
-                f"file ({size} bytes)",
-                where,
-                path,
-            )
+        _refuse_past_end(declared, offset, size, where, path)
     elif layout == h5py.h5d.CHUNKED:
         ds = h5py.Dataset(dsid)  # rare in Keras files: h5py's own chunk/filter reading
         extra["chunks"] = list(ds.chunks)
@@ -431,12 +505,7 @@ def _dataset(
         filters = dcpl.get_nfilters()
         if filters:
             extra["filters"] = filters
-    if declared > BOMB_FLOOR_BYTES and declared > BOMB_MAX_EXPANSION * stored:
-        raise FormatError(
-            f"dataset declares {declared} bytes but stores {stored}: refused, as Keras does",
-            where,
-            path,
-        )
+    _refuse_bomb(declared, stored, where, path)
     if external:
         facts.findings.append(Finding("warning", "raw data in external files, not followed", path))
         extra["external"] = [str(e[0]) for e in h5py.Dataset(dsid).external]
@@ -446,6 +515,41 @@ def _dataset(
         extra["h5_offset"] = offset
         offset = None if base is None else base + offset
     return DsInfo(shape, _dtype(dsid, dt), offset, declared, extra)
+
+
+def _contiguous(
+    facts: H5Facts, path: str, shape: tuple[int, ...], dtype: str, declared: int, stored: int,
+    offset: int, where: str, size: int, base: int | None,
+) -> None:
+    """Record the contiguous dataset stored at ``offset`` in the file, as :func:`_dataset`
+    describes it."""
+    _refuse_past_end(declared, offset, size, where, path)
+    _refuse_bomb(declared, stored, where, path)
+    at = None if base is None else base + offset
+    if isinstance(facts.datasets, DatasetColumns):
+        facts.datasets.append(path, shape, dtype, at, declared, "contiguous", stored, offset)
+    else:
+        extra = {"layout": "contiguous", "stored_bytes": stored, "h5_offset": offset}
+        facts.datasets[path] = DsInfo(shape, dtype, at, declared, extra)
+
+
+def _refuse_past_end(declared: int, offset: int, size: int, where: str, path: str) -> None:
+    if offset + declared > size:
+        raise FormatError(
+            f"dataset declares {declared} bytes at offset {offset}, past the end of the "
+            f"file ({size} bytes)",
+            where,
+            path,
+        )
+
+
+def _refuse_bomb(declared: int, stored: int, where: str, path: str) -> None:
+    if declared > BOMB_FLOOR_BYTES and declared > BOMB_MAX_EXPANSION * stored:
+        raise FormatError(
+            f"dataset declares {declared} bytes but stores {stored}: refused, as Keras does",
+            where,
+            path,
+        )
 
 
 _LAYOUTS: dict[int, str] = {}
@@ -494,7 +598,7 @@ def _group_attrs(oid: Any, wanted: tuple[str, ...] | None = None) -> dict[str, A
     attrs = h5py.AttributeManager(SimpleNamespace(id=oid))  # h5py's reading, on a bare ID
     out = {}
     for k in keep:
-        value = _vlen_str_attr(oid, k.encode("utf-8", "surrogateescape"))
+        value = _str_attr(oid, k.encode("utf-8", "surrogateescape"))
         out[k] = _plain(attrs[k]) if value is None else value
     return out
 
@@ -502,15 +606,15 @@ def _group_attrs(oid: Any, wanted: tuple[str, ...] | None = None) -> dict[str, A
 VLEN_REF_MIN_BYTES = 12  # a variable-length element in the file: 4-byte length + heap id (>= 8)
 
 
-def _vlen_str_attr(oid: Any, name: bytes) -> str | list[str] | None:
-    """A scalar or 1-d variable-length string attribute (Keras' ``name``, ``weight_names``) as
-    h5py would return it after :func:`_plain`, at half h5py's cost; None for anything else."""
+def _str_attr(oid: Any, name: bytes) -> str | list[str] | None:
+    """A scalar or 1-d string attribute (Keras' ``name``, ``weight_names``, ``layer_names``) as
+    h5py would return it after :func:`_plain`, opened once; None for anything else."""
     import h5py
     import numpy as np
 
     aid = h5py.h5a.open(oid, name)
     tid = aid.get_type()
-    if tid.get_class() != h5py.h5t.STRING or not tid.is_variable_str():
+    if tid.get_class() != h5py.h5t.STRING:
         return None
     space = aid.get_space()
     if space.get_simple_extent_type() not in (h5py.h5s.SCALAR, h5py.h5s.SIMPLE):
@@ -518,10 +622,22 @@ def _vlen_str_attr(oid: Any, name: bytes) -> str | list[str] | None:
     shape = space.get_simple_extent_dims()
     if len(shape) > 1:
         return None
+    count = shape[0] if shape else 1
+    if not tid.is_variable_str():
+        # Fixed length: h5py's own read (its memory type, so its padding conversion), decoded
+        # as _plain decodes bytes; a size that the stored bytes do not hold goes to h5py.
+        dt = tid.dtype
+        if count and count * dt.itemsize > aid.get_storage_size():
+            return None
+        arr = np.zeros(shape, dtype=dt)
+        aid.read(arr, mtype=h5py.h5t.py_create(dt))
+        if not shape:
+            return arr[()].decode("utf-8", "replace")
+        return [b.decode("utf-8", "replace") for b in arr.tolist()]
     # Each stored string is a reference of at least 12 bytes (length + global heap id), so a
     # corrupt extent cannot make us allocate and fill more strings than the attribute holds.
-    count = shape[0] if shape else 1
-    if count * VLEN_REF_MIN_BYTES > aid.get_storage_size():
+    # (An empty attribute stores nothing: libhdf5 answers its storage size as an error.)
+    if count and count * VLEN_REF_MIN_BYTES > aid.get_storage_size():
         raise FormatError(
             f"attribute {name.decode('utf-8', 'replace')!r} declares {count:,} strings in "
             f"{aid.get_storage_size():,} bytes"
@@ -624,6 +740,7 @@ def _legacy(
     known = set(layer_names) | _config_layer_names(model_config)
     entries: list[TensorEntry] = []
     used: set[str] = set()
+    datasets = facts.datasets
     for layer in layer_names:
         gpath = f"{top}/{layer}"
         if gpath not in facts.groups:
@@ -633,21 +750,24 @@ def _legacy(
             raise FormatError("layer group without weight_names", where, gpath)
         for wn in weight_names:
             dpath = f"{gpath}/{wn}"
-            if dpath not in facts.datasets:
+            info = datasets.get(dpath)
+            if info is None:
                 dpath = _resolve(facts, dpath)
-            if dpath is None:
-                raise FormatError(f"weight {wn!r} listed in weight_names is missing", where, gpath)
+                if dpath is None:
+                    raise FormatError(f"weight {wn!r} listed in weight_names is missing", where,
+                                      gpath)
+                info = datasets[dpath]
             used.add(dpath)
-            name = _ununiquified(TF_SUFFIX.sub("", wn), layer, known)
-            parts = name.split("/")
-            trainable = parts[-1] not in NON_TRAINABLE_NAMES and not (
-                frozen and frozen & {layer, *parts[:-1]})
+            name = _ununiquified(_tf_stripped(wn), layer, known)
+            trainable = name.rpartition("/")[2] not in NON_TRAINABLE_NAMES and not (
+                frozen and frozen & {layer, *name.split("/")[:-1]})
             role = Role.PARAMETER if trainable else Role.BUFFER
-            entries.append(_entry(dpath, name, role, facts.datasets[dpath]))
+            entries.append(_entry(dpath, name, role, info))
+    inside = f"{top}/"
     stray = [
         p
-        for p in facts.datasets
-        if p not in used and p.startswith(f"{top}/") and not p.startswith("/optimizer_weights/")
+        for p in datasets
+        if p not in used and p.startswith(inside) and not p.startswith("/optimizer_weights/")
     ]
     if stray:
         findings.append(
@@ -658,6 +778,14 @@ def _legacy(
             )
         )
     return entries
+
+
+def _tf_stripped(name: str) -> str:
+    """``name`` without TensorFlow's ``:<digits>`` output suffix (:data:`TF_SUFFIX`)."""
+    head, sep, tail = name.rpartition(":")
+    if sep and tail.isdecimal():  # what \d+ matches: Unicode decimal digits (Nd)
+        return head
+    return TF_SUFFIX.sub("", name) if sep else name
 
 
 def _ununiquified(name: str, layer: str, known: set[str]) -> str:
@@ -710,7 +838,7 @@ def _legacy_optimizer(facts: H5Facts, where: str) -> list[TensorEntry]:
         dpath = _resolve(facts, f"/optimizer_weights/{wn}")
         if dpath is None:
             raise FormatError(f"optimizer weight {wn!r} is missing", where, "/optimizer_weights")
-        out.append(_entry(dpath, TF_SUFFIX.sub("", wn), Role.OPTIMIZER, facts.datasets[dpath]))
+        out.append(_entry(dpath, _tf_stripped(wn), Role.OPTIMIZER, facts.datasets[dpath]))
     return out
 
 
