@@ -420,13 +420,22 @@ def values_rows(a: argparse.Namespace) -> list[str]:
     """The value-pass rows (``diff --values``, ``stats``) from ``bench/values_pass.py`` when it
     exists: its markdown output, measured in this run."""
     script = HERE / "values_pass.py"
+    if not a.values_mib:
+        return ["", "Value passes: not measured (--values-mib 0)."]
     if not script.exists():
         return ["", "Value passes: `bench/values_pass.py` is not in this tree yet (not measured)."]
     log("running bench/values_pass.py")
     # The inspector venv's Python: values_pass.py imports the installed inspector (and numpy).
     python = str(venv_python(a.venvs, "inspector"))
-    proc = subprocess.run([python, str(script), "--repeat", str(max(3, a.runs))],
-                          capture_output=True, text=True)
+    # values_pass.py writes its files with torch: the frameworks venv's Python
+    work = Path(tempfile.mkdtemp(prefix="inspector-values-", dir=a.workdir))
+    try:
+        proc = subprocess.run(
+            [python, str(script), "--repeat", str(max(3, a.runs)), "--mib", str(a.values_mib),
+             "--dir", str(work), "--torch-python", str(venv_python(a.venvs, "frameworks"))],
+            capture_output=True, text=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     if proc.returncode != 0:
         return ["", f"Value passes: bench/values_pass.py failed: {proc.stderr[-400:]!r}"]
     return ["", "### Value passes (bench/values_pass.py)", "", proc.stdout.strip()]
@@ -469,10 +478,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--venvs", type=Path, default=HERE / ".venvs", help="where the venvs live")
     p.add_argument("--workdir", type=Path, default=None, help="where files are written")
     p.add_argument("--out", type=Path, default=HERE / "results.md", help="markdown report")
+    p.add_argument("--values-mib", type=int, default=1024,
+                   help="value passes: MiB per file (default 1024, issue 18's 1 GiB; 0: skip)")
     a = p.parse_args(argv)
     sizes = [float(s) for s in a.sizes.split(",") if s] + ([10.0] if a.ten else [])
     if a.quick:
         sizes, a.many, a.runs = [0.25], 5_000, 3
+        a.values_mib = min(a.values_mib, 64)
     formats = [f for f in a.formats.split(",") if f]
     started = time.time()
 
