@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import ctypes
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 HID = ctypes.c_int64  # hid_t since HDF5 1.10
 HADDR_UNDEF = (1 << 64) - 1

@@ -15,9 +15,12 @@ import select
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
 
 from .errors import FormatError
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_ANSWER_BYTES = 1 << 30
 

@@ -24,22 +24,24 @@ import json
 import os
 import re
 import struct
-import zipfile
+from collections import namedtuple
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, BinaryIO, NamedTuple
 
 from .dtypes import NUMPY_KINDS
 from .errors import FormatError, InspectorError
 from .isolated import call_isolated
 from .keras_names import NON_TRAINABLE_NAMES
 from .keras_v3 import name_variables
+from .memory_cap import address_space_capped
 from .model import Blocks, Checkpoint, Finding, Role, TensorEntry, ValueLocation, ValueReader
 from .registry import Adapter
-from .restricted_pickle import address_space_capped
 from .source import RangeFile, Source
-from .zip_errors import ZIP_ERRORS
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    import zipfile
+    from typing import Any, BinaryIO
 
 NAME = "keras"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"  # H5F_SIGNATURE (H5Fsuper.c)
@@ -69,14 +71,9 @@ H5_SECONDS = 5.0
 H5_BYTES_PER_SECOND = 1 << 20
 
 
-class DsInfo(NamedTuple):
-    """One HDF5 dataset, described by its metadata."""
-
-    shape: tuple[int, ...]
-    dtype: str
-    offset: int | None
-    nbytes: int | None
-    extra: dict[str, Any]
+# One HDF5 dataset, described by its metadata: shape (tuple of int), dtype (str), offset and
+# nbytes (int or None), extra (dict).
+DsInfo = namedtuple("DsInfo", ("shape", "dtype", "offset", "nbytes", "extra"))
 
 
 class DatasetColumns:
@@ -124,15 +121,34 @@ class DatasetColumns:
 _PLAIN_EXTRA = ("layout", "stored_bytes", "h5_offset")  # a contiguous dataset's extra, in order
 
 
-@dataclass
 class H5Facts:
     """Everything a listing needs from an HDF5 file, gathered in one metadata walk (the
     isolated child gathers the datasets as :class:`DatasetColumns`)."""
 
-    datasets: dict[str, DsInfo] | DatasetColumns = field(default_factory=dict)
-    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
-    soft_links: dict[str, str] = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
+    __slots__ = ("datasets", "groups", "soft_links", "findings")
+
+    def __init__(self, datasets: dict[str, DsInfo] | DatasetColumns | None = None,
+                 groups: dict[str, dict[str, Any]] | None = None,
+                 soft_links: dict[str, str] | None = None,
+                 findings: list[Finding] | None = None) -> None:
+        self.datasets = {} if datasets is None else datasets
+        self.groups = {} if groups is None else groups
+        self.soft_links = {} if soft_links is None else soft_links
+        self.findings = [] if findings is None else findings
+
+    def _fields(self) -> tuple:
+        return (self.datasets, self.groups, self.soft_links, self.findings)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not H5Facts:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, equal by value
+
+    def __repr__(self) -> str:
+        return "H5Facts(datasets={!r}, groups={!r}, soft_links={!r}, findings={!r})".format(
+            *self._fields())
 
 
 # ---------------------------------------------------------------- detection
@@ -143,6 +159,10 @@ def sniff(head: bytes, source: Source) -> str | None:
     if source.is_dir():
         return None
     if head.startswith(ZIP_LOCAL_MAGIC):
+        import zipfile  # only for a zip: an HDF5 file's detection does without
+
+        from .zip_errors import ZIP_ERRORS
+
         try:
             with source.open() as raw, zipfile.ZipFile(raw) as z:
                 names = set(z.namelist())
@@ -201,6 +221,8 @@ def _values(source: Source, archive: bool) -> ValueReader:
             import h5py
 
             if archive:
+                import zipfile
+
                 z = stack.enter_context(zipfile.ZipFile(stack.enter_context(source.open())))
                 names = [n for n in z.namelist() if n.endswith(".h5")]
                 member = entry.file if entry.file in names else (
@@ -230,6 +252,10 @@ def _values(source: Source, archive: bool) -> ValueReader:
 
 
 def _open_archive(source: Source) -> Checkpoint:
+    import zipfile
+
+    from .zip_errors import ZIP_ERRORS
+
     where = source.where
     try:
         with source.open() as raw, zipfile.ZipFile(raw) as z:

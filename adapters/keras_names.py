@@ -12,19 +12,19 @@ Sources: ``keras/src/layers/**`` ``build()`` methods and ``keras/src/optimizers/
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from itertools import combinations
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 
-class Var(NamedTuple):
-    """One variable a layer class creates."""
-
-    name: str
-    # Config keys (the first one present decides) whose falsy value means the variable is not
-    # created; empty: always created.
-    when: tuple[str, ...] = ()
-    trainable: bool = True
+# One variable a layer class creates: its name; ``when``, config keys (the first one present
+# decides) whose falsy value means the variable is not created (empty: always created);
+# ``trainable``.
+Var = namedtuple("Var", ("name", "when", "trainable"), defaults=((), True))
 
 
 _KB = (Var("kernel"), Var("bias", ("use_bias",)))
@@ -95,11 +95,9 @@ WRAPPER_NAME_PREFIXES = ("forward_", "backward_")
 NON_TRAINABLE_NAMES = frozenset({"moving_mean", "moving_variance"})
 
 
-class Block(NamedTuple):
-    """Optimizer slots created together: one variable per name, interleaved per model variable."""
-
-    names: tuple[str, ...]
-    when: str | None = None  # optimizer config key whose falsy value means the block is absent
+# Optimizer slots created together: one variable per name (``names``), interleaved per model
+# variable; ``when``: the optimizer config key whose falsy value means the block is absent.
+Block = namedtuple("Block", ("names", "when"), defaults=(None,))
 
 
 # Optimizer snake_case class name -> slot blocks in creation order (after iteration and

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from .keras_names import (
     NON_TRAINABLE_NAMES,
@@ -33,30 +31,54 @@ from .keras_names import (
 )
 from .model import Finding, Role
 
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
+
 INPUT_KEY = re.compile(r"input_layer(_\d+)?$")
 # Recursion through nested groups deeper than this is refused (a real model nests a few levels).
 MAX_DEPTH = 64
 
 
-@dataclass
 class Named:
-    """What the adapter needs to know about one stored variable."""
+    """What the adapter needs to know about one stored variable; ``guessed``: one of several
+    names the file alone allows (no config)."""
 
-    stored: str
-    name: str
-    role: Role
-    guessed: bool = False  # one of several names the file alone allows (no config)
+    __slots__ = ("stored", "name", "role", "guessed")
+
+    def __init__(self, stored: str, name: str, role: Role, guessed: bool = False) -> None:
+        self.stored = stored
+        self.name = name
+        self.role = role
+        self.guessed = guessed
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Named:
+            return NotImplemented
+        return (self.stored, self.name, self.role, self.guessed) == (
+            other.stored, other.name, other.role, other.guessed)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return (f"Named(stored={self.stored!r}, name={self.name!r}, role={self.role!r}, "
+                f"guessed={self.guessed!r})")
 
 
-@dataclass
 class _State:
-    groups: Mapping[str, Mapping[str, Any]]
-    shapes: Mapping[str, tuple[int, ...]]
-    children: dict[str, list[str]]
-    out: list[Named] = field(default_factory=list)
-    trainable: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
-    guessed: list[str] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)
+    """The walk's inputs and what it has found so far."""
+
+    __slots__ = ("groups", "shapes", "children", "out", "trainable", "guessed", "unknown")
+
+    def __init__(self, groups: Mapping[str, Mapping[str, Any]],
+                 shapes: Mapping[str, tuple[int, ...]], children: dict[str, list[str]]) -> None:
+        self.groups = groups
+        self.shapes = shapes
+        self.children = children
+        self.out: list[Named] = []
+        self.trainable: list[tuple[str, tuple[int, ...]]] = []
+        self.guessed: list[str] = []
+        self.unknown: list[str] = []
 
 
 def name_variables(

@@ -42,6 +42,15 @@ BUILTIN_MODULES = (
     "inspector.adapters.keras",
     "inspector.adapters.directory",
 )
+# A file whose first bytes are one of these signatures is offered first to that module's
+# adapter: the signature is its format's alone (no other built-in sniff claims such a file; a
+# test checks every built-in on real files of each), so detection finds the same adapter
+# without importing the readers of the formats before it (the pickle machinery, for an HDF5
+# file). If that sniff declines, the usual order follows.
+SIGNATURES = (
+    (b"\x89HDF\r\n\x1a\n", "inspector.adapters.keras"),  # H5F_SIGNATURE at offset 0
+    (b"\x93NUMPY", "inspector.adapters.numpy_npy"),  # the .npy magic
+)
 # Short names of the supported formats, for the one-line "not recognised" error.
 FORMATS_BRIEF = (
     "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF, rau, Sockeye dirs"
@@ -78,14 +87,23 @@ _cache: list[Adapter] | None = None
 _builtin: dict[str, Adapter] = {}  # module name -> its ADAPTER, as imported
 
 
-def _builtins() -> Iterator[Adapter]:
+def _builtin_adapter(module: str) -> Adapter:
+    adapter = _builtin.get(module)
+    if adapter is None:
+        adapter = _builtin[module] = importlib.import_module(module).ADAPTER
+    return adapter
+
+
+def _builtins(head: bytes = b"") -> Iterator[Adapter]:
     """The built-in adapters in order, each module imported only when reached: detection stops
-    at the first match, so a safetensors file never imports the Keras or NumPy readers."""
+    at the first match, so a safetensors file never imports the Keras or NumPy readers. A
+    ``head`` starting with one of :data:`SIGNATURES` has its adapter first."""
+    first = next((m for magic, m in SIGNATURES if head.startswith(magic)), None)
+    if first is not None:
+        yield _builtin_adapter(first)
     for module in BUILTIN_MODULES:
-        adapter = _builtin.get(module)
-        if adapter is None:
-            adapter = _builtin[module] = importlib.import_module(module).ADAPTER
-        yield adapter
+        if module != first:
+            yield _builtin_adapter(module)
 
 
 def formats() -> list[Adapter]:
@@ -144,7 +162,7 @@ def detect(path: str | Path | Source, format: str | None = None) -> tuple[Adapte
     if format is None:
         # Built-ins first, as in formats(); plugins (entry points: importlib.metadata costs
         # tens of ms) are looked up only when no built-in format matches.
-        for adapter in _builtins():
+        for adapter in _builtins(head):
             variant = adapter.sniff(head, source)
             if variant is not None:
                 return adapter, variant
@@ -182,7 +200,7 @@ def sniff_file(source: Source) -> Adapter | None:
         head = source.head(SNIFF_BYTES)
         if not head or head.startswith(GIT_LFS_POINTER):
             return None
-        for adapter in _builtins():
+        for adapter in _builtins(head):
             if adapter.sniff(head, source) is not None:
                 return adapter
     except (InspectorError, OSError, ValueError, RuntimeError):

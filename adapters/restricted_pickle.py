@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import pickle_verdicts as verdicts
+from .memory_cap import address_space_capped
 from .pickle_lists import CALLS_ARGUMENT, NESTED_LOADERS
 
 # Text encodings `_codecs.encode` may use (protocol 2 spells bytes as encode(str, 'latin1')).
@@ -490,47 +491,6 @@ def _remaining(file: Any) -> int:
         return max(0, os.fstat(file.fileno()).st_size - file.tell())
     except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
         return 0
-
-
-def _vm_size() -> int | None:
-    """This process's virtual memory size in bytes (Linux), None where unknown."""
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-@contextlib.contextmanager
-def address_space_capped(extra: int) -> Iterator[None]:
-    """Cap the address space at its current size + ``extra`` bytes while the block runs.
-
-    CPython's C unpickler (before 3.14) sizes its memo table from the largest index a
-    LONG_BINPUT/PUT names: a 60-byte pickle asking for index 2**28 makes it allocate and zero
-    4 GiB. Under the cap that allocation fails (MemoryError -> PickleError) instead. The limit is
-    process-wide while it holds, restored on exit, and never loosens an existing tighter one.
-    """
-    try:
-        import resource
-    except ImportError:  # not a POSIX system: no cap
-        yield
-        return
-    vm = _vm_size()
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = None if vm is None else vm + extra
-    if cap is not None and hard != resource.RLIM_INFINITY:
-        cap = min(cap, hard)
-    if cap is None or (soft != resource.RLIM_INFINITY and soft <= cap):
-        yield
-        return
-    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 @contextlib.contextmanager
