@@ -20,7 +20,7 @@ def plain_table(rows: Sequence[Sequence[str]], headers: Sequence[str], fmt: str,
     """The table as tabulate writes it, or None when only tabulate can say."""
     if fmt not in ("simple", "github") or not rows or len(colalign) != len(headers):
         return None
-    if any(len(r) != len(headers) for r in rows):
+    if set(map(len, rows)) != {len(headers)}:
         return None
     columns = [list(map(str.strip, col)) for col in zip(*rows, strict=True)]
     heads = list(headers)

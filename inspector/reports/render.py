@@ -128,15 +128,20 @@ def _entry_rows(report: dict[str, Any], style: Style
     counts: dict[int, str] = {}
     groups: dict[str, str] = {}
     roles = {role: role.value for role in {t.role for t in entries}}
+    names = [t.name for t in entries]
+    if "".join(names).isprintable():  # sanitize would return each as it is
+        shown = names
+    else:
+        shown = list(map(sanitize, names))
     out = []
-    for t, a in zip(entries, placed, strict=True):
+    for t, a, name in zip(entries, placed, shown, strict=True):
         shape = shapes.get(t.shape)
         if shape is None:
             shape = shapes[t.shape] = shape_text(t.shape)
         numel = counts.get(t.numel)
         if numel is None:
             numel = counts[t.numel] = style.count(t.numel)
-        row = [sanitize(t.name), shape, t.dtype, numel, roles[t.role]]
+        row = [name, shape, t.dtype, numel, roles[t.role]]
         if grouped:
             g = a.group
             text = groups.get(g)
