@@ -62,6 +62,7 @@ BASELINES: dict[str, list[tuple[str, str, str]]] = {
     ],
     "safetensors": [
         ("floor-json", "floor-safetensors-json", "inspector"),
+        ("rows-only", "floor-safetensors-rows", "inspector"),
         ("floor", "floor-safetensors", "inspector"),
         ("lazy", "lazy-safetensors", "frameworks"),
         ("naive", "naive-safetensors", "frameworks"),
@@ -86,6 +87,8 @@ WAY_NOTES = {
     "floor-torch-legacy": "the five pickles + a seek per storage",
     "floor-safetensors": "8-byte length + json.loads",
     "floor-safetensors-json": "struct + json.loads + json.dumps of the header (issue 18's floor)",
+    "floor-safetensors-rows": "a reference: json.loads + one dict per tensor with a JSON row's "
+    "stored fields + json.dumps (the report's tensor rows alone: no checks, groups or layers)",
     "inspector show (table)": "`inspector show`, the default table",
     "floor-safetensors-sharded": "index + each shard's header",
     "floor-mxnet": "struct + seek",
@@ -405,6 +408,14 @@ def ratios18(rows: list[Row], startup: dict[str, Sample]) -> list[str]:
             if "table" in r.ways:
                 row(f"`show` (table), {r.case}", r.ways["table"][1], floor,
                     "struct + json.loads + json.dumps", 2, 2)
+            if "rows-only" in r.ways:
+                a, b = r.ways["rows-only"][1], floor
+                out.append(
+                    f"| reference, not the tool: the tensor rows alone written directly "
+                    f"(json.loads + a dict per tensor + json.dumps), {r.case} | {cell(a)} | "
+                    f"same floor | {a.median / b.median:.2f}× / "
+                    f"{a.cpu_median / b.cpu_median:.2f}× | – | "
+                    f"{a.peak_mb / b.peak_mb:.2f}× |")
     base = startup.get("python -c pass")
     for k in ("inspector --help", "inspector --version"):
         if base is not None and k in startup:

@@ -89,6 +89,28 @@ def floor_safetensors(path: str) -> int:
     return len(_safetensors_header(path))
 
 
+def floor_safetensors_rows(path: str) -> int:
+    """A reference, not a floor: the JSON report's tensor rows alone, written the direct way:
+    json.loads of the header, one dict per tensor with the stored fields a row has (name,
+    stored_name, shape, dtype, role, numel, nbytes, offset, file), json.dumps. No checks, no
+    groups, no per-layer records."""
+    import json
+    import math
+    import struct
+
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    header.pop("__metadata__", None)
+    start = 8 + n
+    rows = [{"name": k, "stored_name": k, "shape": v["shape"], "dtype": v["dtype"],
+             "role": "parameter", "numel": math.prod(v["shape"]),
+             "nbytes": v["data_offsets"][1] - v["data_offsets"][0],
+             "offset": start + v["data_offsets"][0], "file": None} for k, v in header.items()]
+    sys.stdout.write(json.dumps(rows) + "\n")
+    return len(rows)
+
+
 def floor_safetensors_json(path: str) -> int:
     """Issue 18's floor for ``show --format json``: struct + json.loads + json.dumps of the
     header, written out (to stdout, as the inspector writes its report), then the count."""
