@@ -24,6 +24,7 @@ import json
 import os
 import re
 import struct
+import sys
 from collections import namedtuple
 from contextlib import ExitStack
 from types import SimpleNamespace
@@ -344,11 +345,33 @@ def _read_h5(fileobj: BinaryIO | str, where: str, size: int, base: int | None) -
     offsets absolute. The walk runs in a child process with a time budget: libhdf5 can loop
     forever in C on a corrupt global heap (a byte-flipped ``.weights.h5`` did)."""
     budget = H5_SECONDS + size / H5_BYTES_PER_SECOND
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        _import_for_walk()
     found = call_isolated(
         lambda: _facts_to_json(_read_h5_here(fileobj, where, size, base, DatasetColumns())),
         budget, where, "the HDF5 library",
     )
     return _facts_from_json(found)
+
+
+def _import_for_walk() -> None:
+    """Import what the walk needs, in this process, before it forks the walk's child.
+
+    This is needed when other threads run (a fleet's ``--jobs``). A child forked while another
+    thread was importing a module would wait forever for that module's import lock, and the
+    walk would time out. Importing h5py here also brings its fork handler: ``os.fork`` then
+    waits for h5py's global lock, so a thread inside an h5py call cannot leave the child with
+    the lock taken.
+
+    With one thread none of this can happen. The child imports h5py itself then, which is
+    cheaper than forking a process that has numpy loaded."""
+    import encodings.ascii  # noqa: F401  # attribute texts: a codec lookup imports its module
+    import encodings.latin_1  # noqa: F401
+
+    import h5py  # noqa: F401
+
+    from . import h5_direct  # noqa: F401
 
 
 def _facts_to_json(facts: H5Facts) -> dict[str, Any]:

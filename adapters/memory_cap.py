@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import contextlib
 
+try:  # imported here, not in the block: a forked child must not need the import system
+    import resource
+except ImportError:  # not a POSIX system: no cap
+    resource = None  # type: ignore[assignment]
+
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -33,9 +38,7 @@ def address_space_capped(extra: int) -> Iterator[None]:
     (MemoryError) instead. The limit is process-wide while it holds, restored on exit, and never
     loosens an existing tighter one.
     """
-    try:
-        import resource
-    except ImportError:  # not a POSIX system: no cap
+    if resource is None:
         yield
         return
     vm = _vm_size()

@@ -6,6 +6,7 @@ fixtures, the malicious corpus and files written here with h5py's less common st
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -189,3 +190,75 @@ def test_string_attributes_read_as_h5py_reads_them(tmp_path):
     with h5py.File(p, "r") as f:
         for name, g in f.items():
             assert walked[f"/{name}"] == {k: keras_adapter._plain(v) for k, v in g.attrs.items()}
+
+
+_CHILD_IMPORTS = r"""
+import json, sys
+from inspector.adapters import keras, registry
+
+imported = []
+
+def in_process(fn, seconds, where, what):
+    # the forked child's work, run here: record the modules it would have to import
+    before = set(sys.modules)
+    try:
+        return fn()
+    finally:
+        imported.extend(sorted(set(sys.modules) - before))
+
+keras.call_isolated = in_process
+# another thread, as in a fleet: the parent then imports what the walk needs before the fork
+import threading
+stop = threading.Event()
+threading.Thread(target=stop.wait, daemon=True).start()
+for path in sys.argv[1:]:
+    try:
+        registry.load(path)
+    except Exception:
+        pass
+print(json.dumps(sorted(set(imported))))
+"""
+
+
+def test_the_isolated_walk_imports_nothing():
+    """With other threads running, everything the HDF5 walk needs is imported before the
+    fork. A child forked while another thread was importing a module would wait forever on
+    that module's lock (a fleet with --jobs reads checkpoints on threads) and time out.
+    Checked on every HDF5 and .keras fixture, in a fresh interpreter."""
+    import subprocess
+
+    root = FIXTURES
+    files = sorted(str(p) for p in root.rglob("*") if p.suffix in (".h5", ".keras"))
+    assert len(files) > 20
+    proc = subprocess.run([sys.executable, "-c", _CHILD_IMPORTS, *files], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+
+
+def test_listing_while_another_thread_is_inside_h5py():
+    """A thread inside an h5py call at the fork (a fleet reading values) must not leave the
+    child waiting for h5py's global lock: h5py, imported before the fork, makes os.fork wait
+    for it."""
+    import threading
+
+    from h5py._objects import phil
+
+    path = next(p for p in sorted(FIXTURES.rglob("*.h5")))
+    inside, leave = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        with phil:
+            inside.set()
+            leave.wait(timeout=60)
+
+    t = threading.Thread(target=busy)
+    t.start()
+    try:
+        assert inside.wait(timeout=60)
+        threading.Timer(0.5, leave.set).start()  # the lock is freed while the listing waits
+        ckpt = load(str(path))
+    finally:
+        leave.set()
+        t.join(timeout=60)
+    assert ckpt.tensors
