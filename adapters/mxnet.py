@@ -25,12 +25,16 @@ from __future__ import annotations
 import math
 import os
 import struct
-from typing import BinaryIO
+from contextlib import nullcontext
 
 from .errors import FormatError
 from .model import Checkpoint, Role, TensorEntry
 from .registry import Adapter
 from .source import Source
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 NAME = "mxnet"
 LIST_MAGIC = 0x112  # kMXAPINDArrayListMagic
@@ -76,57 +80,83 @@ class _Reader:
     """Little-endian reads with bounds checked against the file size before anything is read.
 
     ``pos`` is tracked here rather than asked of the file (``tell()`` was most of the cost of a
-    50,000-array file); every move of ``f`` goes through these methods.
+    50,000-array file); every move goes through these methods. With ``buf`` (a local file's
+    memory map) the reads unpack in place, and skipping an array's data is moving ``pos``;
+    otherwise they read ``f``.
     """
 
-    def __init__(self, f: BinaryIO, size: int, where: str) -> None:
-        self.f, self.size, self.where = f, size, where
+    def __init__(self, f: BinaryIO, size: int, where: str, buf: Any = None) -> None:
+        self.f, self.size, self.where, self.buf = f, size, where, buf
         self.pos = f.tell()
 
     def fail(self, message: str, at: int | None = None) -> FormatError:
         return FormatError(message, self.where, f"offset {self.pos if at is None else at}")
 
-    def need(self, n: int, what: str) -> None:
+    def need(self, n: int, what: Label) -> None:
         if n < 0 or self.pos + n > self.size:
-            raise self.fail(f"truncated: {what} needs {n} bytes, {self.size - self.pos} left")
+            raise self.fail(
+                f"truncated: {_text(what)} needs {n} bytes, {self.size - self.pos} left")
 
-    def unpack(self, fmt: str, what: str) -> tuple:
+    def unpack(self, fmt: str, what: Label) -> tuple:
         s = _STRUCTS.get(fmt) or _STRUCTS.setdefault(fmt, struct.Struct(fmt))
         n = s.size
-        if self.pos + n > self.size:
+        pos = self.pos
+        if pos + n > self.size:
             self.need(n, what)  # raises
-        self.pos += n
+        self.pos = pos + n
+        if self.buf is not None:
+            return s.unpack_from(self.buf, pos)
         return s.unpack(self.f.read(n))
 
-    def read(self, n: int, what: str) -> bytes:
+    def read(self, n: int, what: Label) -> bytes:
         self.need(n, what)
+        pos = self.pos
         self.pos += n
+        if self.buf is not None:
+            return self.buf[pos:pos + n]  # a map's slice: bytes
         return self.f.read(n)
 
     def peek(self, n: int) -> bytes:
         """The next ``n`` bytes (fewer at the end), without moving."""
+        if self.buf is not None:
+            return self.buf[self.pos:self.pos + n]
         raw = self.f.read(n)
         self.f.seek(self.pos)
         return raw
 
-    def skip(self, n: int, what: str) -> None:
+    def skip(self, n: int, what: Label) -> None:
         self.need(n, what)
         self.pos += n
-        self.f.seek(n, os.SEEK_CUR)
+        if self.buf is None:
+            self.f.seek(n, os.SEEK_CUR)
 
     def back(self, n: int) -> None:
         self.pos -= n
-        self.f.seek(self.pos)
+        if self.buf is None:
+            self.f.seek(self.pos)
 
 
 _STRUCTS: dict[str, struct.Struct] = {}
+
+# What a read is for, in an error message: a text, or the parts of one, joined by spaces only
+# when a message is made (50,000 records would otherwise format ~400,000 texts for nothing); a
+# (count, dtype) part reads "(count x dtype)".
+Label = str | tuple
+
+
+def _text(what: Label) -> str:
+    if isinstance(what, str):
+        return what
+    return " ".join(f"({p[0]} x {p[1]})" if isinstance(p, tuple) else str(p) for p in what)
 
 
 def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     if variant != "list":
         raise FormatError(f"unsupported MXNet variant {variant!r}", source.where)
-    with source.open() as f:
-        r = _Reader(f, source.size, source.where)
+    # A local file's memory map unpacks in place; other sources are read.
+    local = source.local_path is not None and source.size > 0
+    with source.open() as f, (source.view() if local else nullcontext()) as view:
+        r = _Reader(f, source.size, source.where, view)
         magic, _reserved, n = r.unpack("<QQQ", "list header")
         if magic != LIST_MAGIC:
             raise r.fail(f"list magic is {magic:#x}, expected {LIST_MAGIC:#x}", 0)
@@ -156,8 +186,8 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
 
 
 def _name(r: _Reader, i: int) -> str:
-    (length,) = r.unpack("<Q", f"length of name {i}")
-    raw = r.read(length, f"name {i}")
+    (length,) = r.unpack("<Q", ("length of name", i))
+    raw = r.read(length, ("name", i))
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -165,18 +195,25 @@ def _name(r: _Reader, i: int) -> str:
 
 
 def _shape(
-    r: _Reader, what: str, dim_fmt: str = "q", ndim_fmt: str = "i"
+    r: _Reader, what: tuple, dim_fmt: str = "q", ndim_fmt: str = "i"
 ) -> tuple[int, ...] | None:
     """A TShape: ndim then dims; None for ndim -1 (unknown shape)."""
-    (ndim,) = r.unpack("<" + ndim_fmt, f"{what} ndim")
+    (ndim,) = r.unpack(_NDIM[ndim_fmt], (*what, "ndim"))
     if ndim == -1:
         return None
     if not 0 <= ndim <= MAX_NDIM:
-        raise r.fail(f"{what}: ndim {ndim} is out of range", r.pos - 4)
-    dims = r.unpack(f"<{ndim}{dim_fmt}", f"{what} dims")
+        raise r.fail(f"{_text(what)}: ndim {ndim} is out of range", r.pos - 4)
+    fmt = _DIMS.get((ndim, dim_fmt))
+    if fmt is None:
+        fmt = _DIMS[ndim, dim_fmt] = f"<{ndim}{dim_fmt}"
+    dims = r.unpack(fmt, (*what, "dims"))
     if any(d < 0 for d in dims):
-        raise r.fail(f"{what}: negative dimension in {list(dims)}", r.pos - 8 * ndim)
-    return tuple(dims)
+        raise r.fail(f"{_text(what)}: negative dimension in {list(dims)}", r.pos - 8 * ndim)
+    return dims
+
+
+_NDIM = {"i": "<i", "I": "<I"}
+_DIMS: dict[tuple[int, str], str] = {}
 
 
 def _plausible_context(r: _Reader) -> bool:
@@ -189,58 +226,61 @@ def _plausible_context(r: _Reader) -> bool:
 
 def _record(r: _Reader, i: int) -> dict:
     start = r.pos
-    what = f"array {i}"
-    (word,) = r.unpack("<I", f"{what} header")
+    (word,) = r.unpack("<I", ("array", i, "header"))
     rec: dict = {"start": start, "stype": "default", "aux": []}
     storage_shape = None
     if word in (V2_MAGIC, V3_MAGIC):
         rec["version"] = "v2" if word == V2_MAGIC else "v3"
-        (stype,) = r.unpack("<i", f"{what} storage type")
+        (stype,) = r.unpack("<i", ("array", i, "storage type"))
         if stype not in STYPES:
-            raise r.fail(f"{what}: unknown storage type {stype}", r.pos - 4)
+            raise r.fail(f"array {i}: unknown storage type {stype}", r.pos - 4)
         rec["stype"] = STYPES[stype][0]
         if stype:
-            storage_shape = _shape(r, f"{what} storage shape")
-        shape = _shape(r, f"{what} shape")
+            storage_shape = _shape(r, ("array", i, "storage shape"))
+        shape = _shape(r, ("array", i, "shape"))
         none = shape is None or (word == V2_MAGIC and shape == () and not _plausible_context(r))
     elif word == V1_MAGIC:
         rec["version"] = "v1"
-        shape = _shape(r, f"{what} shape", "q", "I")
+        shape = _shape(r, ("array", i, "shape"), "q", "I")
         none = shape == ()
     else:
         rec["version"] = "v0"
         r.back(4)
-        shape = _shape(r, f"{what} shape", "I", "I")
+        shape = _shape(r, ("array", i, "shape"), "I", "I")
         none = shape == ()
     if none:
         rec.update(shape=(), dtype="none", numel=0, nbytes=0, data=None, none=True)
         return rec
     assert shape is not None
-    dev_type, dev_id, flag = r.unpack("<iii", f"{what} context and type")
+    dev_type, dev_id, flag = r.unpack("<iii", ("array", i, "context and type"))
     if flag not in TYPE_FLAGS:
-        raise r.fail(f"{what}: unknown type flag {flag}", r.pos - 4)
+        raise r.fail(f"array {i}: unknown type flag {flag}", r.pos - 4)
     dtype, itemsize = TYPE_FLAGS[flag]
-    rec.update(shape=shape, dtype=dtype, context=(DEV_TYPES.get(dev_type, str(dev_type)), dev_id))
+    rec["shape"] = shape
+    rec["dtype"] = dtype
+    rec["context"] = (DEV_TYPES.get(dev_type) or str(dev_type), dev_id)
     aux_names = STYPES[{"default": 0, "row_sparse": 1, "csr": 2}[rec["stype"]]][1]
     for aux_name in aux_names:
-        (aux_flag,) = r.unpack("<i", f"{what} {aux_name} type")
+        (aux_flag,) = r.unpack("<i", ("array", i, aux_name, "type"))
         if aux_flag not in TYPE_FLAGS:
-            raise r.fail(f"{what}: unknown {aux_name} type flag {aux_flag}", r.pos - 4)
-        aux_shape = _shape(r, f"{what} {aux_name} shape")
+            raise r.fail(f"array {i}: unknown {aux_name} type flag {aux_flag}", r.pos - 4)
+        aux_shape = _shape(r, ("array", i, aux_name, "shape"))
         if aux_shape is None:
-            raise r.fail(f"{what}: {aux_name} shape is undefined")
+            raise r.fail(f"array {i}: {aux_name} shape is undefined")
         rec["aux"].append((aux_name, TYPE_FLAGS[aux_flag][0], aux_shape, TYPE_FLAGS[aux_flag][1]))
     stored = storage_shape if storage_shape is not None else shape
     numel = math.prod(stored)
     data = itemsize * numel
     rec["data"] = r.pos
-    r.skip(data, f"{what} data ({numel} x {dtype})")
+    r.skip(data, ("array", i, "data", (numel, dtype)))
     nbytes = data
     for aux_name, _, aux_shape, aux_size in rec["aux"]:
         aux_bytes = aux_size * math.prod(aux_shape)
-        r.skip(aux_bytes, f"{what} {aux_name} data")
+        r.skip(aux_bytes, ("array", i, aux_name, "data"))
         nbytes += aux_bytes
-    rec.update(numel=numel, nbytes=nbytes, storage_shape=storage_shape)
+    rec["numel"] = numel
+    rec["nbytes"] = nbytes
+    rec["storage_shape"] = storage_shape
     return rec
 
 
@@ -267,11 +307,11 @@ def _entry(stored_name: str, rec: dict, default_role: Role) -> TensorEntry:
     if rec.get("context") and rec["context"] != ("cpu", 0):
         extra["context"] = rec["context"]
     return TensorEntry(
-        stored_name=stored_name,
-        name=name,
-        shape=rec["shape"],
-        dtype=rec["dtype"],
-        role=role,
+        stored_name,
+        name,
+        rec["shape"],
+        rec["dtype"],
+        role,
         nbytes=rec["nbytes"],
         offset=rec["data"],
         stored_numel=stored_numel,
