@@ -26,7 +26,7 @@ def test_cells_from_entries_equal_cells_from_rows(raw, grouped, raw_numbers, dat
                            Role(role), nbytes=0, file=file)
                for name, stored, shape, dtype, role, file in raw]
     places = {t.name: Assignment(data.draw(NAME)) for t in entries}
-    report = {"tensors": TensorRows(entries, {}, places.__getitem__)}
+    report = {"tensors": TensorRows(entries, {}, [places[t.name] for t in entries])}
     dicts = {"tensors": [_tensor(t, None, places[t.name]) for t in entries]}
     if grouped:
         report["groups"] = dicts["groups"] = []

@@ -89,7 +89,7 @@ def test_rows_written_from_entries_equal_the_encoded_rows(raw, data):
                                  data.draw(st.none() | NAME), data.draw(st.none() | NAME))
               for t in entries}
     encode_row = _row_encoder(json.JSONEncoder(ensure_ascii=False))
-    rows = TensorRows(entries, ties, places.__getitem__)
+    rows = TensorRows(entries, ties, [places[t.name] for t in entries])
     expected = [_tensor(t, ties.get(t.stored_name), places[t.name]) for t in entries]
     assert list(rows) == expected
     assert rows[1:] == expected[1:] and rows[-1] == expected[-1]

@@ -143,7 +143,7 @@ def listing(
             "auto": scheme in (None, grouping.AUTO),
             "parameters": dict(chosen.parameters),
         },
-        "tensors": TensorRows(entries, ties, chosen.assign, placed) if lazy_rows else
+        "tensors": TensorRows(entries, ties, placed) if lazy_rows else
                    [_tensor(t, ties.get(t.stored_name), a)
                     for t, a in zip(entries, placed, strict=True)],
         "totals": sums,
@@ -207,16 +207,13 @@ class TensorRows:
     :func:`listing` lists), and :meth:`json_text`: their JSON lines written straight from the
     entries, the bytes the C encoder gives for the dicts, without making them."""
 
-    __slots__ = ("entries", "ties", "assign", "placed", "_plain")
+    __slots__ = ("entries", "ties", "placed", "_plain")
 
     def __init__(self, entries: list[TensorEntry], ties: Mapping[str, list[str]],
-                 assign: Callable[[str], Assignment],
-                 placed: list[Assignment] | None = None) -> None:
+                 placed: list[Assignment]) -> None:
         self.entries = entries
         self.ties = ties
-        self.assign = assign
-        # each entry's assignment, in order
-        self.placed = [assign(t.name) for t in entries] if placed is None else placed
+        self.placed = placed  # each entry's assignment, in order
         self._plain: bool | None = None
 
     def __len__(self) -> int:

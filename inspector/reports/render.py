@@ -75,16 +75,8 @@ def _rows(report: dict[str, Any], style: Style) -> tuple[list[str], list[list[st
     tied = bool(first_of)
     show_stored = any(r["name"] != r["stored_name"] for r in report["tensors"])
     show_file = any(r.get("file") for r in report["tensors"])
-    headers = ["name", "shape", "dtype", "numel", "role"]
     grouped = "groups" in report
-    if grouped:
-        headers.append("group")
-    if show_stored:
-        headers.insert(1, "stored as")
-    if show_file:
-        headers.append("file")
-    if tied:
-        headers.append("tied")
+    headers = _row_headers(grouped, show_stored, show_file, tied)
     rows = []
     for r in report["tensors"]:
         numel = style.count(r["numel"])
@@ -103,6 +95,20 @@ def _rows(report: dict[str, Any], style: Style) -> tuple[list[str], list[list[st
     return headers, rows
 
 
+def _row_headers(grouped: bool, show_stored: bool, show_file: bool, tied: bool) -> list[str]:
+    """The tensor table's columns, in the order the cells of :func:`_rows` are made."""
+    headers = ["name", "shape", "dtype", "numel", "role"]
+    if grouped:
+        headers.append("group")
+    if show_stored:
+        headers.insert(1, "stored as")
+    if show_file:
+        headers.append("file")
+    if tied:
+        headers.append("tied")
+    return headers
+
+
 def _entry_rows(report: dict[str, Any], style: Style
                 ) -> tuple[list[str], list[list[str]]] | None:
     """:func:`_rows` made from the entries of a report whose ``tensors`` are a
@@ -117,13 +123,7 @@ def _entry_rows(report: dict[str, Any], style: Style
     show_stored = any(t.name != t.stored_name for t in entries)
     show_file = any(t.file for t in entries)
     grouped = "groups" in report
-    headers = ["name", "shape", "dtype", "numel", "role"]
-    if grouped:
-        headers.append("group")
-    if show_stored:
-        headers.insert(1, "stored as")
-    if show_file:
-        headers.append("file")
+    headers = _row_headers(grouped, show_stored, show_file, tied=False)
     shapes: dict[tuple[int, ...], str] = {}
     counts: dict[int, str] = {}
     groups: dict[str, str] = {}
