@@ -164,8 +164,8 @@ MAX_OBJECT_PICKLE = 256 << 20
 
 def object_array_globals(data: bytes, where: str) -> tuple[list[dict], list[Finding]]:
     """The globals of an object array's pickle with their verdicts (nothing is run)."""
-    from .pickle_findings import pickle_findings
-    from .restricted_pickle import PickleError, base_allowed, unpickle
+    from .security.findings import pickle_findings
+    from .security.restricted_pickle import PickleError, base_allowed, unpickle
 
     if len(data) > MAX_OBJECT_PICKLE:
         raise FormatError(f"object array pickle exceeds {MAX_OBJECT_PICKLE} bytes", where)

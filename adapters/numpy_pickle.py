@@ -23,7 +23,7 @@ import math
 from typing import Any
 
 from .dtypes import NUMPY_KINDS
-from .restricted_pickle import PickleError, Placeholder
+from .security.restricted_pickle import PickleError, Placeholder
 from .torch.rebuild import TensorRecord
 
 # The globals NumPy's pickles name (both spellings: numpy._core since 2.0, numpy.core before).

@@ -34,7 +34,7 @@ from .model import Checkpoint, Role, TensorEntry
 from .numpy_pickle import DType, resolve
 from .numpy_pickle import allowed as numpy_allowed
 from .registry import Adapter
-from .restricted_pickle import PickleError, unpickle
+from .security.restricted_pickle import PickleError, unpickle
 from .source import Source
 from .torch.constants import MAGIC_NUMBER, MAX_PICKLE_BYTES
 from .torch.rebuild import Builder, StorageRef, TensorRecord, storage_ref

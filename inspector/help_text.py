@@ -9,14 +9,14 @@ SOURCES = {'cli.py': (11265, 1214330391),
  'commands/__init__.py': (389, 1711991920),
  'commands/archs.py': (1894, 2754206763),
  'commands/budget.py': (5030, 2554184864),
- 'commands/check.py': (4055, 3400259387),
- 'commands/diff.py': (4807, 1892170691),
+ 'commands/check.py': (4104, 886942115),
+ 'commands/diff.py': (4856, 3604843731),
  'commands/formats.py': (568, 4283822920),
  'commands/predict.py': (1981, 2978263903),
- 'commands/report.py': (3214, 2046906010),
- 'commands/scan.py': (3551, 4250927495),
+ 'commands/report.py': (3263, 3353058697),
+ 'commands/scan.py': (3607, 2113925322),
  'commands/schemes.py': (2002, 3756206900),
- 'commands/show.py': (8200, 298556279),
- 'commands/stats.py': (4664, 1252048658)}
+ 'commands/show.py': (8249, 733313968),
+ 'commands/stats.py': (4713, 4258229298)}
 
 TEXT = "usage: inspector [-h] [--version] [--debug] [--raw-numbers] [-v]\n                 [--color {auto,always,never}]\n                 {show,formats,schemes,check,predict,archs,budget,diff,stats,scan,report}\n                 ...\n\nWhat is inside a checkpoint, read without the framework that wrote it.\n\npositional arguments:\n  {show,formats,schemes,check,predict,archs,budget,diff,stats,scan,report}\n    show                list every tensor with its shape, dtype, count and\n                        role\n    formats             list the supported checkpoint formats\n    schemes             list the grouping schemes used by --scheme (or show /\n                        validate one)\n    check               compare a checkpoint's tensors and group counts with\n                        the formula prediction\n    predict             expected tensors, group counts and total from\n                        hyperparameters alone (no file)\n    archs               list the architectures of check/predict with their\n                        hyperparameters and defaults\n    budget              hyperparameters whose predicted parameter count hits a\n                        target (inverse of predict)\n    diff                compare two checkpoints: added, removed, reshaped,\n                        retyped and (--values) changed tensors\n    stats               value statistics per tensor and group (NaN/Inf, zeros,\n                        norms), or across a training run\n    scan                security verdict (safe/foreign/dangerous/error) for\n                        every file under the given paths\n    report              write the audit (listing, charts, check, diff, value\n                        stats) as one self-contained HTML\n\noptions:\n  -h, --help            show this help message and exit\n  --version             show program's version number and exit\n\nglobal options (before or after the verb):\n  --debug               on error, show the traceback instead of one line\n  --raw-numbers         counts without thousands separators (42767, not\n                        42,767)\n  -v, --verbose         every hyperparameter, not only those that determine\n                        shapes\n  --color {auto,always,never}\n                        colour status words, findings and deltas (auto: only\n                        on a terminal, never with NO_COLOR set)\n\nexit codes:\n  show     0 success, 1 --globals found a dangerous global, 2 error (or a refused unsafe pickle)\n  formats  0 success, 2 error\n  schemes  0 success, 2 error\n  check    0 verified, 1 mismatch (or unsafe pickle), 3 incomplete (--strict: 1), 2 error\n  predict  0 success, 2 error\n  archs    0 success, 2 error\n  budget   0 success, 2 error\n  diff     0 same (structure; with --values also contents), 1 different, 2 error\n  stats    0 success, 2 error\n  scan     0 nothing dangerous, 1 some file is dangerous, 2 usage error\n  report   0 written, 2 error\n\nTables fit the terminal (or COLUMNS); piped output keeps full names and no colour.\n"

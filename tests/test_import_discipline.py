@@ -76,6 +76,9 @@ HELP_ALLOWED = (
     "inspector.adapters.errors",
     "inspector.adapters.model",
     "inspector.adapters.registry",
+    # the refusal policy (imports only the error types)
+    "inspector.adapters.security",
+    "inspector.adapters.security.policy",
 )
 
 

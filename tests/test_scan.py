@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from inspector.scan import scan_file
+from inspector.adapters.security.scan import scan_file
 
 from conftest import FIXTURES, load_truth, run_cli, run_measured
 from test_torch_adapter import dict_of, floats, pkl, tensor, write_zip
@@ -55,7 +55,7 @@ def test_benign_security_fixture(path):
     if "torch_unsafe_globals" in truth:
         # everything torch's weights_only loader rejects is reported, unless our allowlist
         # holds it on purpose (transformers' Enum classes, checked by the generator)
-        from inspector.adapters.pickle_lists import INERT_CALLABLES
+        from inspector.adapters.security.lists import INERT_CALLABLES
 
         assert set(truth["torch_unsafe_globals"]) - set(INERT_CALLABLES) <= unsafe
         assert set(truth["torch_unsafe_globals"]) & set(INERT_CALLABLES) <= set(
@@ -72,7 +72,7 @@ def test_every_pickle_fixture_is_listed_by_default():
     """Every fixture the tool opens is listed without --allow-unsafe (nothing is dangerous)."""
     from inspector.adapters.errors import InspectorError, UnsafeContentError
     from inspector.adapters.registry import load
-    from inspector.pickle_policy import dangerous
+    from inspector.adapters.security.policy import dangerous
 
     opened = 0
     for p in sorted(FIXTURES.rglob("*")):

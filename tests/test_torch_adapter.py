@@ -25,7 +25,7 @@ import inspector.adapters.torch as T
 from inspector.adapters.errors import FormatError
 from inspector.adapters.model import Role
 from inspector.adapters.registry import read_head
-from inspector.adapters.restricted_pickle import scan_globals
+from inspector.adapters.security.restricted_pickle import scan_globals
 from inspector.adapters.source import LocalSource
 
 from conftest import run_cli

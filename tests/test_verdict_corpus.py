@@ -26,7 +26,7 @@ from test_malicious_corpus import _Call, _NamingPickler, _TorchName
 
 from inspector.adapters import pickle_lists as L
 from inspector.adapters import pickle_verdicts as V
-from inspector.scan import scan_file
+from inspector.adapters.security.scan import scan_file
 
 from conftest import run_cli
 from test_torch_adapter import (

@@ -47,7 +47,7 @@ import struct
 from ..errors import FormatError
 from ..model import Checkpoint
 from ..registry import Adapter
-from ..restricted_pickle import gc_paused
+from ..security.restricted_pickle import gc_paused
 from ..source import Source
 from .constants import MAGIC_NUMBER, MAX_DEPTH, NAME, TAR_MAGIC, TAR_MEMBERS, ZIP_LOCAL_MAGIC
 from .legacy import open_legacy

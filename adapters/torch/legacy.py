@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..model import Checkpoint
-from ..restricted_pickle import (
+from ..security.restricted_pickle import (
     PickleError,
     render,
     unpickle,

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..dtypes import BITS
 from ..errors import FormatError
-from ..restricted_pickle import (
+from ..security.restricted_pickle import (
     GlobalRef,
     PickleError,
     Placeholder,

@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import FormatError
 from ..model import Checkpoint, Finding, Role, TensorEntry
 from ..registry import Adapter
-from ..restricted_pickle import Placeholder, gc_paused
+from ..security.restricted_pickle import Placeholder, gc_paused
 from ..source import Source
 from .constants import MAX_DEPTH, ZIP_LOCAL_MAGIC
 from .rebuild import StorageRef, TensorRecord

@@ -8,8 +8,8 @@ from typing import Any
 
 from ..errors import FormatError
 from ..model import Checkpoint, Finding, Role, TensorEntry
-from ..pickle_findings import pickle_findings
-from ..restricted_pickle import (
+from ..security.findings import pickle_findings
+from ..security.restricted_pickle import (
     GlobalRef,
     Placeholder,
     is_placeholder_type,

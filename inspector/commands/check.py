@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.pickle_policy import add_allow_unsafe, dangerous, load_checked
+from inspector.adapters.security.policy import dangerous, load_checked
+from inspector.commands.options import add_allow_unsafe
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.pickle_policy import add_allow_unsafe, load_checked
+from inspector.adapters.security.policy import load_checked
+from inspector.commands.options import add_allow_unsafe
 
 NAME = "diff"
 HELP = "compare two checkpoints: added, removed, reshaped, retyped and (--values) changed tensors"

@@ -19,7 +19,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.pickle_policy import add_allow_unsafe, load_checked
+from inspector.adapters.security.policy import load_checked
+from inspector.commands.options import add_allow_unsafe
 
 NAME = "report"
 HELP = "write the audit (listing, charts, check, diff, value stats) as one self-contained HTML"

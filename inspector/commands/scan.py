@@ -28,8 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inspector.adapters.errors import UsageError
+    from inspector.adapters.security.scan import SCHEMA, collect, scan_file, summary
     from inspector.fleet import run_ordered
-    from inspector.scan import SCHEMA, collect, line, scan_file, summary, summary_line
+    from inspector.reports.scan import line, summary_line
 
     missing = [p for p in args.paths if not _exists(p)]
     if missing:

@@ -13,7 +13,8 @@ import argparse
 import gc
 import sys
 
-from inspector.pickle_policy import add_allow_unsafe, refuse_if_unsafe
+from inspector.adapters.security.policy import refuse_if_unsafe
+from inspector.commands.options import add_allow_unsafe
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:

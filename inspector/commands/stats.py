@@ -26,7 +26,8 @@ import argparse
 import sys
 from contextlib import nullcontext
 
-from inspector.pickle_policy import add_allow_unsafe, load_checked
+from inspector.adapters.security.policy import load_checked
+from inspector.commands.options import add_allow_unsafe
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:

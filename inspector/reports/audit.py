@@ -20,9 +20,9 @@ def section(ckpt: Checkpoint, arch: str | None = None, sets: Mapping[str, str] |
     (``inspector.stats/1``); a check that cannot be made (an unknown ``--arch``,
     hyperparameters the architecture refuses) is said in ``check_error``, the listing stays.
     ``progress``: an object with ``advance(nbytes)`` for the value pass."""
+    from inspector.adapters.security.policy import dangerous
     from inspector.formulas import get
     from inspector.formulas.check import check
-    from inspector.pickle_policy import dangerous
     from inspector.reports.listing import listing
 
     lst = listing(ckpt, scheme=scheme or "auto")

@@ -5,7 +5,7 @@ loader of that format would run code:
 
 * pickles (torch zip with any root or extension, legacy torch, plain pickle and joblib streams,
   compressed or not, the pickle members of any zip, object ``.npy``/``.npz`` arrays): every
-  global gets the verdict of :mod:`inspector.adapters.pickle_verdicts` from how a loader would
+  global gets the verdict of :mod:`inspector.adapters.security.verdicts` from how a loader would
   use it; nothing is imported or run;
 * Keras ``.keras``/``.h5`` configs: a ``Lambda`` layer holding marshalled bytecode (Keras runs it
   when it loads the model) is dangerous, a config naming a listed module is dangerous;
@@ -33,9 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from inspector.adapters import pickle_verdicts as V
 from inspector.adapters.errors import InspectorError
-from inspector.adapters.restricted_pickle import GlobalRef, PickleError, base_allowed, unpickle
+from inspector.adapters.security import verdicts as V
+from inspector.adapters.security.restricted_pickle import (
+    GlobalRef,
+    PickleError,
+    base_allowed,
+    unpickle,
+)
 from inspector.adapters.source import Source, as_source, is_url
 
 SCHEMA = "inspector.scan/1"
@@ -388,7 +393,7 @@ def _scan_pickle_stream(f: BinaryIO, size: int, res: FileResult, optional: bool 
         except PickleError as e:
             obj, globals_, err = None, e.globals or {}, str(e)
         if count == 0 and err and any(g.resolved == JOBLIB_WRAPPER for g in globals_.values()):
-            from .scan_joblib import read_joblib
+            from .joblib_stream import read_joblib
 
             res.kind = "joblib"
             globals_, err = read_joblib(f, size, _persistent)
@@ -679,27 +684,3 @@ def summary(results: list[FileResult], notes: list[str]) -> dict[str, Any]:
     for r in results:
         counts[r.verdict] += 1
     return {"files": len(results), **counts, "not_followed": len(notes)}
-
-
-def line(r: FileResult) -> str:
-    """``verdict  path  [kind]  what``: one line per file."""
-    from .reports.render import sanitize
-
-    shown = [i for i in r.items if i.level == r.verdict] or r.items
-    text = "; ".join(sanitize(i.text) for i in shown[:5])
-    if len(shown) > 5:
-        text += f"; ... {len(shown) - 5} more"
-    if not text:
-        n = len(r.globals)
-        text = f"{n} global{'s' * (n != 1)}, all on the allowlist" if n else "no code found"
-    return f"{r.verdict:<9}  {sanitize(r.path)}  [{r.kind}]  {text}"
-
-
-def summary_line(s: dict[str, Any]) -> str:
-    out = (
-        f"scanned {s['files']} file{'s' * (s['files'] != 1)}: {s['safe']} safe, "
-        f"{s['foreign']} foreign, {s['dangerous']} dangerous, {s['error']} error"
-    )
-    if s["not_followed"]:
-        out += f"; {s['not_followed']} link(s) not followed"
-    return out

@@ -2,7 +2,7 @@
 
 Each peer list is recorded as published (module -> "*" for every global under that module and
 its submodules, or a tuple of qualified names), with where it came from. They were read from the
-peers' repositories, not imported: nothing here runs. :mod:`inspector.adapters.pickle_verdicts`
+peers' repositories, not imported: nothing here runs. :mod:`inspector.adapters.security.verdicts`
 applies them; ``tests/test_verdict_corpus.py`` checks that every entry comes out ``dangerous``.
 """
 

@@ -14,9 +14,9 @@ things with a global the pickle names:
 Verdicts, in order:
 
 1. ``dangerous`` when the dotted name (or any attribute chain inside it) is on a known-dangerous
-   list (:mod:`inspector.adapters.pickle_lists`: picklescan, fickling, modelscan and ours),
+   list (:mod:`inspector.adapters.security.lists`: picklescan, fickling, modelscan and ours),
    whatever the use (a nested loader is judged by the bytes it would load, when it is called
-   on bytes in the file: :mod:`inspector.adapters.pickle_nested`);
+   on bytes in the file: :mod:`inspector.adapters.security.nested`);
 2. ``safe`` when it is on the allowlist of inert callables or named constants;
 3. ``dangerous`` when it would be called and is not on the allowlist;
 4. ``foreign`` otherwise (constructed or named): reported, read as an inert placeholder.
@@ -29,7 +29,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from . import pickle_lists as L
+from . import lists as L
 
 SAFE, FOREIGN, DANGEROUS = "safe", "foreign", "dangerous"
 CALLED, CONSTRUCTED, NAMED = "called", "constructed", "named"

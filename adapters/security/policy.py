@@ -1,7 +1,7 @@
 """One policy for every verb that opens a checkpoint: a `dangerous` pickle is refused.
 
 A file whose pickle names a global with the verdict ``dangerous``
-(:mod:`inspector.adapters.pickle_verdicts`) is refused with exit 2 and one line naming the
+(:mod:`inspector.adapters.security.verdicts`) is refused with exit 2 and one line naming the
 global and how a loader would use it. ``--allow-unsafe`` lists it anyway (nothing from the file
 runs either way); ``check`` never reports such a file as verified.
 """
@@ -12,19 +12,9 @@ from inspector.adapters.errors import UnsafeContentError
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
-    import argparse
     from pathlib import Path
 
     from inspector.adapters.model import Checkpoint
-
-ALLOW_HELP = (
-    "read a pickle whose globals a loader would run (os.system, eval, ...) instead of refusing "
-    "it; nothing from the file is run either way"
-)
-
-
-def add_allow_unsafe(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--allow-unsafe", action="store_true", help=ALLOW_HELP)
 
 
 def dangerous(ckpt: Checkpoint) -> list[str]:

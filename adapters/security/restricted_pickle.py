@@ -11,7 +11,7 @@ read: its class is a placeholder and its ``__dict__`` arrives as the recorded BU
 
 Every global the pickle names is recorded (:class:`GlobalRef`) with how the pickle uses it
 (called, constructed or only named: the placeholders record it) and the verdict
-:mod:`inspector.adapters.pickle_verdicts` gives it.
+:mod:`inspector.adapters.security.verdicts` gives it.
 
 Other ways a pickle can reach code, and how they are closed:
 
@@ -45,9 +45,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import pickle_verdicts as verdicts
-from .memory_cap import address_space_capped
-from .pickle_lists import CALLS_ARGUMENT, NESTED_LOADERS
+from ..memory_cap import address_space_capped
+from . import verdicts
+from .lists import CALLS_ARGUMENT, NESTED_LOADERS
 
 # Text encodings `_codecs.encode` may use (protocol 2 spells bytes as encode(str, 'latin1')).
 _TEXT_ENCODINGS = frozenset(
@@ -75,7 +75,8 @@ class GlobalRef:
     2), the Python 3 name it stands for (``builtins.set``, used for the verdict), whether it is
     on the allowlist of inert callables (``allowed``, i.e. verdict ``safe``), the finding
     severity (None when safe, "warning" when foreign, "danger" when dangerous) and the
-    :class:`~inspector.adapters.pickle_verdicts.Verdict` (level, how a loader would use it, why)."""
+    :class:`~inspector.adapters.security.verdicts.Verdict` (level, how a loader would use it,
+    why)."""
 
     name: str
     resolved: str
@@ -149,7 +150,7 @@ class Placeholder:
         cls = type(self)
         mark_called(cls)
         if cls.global_name in NESTED_LOADERS and cls.uses is not None:
-            from .pickle_nested import examine  # bytes of a file inside the file
+            from .nested import examine  # bytes of a file inside the file
 
             level, summary = examine(args[0] if args else None)
             cls.uses.setdefault("nested:" + cls.global_name, set()).add(f"{level}\t{summary}")
@@ -353,7 +354,7 @@ class _Restricted:
         uses = self.uses
 
         def load(*args: Any) -> Any:
-            from .pickle_nested import examine
+            from .nested import examine
 
             level, summary = examine(args[0] if args else None)
             uses.setdefault("nested:" + dotted, set()).add(f"{level}\t{summary}")

@@ -23,7 +23,7 @@ _local = threading.local()
 def examine(blob: Any) -> tuple[str, str]:
     """(level, summary) of the torch.save bytes a nested loader would load: ``dangerous`` when
     they cannot be examined or name a dangerous global, else the worst of their globals."""
-    from . import pickle_verdicts as verdicts
+    from . import verdicts
     from .restricted_pickle import PickleError, base_allowed, unpickle
 
     if not isinstance(blob, (bytes, bytearray)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import Finding
+from ..model import Finding
 from .restricted_pickle import GlobalRef
 
 

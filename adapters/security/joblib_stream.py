@@ -14,7 +14,7 @@ import math
 import pickle
 from typing import Any, BinaryIO
 
-from inspector.adapters.restricted_pickle import (
+from inspector.adapters.security.restricted_pickle import (
     GlobalRef,
     PickleError,
     Placeholder,
