@@ -22,6 +22,8 @@ TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from .security.examination import FileResult
+
 ENTRY_POINT_GROUP = "inspector.adapters"
 SNIFF_BYTES = 4096
 GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
@@ -59,9 +61,14 @@ FORMATS_BRIEF = (
 
 class Adapter:
     """One on-disk format. ``default_variant``: the variant to try when the user forces this
-    format on a file its sniff does not recognise. Read-only by contract."""
+    format on a file its sniff does not recognise. ``examine(source, variant, result)``: the
+    security examination of a file this adapter claims (``inspector scan``): it walks the
+    container as the format's real loader does and adds what a loader would run to ``result``
+    (a :class:`~inspector.adapters.security.examination.FileResult`); None: scan's generic
+    examination. Read-only by contract."""
 
-    __slots__ = ("name", "description", "extensions", "sniff", "open", "default_variant")
+    __slots__ = ("name", "description", "extensions", "sniff", "open", "default_variant",
+                 "examine")
 
     def __init__(
         self,
@@ -71,6 +78,7 @@ class Adapter:
         sniff: Callable[[bytes, Source], str | None],
         open: Callable[[Source, str], Checkpoint],
         default_variant: str | None = None,
+        examine: Callable[[Source, str, FileResult], None] | None = None,
     ) -> None:
         self.name = name
         self.description = description
@@ -78,6 +86,7 @@ class Adapter:
         self.sniff = sniff
         self.open = open
         self.default_variant = default_variant
+        self.examine = examine
 
     def __repr__(self) -> str:
         return f"Adapter({self.name!r})"
@@ -196,13 +205,21 @@ def detect(path: str | Path | Source, format: str | None = None) -> tuple[Adapte
 def sniff_file(source: Source) -> Adapter | None:
     """The built-in adapter whose sniff claims the regular file ``source``, or None (also for
     an empty or unreadable file); never raises."""
+    found = claim(source)
+    return found[0] if found else None
+
+
+def claim(source: Source) -> tuple[Adapter, str] | None:
+    """The built-in adapter and variant whose sniff claims the regular file ``source``, or None
+    (also for an empty or unreadable file); never raises."""
     try:
         head = source.head(SNIFF_BYTES)
         if not head or head.startswith(GIT_LFS_POINTER):
             return None
         for adapter in _builtins(head):
-            if adapter.sniff(head, source) is not None:
-                return adapter
+            variant = adapter.sniff(head, source)
+            if variant is not None:
+                return adapter, variant
     except (InspectorError, OSError, ValueError, RuntimeError):
         return None
     return None

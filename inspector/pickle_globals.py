@@ -18,7 +18,7 @@ SCHEMA = "inspector.globals/1"
 def globals_report(ckpt: Checkpoint) -> dict[str, Any]:
     """``{"schema", "path", "format", "pickle", "globals": [{"name", "allowed", "severity",
     "where", "use", "verdict", "why"}]}``; ``pickle`` is False for formats that hold no pickle.
-    ``verdict`` is safe/foreign/dangerous (:mod:`adapters.pickle_verdicts`)."""
+    ``verdict`` is safe/foreign/dangerous (:mod:`inspector.adapters.security.verdicts`)."""
     listed = ckpt.metadata.get("pickle_globals")
     found = {f.subject: f for f in ckpt.findings if f.subject}
     rows = []

@@ -1,6 +1,6 @@
 """The hostile corpus: every published dangerous global, and the generic ways to reach code.
 
-Built here from the peers' lists (recorded as data in ``adapters/pickle_lists.py``: picklescan,
+Built here from the peers' lists (recorded as data in ``adapters/security/lists.py``: picklescan,
 fickling, modelscan, plus ours) and from generic forms: protocols 0-5 written by Python's own
 pickler, plain/zip/legacy/npy/npz containers, dotted attribute chains, ``getattr`` chains,
 ``copyreg`` and ``__setstate__`` routes, calls on instances, and Keras Lambda bytecode (files
@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from test_malicious_corpus import _Call, _NamingPickler, _TorchName
 
-from inspector.adapters import pickle_lists as L
-from inspector.adapters import pickle_verdicts as V
+from inspector.adapters.security import lists as L
+from inspector.adapters.security import verdicts as V
 from inspector.adapters.security.scan import scan_file
 
 from conftest import run_cli

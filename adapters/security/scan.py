@@ -29,7 +29,7 @@ import stat
 import struct
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -43,10 +43,9 @@ from inspector.adapters.security.restricted_pickle import (
 )
 from inspector.adapters.source import Source, as_source, is_url
 
+from .examination import DANGEROUS, ERROR, FOREIGN, LEVELS, FileResult
+
 SCHEMA = "inspector.scan/1"
-SAFE, FOREIGN, DANGEROUS, ERROR = V.SAFE, V.FOREIGN, V.DANGEROUS, "error"
-LEVELS = (SAFE, FOREIGN, DANGEROUS, ERROR)
-_RANK = {SAFE: 0, FOREIGN: 1, ERROR: 2, DANGEROUS: 3}
 HEAD_BYTES = 4096
 MAX_PICKLE_BYTES = 256 << 20  # one pickle held in memory (a 50,000-tensor state dict: ~5 MB)
 MAX_JSON_BYTES = 64 << 20  # a Keras config
@@ -62,46 +61,6 @@ NPY_MAGIC = b"\x93NUMPY"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 _STORAGE_RECORD = re.compile(r"(?:^|/)data/[^/]+$")
 PICKLE_NAMES = (".pkl", ".pickle", ".joblib", ".dat", ".data", ".pt", ".pth", ".bin", ".ckpt")
-
-
-@dataclass
-class Item:
-    """One global or finding behind a verdict."""
-
-    level: str
-    text: str
-    where: str | None = None
-
-
-@dataclass
-class FileResult:
-    path: str
-    kind: str = "unknown"
-    items: list[Item] = field(default_factory=list)
-    globals: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def verdict(self) -> str:
-        levels = {i.level for i in self.items}
-        if DANGEROUS in levels:
-            return DANGEROUS
-        if ERROR in levels:
-            return ERROR
-        return FOREIGN if FOREIGN in levels else SAFE
-
-    def add(self, level: str, text: str, where: str | None = None) -> None:
-        self.items.append(Item(level, text, where))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "kind": self.kind,
-            "verdict": self.verdict,
-            "findings": [
-                {"level": i.level, "text": i.text, "where": i.where} for i in self.items
-            ],
-            "globals": self.globals,
-        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,6 +150,9 @@ def scan_file(path: Path | Source | Unreadable) -> FileResult:
         res.add(ERROR, _one_line(path.error))
         return res
     try:
+        source = path if isinstance(path, Source) else as_source(path)
+        if _examined_by_adapter(source, res):
+            return res
         if isinstance(path, Source):
             with path.open() as f:
                 head = f.read(HEAD_BYTES)
@@ -206,6 +168,20 @@ def scan_file(path: Path | Source | Unreadable) -> FileResult:
             RuntimeError, MemoryError, RecursionError, NotImplementedError) as e:
         res.add(ERROR, f"{type(e).__name__}: {_one_line(e)}")
     return res
+
+
+def _examined_by_adapter(source: Source, res: FileResult) -> bool:
+    """The adapter that claims the file examines it with its own walk (the walk its reader
+    uses), when it has an ``examine`` hook."""
+    from inspector.adapters.registry import claim
+
+    found = claim(source)
+    if found is None or found[0].examine is None:
+        return False
+    adapter, variant = found
+    res.kind = variant if variant != adapter.name else adapter.name
+    adapter.examine(source, variant, res)
+    return True
 
 
 def _one_line(e: BaseException) -> str:
