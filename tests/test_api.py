@@ -14,9 +14,10 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import FIXTURES, ROOT, load_truth
 
 import inspector
+
+from conftest import FIXTURES, ROOT, load_truth
 
 STATS_TRUTHS = sorted((FIXTURES / "stats").glob("*/*.truth.json"))
 
