@@ -82,6 +82,14 @@ def test_archs_lists_hyperparameters_and_defaults():
     assert "sockeye-rnn" in r.stdout and "sockeye-transformer" in r.stdout
     one = run_cli("archs", "sockeye-rnn").stdout
     assert "rnn_attention_type" in one and "mlp" in one
+    # the list is one line per architecture; the hyperparameters come with a name or --verbose
+    from inspector.formulas import archs
+
+    names = [a.name for a in archs()]
+    assert "rnn_attention_type" not in r.stdout
+    assert [line.split()[0] for line in r.stdout.splitlines()[: len(names)]] == names
+    every = run_cli("archs", "--verbose").stdout
+    assert all(h.name in every for a in archs() for h in a.hparams)
 
 
 def test_check_shows_the_hyperparameters_the_formula_read():
