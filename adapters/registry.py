@@ -35,6 +35,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.hf_dir",
     "inspector.adapters.rau_dir",
     "inspector.adapters.keras_sharded",
+    "inspector.adapters.dcp",
     "inspector.adapters.safetensors",
     "inspector.adapters.torch.torchscript",
     "inspector.adapters.pickled",
@@ -55,7 +56,8 @@ SIGNATURES = (
 )
 # Short names of the supported formats, for the one-line "not recognised" error.
 FORMATS_BRIEF = (
-    "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF, rau, Sockeye dirs"
+    "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF, rau, Sockeye, "
+    "torch DCP dirs"
 )
 
 
