@@ -347,9 +347,27 @@ INERT_CALLABLES: dict[str, str] = {
     "numpy.dtype": "dtype from a type code; no code runs",
     "numpy.core.numeric._frombuffer": "array from bytes (NumPy >= 1.24 pickles)",
     "numpy._core.numeric._frombuffer": "same, NumPy 2 module path",
+    # numpy/random/_pickle.py (numpy 2.2.6, read): each helper builds from a bit generator
+    # *name*; given a class or a ctor argument it calls it: CALLS_ARGUMENT says which, so the
+    # argument's own verdict decides (an allowlisted bit generator below, or a dangerous callable)
     "numpy.random._pickle.__randomstate_ctor": "RandomState of a named bit generator",
     "numpy.random._pickle.__bit_generator_ctor": "bit generator of a named kind",
     "numpy.random._pickle.__generator_ctor": "Generator of a named bit generator",
+    # the bit generators `__bit_generator_ctor(cls)` calls with no argument (np.random.
+    # default_rng(0) pickles PCG64 this way): __init__(seed=None) seeds from a SeedSequence, the
+    # BUILD state goes to their `state` setter, which checks the dict (numpy/random/_pcg64.pyx,
+    # _mt19937.pyx, _philox.pyx, _sfc64.pyx, bit_generator.pyx)
+    "numpy.random._pcg64.PCG64": "bit generator; state set from a checked dict",
+    "numpy.random._pcg64.PCG64DXSM": "bit generator; state set from a checked dict",
+    "numpy.random._mt19937.MT19937": "bit generator; state set from a checked dict",
+    "numpy.random._philox.Philox": "bit generator; state set from a checked dict",
+    "numpy.random._sfc64.SFC64": "bit generator; state set from a checked dict",
+    # SeedSequence has no __reduce__: Cython generates `__pyx_unpickle_SeedSequence(type,
+    # checksum, state)`, which checks the checksum, calls SeedSequence.__new__(type) (no
+    # __init__) and assigns the typed fields of `state` (Cython/Compiler/ParseTreeTransforms.py,
+    # the pickle injection, read); the class is its `type` argument
+    "numpy.random.bit_generator.__pyx_unpickle_SeedSequence": "SeedSequence from its fields",
+    "numpy.random.bit_generator.SeedSequence": "the class __pyx_unpickle_SeedSequence builds",
     # -- torch: the rebuild functions torch.save writes, with the reader's own implementations
     "torch._utils._rebuild_tensor": "tensor view of a storage (metadata only)",
     "torch._utils._rebuild_tensor_v2": "tensor view of a storage (metadata only)",
@@ -374,6 +392,42 @@ INERT_CALLABLES: dict[str, str] = {
     "torch.Size": "tuple of ints",
     "torch.device": "device name",
     "torch.serialization._get_layout": "layout constant by name",
+    # -- torch Distributed Checkpoint `.metadata` (torch 2.13 torch/distributed/checkpoint/
+    # metadata.py, filesystem.py, planner.py, read; the globals of real dcp.save and
+    # torch_save_to_dcp output). Plain dataclasses: NEWOBJ + BUILD fills __dict__; the only
+    # __setstate__ (TensorProperties) unpacks a 5-tuple and maps an enum to a memory format.
+    "torch.distributed.checkpoint.metadata.Metadata": "dataclass: state dict metadata",
+    "torch.distributed.checkpoint.metadata.StorageMeta": "dataclass: checkpoint id, save id",
+    "torch.distributed.checkpoint.metadata.TensorStorageMetadata": "dataclass: properties, "
+    "size, chunks",
+    "torch.distributed.checkpoint.metadata.BytesStorageMetadata": "empty dataclass",
+    "torch.distributed.checkpoint.metadata.ChunkStorageMetadata": "dataclass: offsets, sizes",
+    "torch.distributed.checkpoint.metadata.TensorProperties": "dataclass; __setstate__ unpacks "
+    "(dtype, layout, requires_grad, memory format enum, pin_memory)",
+    "torch.distributed.checkpoint.metadata.MetadataIndex": "frozen dataclass: fqn, offset",
+    "torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING": "Enum member by value",
+    "torch.distributed.checkpoint.filesystem._StorageInfo": "dataclass: relative path, offset, "
+    "length (a path the loader opens under the checkpoint directory, never at unpickling)",
+    "torch.distributed.checkpoint.filesystem._StoragePrefix": "dataclass: file name prefix",
+    "torch.distributed.checkpoint.planner.WriteItemType": "Enum member by value",
+    "torch.distributed.checkpoint.planner.LoadItemType": "Enum member by value",
+    "torch.distributed.checkpoint.planner.BytesIOWriteData": "frozen dataclass: nbytes",
+    "torch.distributed.checkpoint.planner.TensorWriteData": "frozen dataclass: chunk, "
+    "properties, size",
+    "torch.distributed.checkpoint.planner.WriteItem": "frozen dataclass: index, type, data",
+    "torch.distributed.checkpoint.planner.ReadItem": "frozen dataclass: indices and sizes",
+    "torch.distributed.checkpoint.planner.SavePlan": "frozen dataclass: items, plan data",
+    "torch.distributed.checkpoint.planner.LoadPlan": "dataclass: items, plan data",
+    # -- DeepSpeed optimizer/model states (deepspeed 0.19.8, read: runtime/zero/config.py,
+    # utils/tensor_fragment.py, runtime/fp16/loss_scaler.py, runtime/config_utils.py; the
+    # globals of real ZeRO stage 0-3 checkpoints, fp32 and bf16, written on CPU). No
+    # __setstate__/__reduce__: an int Enum by value, dataclasses and plain objects whose BUILD
+    # fills __dict__.
+    "deepspeed.runtime.zero.config.ZeroStageEnum": "int Enum member by value",
+    "deepspeed.utils.tensor_fragment.fragment_address": "dataclass: numel, start",
+    "deepspeed.runtime.fp16.loss_scaler.LossScaler": "plain object (cur_scale, dynamic)",
+    "deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler": "plain object (scale counters); "
+    "fp16 runs pickle it in place of LossScaler",
     "joblib.numpy_pickle.NumpyArrayWrapper": "joblib's array header (shape, dtype, order); the "
     "array's bytes follow it raw (fickling lists all of joblib for joblib.load)",
     "torch.storage.UntypedStorage": "storage type tag in a persistent id (torch >= 2.0)",
