@@ -877,6 +877,7 @@ def examine(source: Source, variant: str, result: FileResult) -> None:
     if variant != "shard":
         with source.open() as f:
             scan._scan_pickle_stream(f, source.size, result)
+        result.kind = f"{NAME}-metadata"
         return
     directory = source.parent_dir()
     try:
@@ -896,6 +897,10 @@ def examine(source: Source, variant: str, result: FileResult) -> None:
             scan._scan_zip(f, result)
             for item in result.items[before:]:
                 item.where = f"@{offset}:{item.where}" if item.where else f"@{offset}"
+    result.kind = f"{NAME}-shard"
+    seen: set[str] = set()  # each blob names torch's rebuild globals again: each once
+    result.globals[:] = [g for g in result.globals
+                         if not (g.get("name") in seen or seen.add(g.get("name")))]
 
 
 ADAPTER = Adapter(

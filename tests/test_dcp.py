@@ -8,10 +8,12 @@ The hostile metadata files are built here from scratch, opcode by opcode.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import struct
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -400,6 +402,48 @@ def test_metadata_naming_os_system_is_refused_and_never_run(tmp_path):
         proc = subprocess.run(
             [str(TORCH_PY), "-c", "import sys; from torch.distributed.checkpoint import "
              "FileSystemReader; FileSystemReader(sys.argv[1]).read_metadata()", str(d)],
+            capture_output=True, text=True, timeout=120)
+        assert marker.exists(), proc.stderr[-2000:]
+
+
+def _evil_blob(marker: Path) -> bytes:
+    """A torch.save-shaped zip (written by zipfile) whose data.pkl calls os.system."""
+    payload = (b"\x80\x02cos\nsystem\nq\x00X" + struct.pack("<I", len(f"touch {marker}"))
+               + f"touch {marker}".encode() + b"\x85R.")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", payload)
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/version", "3\n")
+    return buf.getvalue()
+
+
+def test_a_bytes_item_running_os_system_is_refused_and_never_run(tmp_path):
+    """torch's default load planner reads a bytes item with torch.load(weights_only=False): a
+    pickle in one runs under dcp.load (shown live), and the tool refuses the checkpoint."""
+    marker = tmp_path / "ran"
+    d = _real(tmp_path)
+    shard = d / "__0_0.distcp"
+    offset = shard.stat().st_size
+    blob = _evil_blob(marker)
+    with shard.open("ab") as f:
+        f.write(blob)
+    c = _tensors(load_truth(DCP / "single.truth.json"))["model.0.weight"]["chunks"][0]
+    (d / ".metadata").write_bytes(_metadata(
+        {"w": _tensor((16, 8), [_chunk((0, 0), (16, 8))]), "note": New(
+            M + "BytesStorageMetadata", {})},
+        {("w", (0, 0)): (c["file"], c["offset"], c["length"]),
+         ("note", None): ("__0_0.distcp", offset, len(blob))}))
+    for verb in ("show", "stats"):
+        err = assert_clean_error(run_cli(verb, str(d)), str(d), "system")
+        assert "refused" in err
+    assert scan_file(shard).verdict == "dangerous"
+    assert scan_file(d / ".metadata").verdict == "safe"  # the metadata itself is benign
+    assert not marker.exists()
+    if TORCH_PY.exists():
+        proc = subprocess.run(
+            [str(TORCH_PY), "-c", "import sys, torch.distributed.checkpoint as dcp; "
+             "dcp.load({'note': None}, checkpoint_id=sys.argv[1])", str(d)],
             capture_output=True, text=True, timeout=120)
         assert marker.exists(), proc.stderr[-2000:]
 
