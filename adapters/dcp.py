@@ -34,6 +34,7 @@ import io
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from operator import add, le
 
 from .dtypes import BITS
 from .errors import FormatError, InspectorError, UnsafeContentError
@@ -54,6 +55,8 @@ _RANK_METADATA = re.compile(r"__(\d+)\.metadata\Z")
 _MODULE = "torch.distributed.checkpoint.metadata"
 _MARKER = _MODULE.encode()
 _STORAGE_INFO = "torch.distributed.checkpoint.filesystem._StorageInfo"
+_CHUNK_TYPE = f"{_MODULE}.ChunkStorageMetadata"
+_INDEX_TYPE = f"{_MODULE}.MetadataIndex"
 # A .metadata pickle larger than this is refused (100,000 chunks take ~10 MB).
 MAX_METADATA_BYTES = 1 << 30
 # Bytes items read for their values and pickles at listing time: count and size each.
@@ -166,26 +169,38 @@ class Metadata:
 
 def _state(obj: Any, cls: str, what: str) -> dict[str, Any]:
     """The BUILD state dict of a placeholder for ``_MODULE.cls`` (or ``cls`` when dotted)."""
-    from .security.restricted_pickle import Placeholder
-
     want = cls if "." in cls else f"{_MODULE}.{cls}"
-    if not isinstance(obj, Placeholder) or type(obj).global_name != want:
-        got = type(obj).global_name if isinstance(obj, Placeholder) else type(obj).__name__
-        raise FormatError(f"{what} is {got}, not {want}")
+    name = getattr(type(obj), "global_name", None)  # placeholders only have one
+    if name != want:
+        raise FormatError(f"{what} is {name or type(obj).__name__}, not {want}")
     state = obj.state
+    if type(state) is dict:
+        return state
     if isinstance(state, tuple) and len(state) == 2 and isinstance(state[0], dict):
-        state = state[0]  # (__dict__, slots)
+        return state[0]  # (__dict__, slots)
     if state is None:
-        state = {}
-    if not isinstance(state, dict):
-        raise FormatError(f"{what}: {want} carries a {type(state).__name__}, not its fields")
-    return state
+        return {}
+    raise FormatError(f"{what}: {want} carries a {type(state).__name__}, not its fields")
+
+
+class Size(tuple):
+    """A ``torch.Size`` from the pickle: checked to be non-negative ints when built."""
+
+    __slots__ = ()
+
+
+def _size(*args: Any) -> Size:
+    from .torch.rebuild import _ints as checked
+
+    return Size(checked(args[0] if args else (), "torch.Size"))
 
 
 def _ints(value: Any, what: str) -> tuple[int, ...]:
+    if type(value) is Size:
+        return value
     if not isinstance(value, tuple) or not all(type(v) is int and v >= 0 for v in value):
         raise FormatError(f"{what} is {_short(value)}, not a tuple of sizes")
-    return value
+    return tuple(value)
 
 
 def _short(value: Any) -> str:
@@ -219,8 +234,10 @@ def _read_pickle(source: Source) -> tuple[Any, dict[str, GlobalRef]]:
     if size > MAX_METADATA_BYTES:
         raise FormatError(f"{size:,} bytes, over the {MAX_METADATA_BYTES:,}-byte limit",
                           source.where)
+    allowed = Builder().allowed()
+    allowed["torch.Size"] = _size
     try:
-        return unpickle(source.read(0, size), Builder().allowed())
+        return unpickle(source.read(0, size), allowed)
     except PickleError as e:
         raise _refusal(e.globals or {}, f"not a readable DCP metadata pickle ({e})",
                        source.where) from None
@@ -306,17 +323,23 @@ def _item(fqn: str, value: Any) -> Item:
     chunks = st.get("chunks")
     if not isinstance(chunks, list):
         raise FormatError(f"{fqn!r}: chunks is {type(chunks).__name__}, not a list")
+    ndim = len(shape)
+    append = it.chunks.append
     for i, c in enumerate(chunks):
-        cs = _state(c, "ChunkStorageMetadata", f"{fqn!r} chunk {i}")
-        offsets = _ints(cs.get("offsets"), f"{fqn!r} chunk {i} offsets")
-        sizes = _ints(cs.get("sizes"), f"{fqn!r} chunk {i} sizes")
-        if len(offsets) != len(shape) or len(sizes) != len(shape) or any(
-            o + s > d for o, s, d in zip(offsets, sizes, shape, strict=True)
+        cs = c.state if getattr(type(c), "global_name", None) == _CHUNK_TYPE else None
+        if type(cs) is not dict:
+            cs = _state(c, "ChunkStorageMetadata", f"{fqn!r} chunk {i}")
+        offsets, sizes = cs.get("offsets"), cs.get("sizes")
+        if type(offsets) is not Size or type(sizes) is not Size:
+            offsets = _ints(offsets, f"{fqn!r} chunk {i} offsets")
+            sizes = _ints(sizes, f"{fqn!r} chunk {i} sizes")
+        if len(offsets) != ndim or len(sizes) != ndim or not all(
+            map(le, map(add, offsets, sizes), shape)
         ):
             raise FormatError(
                 f"{fqn!r} chunk {i} (offsets {list(offsets)}, sizes {list(sizes)}) does not "
                 f"fit in its tensor of shape {list(shape)}")
-        it.chunks.append(Chunk(offsets, sizes))
+        append(Chunk(offsets, sizes))
     return it
 
 
@@ -325,27 +348,35 @@ def _storage(data: Any, items: dict[str, Item]) -> None:
     if not isinstance(data, dict):
         raise FormatError(f"storage_data is {type(data).__name__}, not a dict of file ranges")
     by_key: dict[tuple[str, Any], list[Chunk]] = {}
+    checked: set[str] = set()
     for it in items.values():
         for c in it.chunks:
             by_key.setdefault((it.fqn, c.offsets if it.dtype else None), []).append(c)
     for key, info in data.items():
-        k = _state(key, "MetadataIndex", "a storage_data key")
+        k = key.state if getattr(type(key), "global_name", None) == _INDEX_TYPE else None
+        if type(k) is not dict:
+            k = _state(key, "MetadataIndex", "a storage_data key")
         fqn, offset = k.get("fqn"), k.get("offset")
         same = by_key.get((fqn, offset)) if offset is None or isinstance(offset, tuple) else None
         if same is None:
             continue  # a key no item names: nothing of the state dict is there
-        s = _state(info, _STORAGE_INFO, f"storage_data of {fqn!r}")
+        s = info.state if getattr(type(info), "global_name", None) == _STORAGE_INFO else None
+        if type(s) is not dict:
+            s = _state(info, _STORAGE_INFO, f"storage_data of {fqn!r}")
         path, off, length = s.get("relative_path"), s.get("offset"), s.get("length")
-        if not isinstance(path, str) or type(off) is not int or type(length) is not int or (
+        if type(path) is not str or type(off) is not int or type(length) is not int or (
             off < 0 or length < 0
         ):
             raise FormatError(
                 f"storage_data of {fqn!r} is ({_short(path)}, {_short(off)}, {_short(length)}), "
                 "not (relative path, offset, length)")
-        check_relative(path, f"storage_data of {fqn!r}")
+        if path not in checked:
+            check_relative(path, f"storage_data of {fqn!r}")
+            checked.add(path)
         transforms = s.get("transform_descriptors") or ()
-        transforms = tuple(str(t) for t in transforms) if isinstance(
-            transforms, (list, tuple)) else (str(transforms),)
+        if transforms:
+            transforms = tuple(str(t) for t in transforms) if isinstance(
+                transforms, (list, tuple)) else (str(transforms),)
         for chunk in same:  # one key per chunk; repeated chunks (hostile) share it
             chunk.file, chunk.offset, chunk.length = path, off, length
             chunk.transforms = transforms
