@@ -382,6 +382,10 @@ def test_a_hundred_thousand_chunk_references_stay_bounded(tmp_path):
 
 
 def test_metadata_naming_os_system_is_refused_and_never_run(tmp_path):
+    _metadata_payload_refused(tmp_path)
+
+
+def _metadata_payload_refused(tmp_path: Path) -> tuple[Path, Path]:
     marker = tmp_path / "ran"
     planner = {"w": Call("os.system", f"touch {marker}")}
     d = _real(tmp_path)
@@ -398,12 +402,19 @@ def test_metadata_naming_os_system_is_refused_and_never_run(tmp_path):
         assert "refused" in err
     assert scan_file(d / ".metadata").verdict == "dangerous"
     assert not marker.exists()
-    if TORCH_PY.exists():  # the real loader runs it: torch's own FileSystemReader
-        proc = subprocess.run(
-            [str(TORCH_PY), "-c", "import sys; from torch.distributed.checkpoint import "
-             "FileSystemReader; FileSystemReader(sys.argv[1]).read_metadata()", str(d)],
-            capture_output=True, text=True, timeout=120)
-        assert marker.exists(), proc.stderr[-2000:]
+    return d, marker
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TORCH_PY.exists(), reason="no torch producer venv")
+def test_torch_runs_the_metadata_payload(tmp_path):
+    """The real loader runs it: torch's own FileSystemReader.read_metadata (~20 s: torch)."""
+    d, marker = _metadata_payload_refused(tmp_path)
+    proc = subprocess.run(
+        [str(TORCH_PY), "-c", "import sys; from torch.distributed.checkpoint import "
+         "FileSystemReader; FileSystemReader(sys.argv[1]).read_metadata()", str(d)],
+        capture_output=True, text=True, timeout=300)
+    assert marker.exists(), proc.stderr[-2000:]
 
 
 def _evil_blob(marker: Path) -> bytes:
@@ -419,6 +430,10 @@ def _evil_blob(marker: Path) -> bytes:
 
 
 def test_a_bytes_item_running_os_system_is_refused_and_never_run(tmp_path):
+    _bytes_item_payload_refused(tmp_path)
+
+
+def _bytes_item_payload_refused(tmp_path: Path) -> tuple[Path, Path]:
     """torch's default load planner reads a bytes item with torch.load(weights_only=False): a
     pickle in one runs under dcp.load (shown live), and the tool refuses the checkpoint."""
     marker = tmp_path / "ran"
@@ -440,12 +455,19 @@ def test_a_bytes_item_running_os_system_is_refused_and_never_run(tmp_path):
     assert scan_file(shard).verdict == "dangerous"
     assert scan_file(d / ".metadata").verdict == "safe"  # the metadata itself is benign
     assert not marker.exists()
-    if TORCH_PY.exists():
-        proc = subprocess.run(
-            [str(TORCH_PY), "-c", "import sys, torch.distributed.checkpoint as dcp; "
-             "dcp.load({'note': None}, checkpoint_id=sys.argv[1])", str(d)],
-            capture_output=True, text=True, timeout=120)
-        assert marker.exists(), proc.stderr[-2000:]
+    return d, marker
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TORCH_PY.exists(), reason="no torch producer venv")
+def test_torch_runs_the_bytes_item_payload(tmp_path):
+    """dcp.load reads the bytes item with torch.load(weights_only=False): it runs (~20 s)."""
+    d, marker = _bytes_item_payload_refused(tmp_path)
+    proc = subprocess.run(
+        [str(TORCH_PY), "-c", "import sys, torch.distributed.checkpoint as dcp; "
+         "dcp.load({'note': None}, checkpoint_id=sys.argv[1])", str(d)],
+        capture_output=True, text=True, timeout=300)
+    assert marker.exists(), proc.stderr[-2000:]
 
 
 def test_a_root_that_is_not_metadata_is_one_line(tmp_path):
