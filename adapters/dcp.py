@@ -56,6 +56,9 @@ _MODULE = "torch.distributed.checkpoint.metadata"
 _MARKER = _MODULE.encode()
 _STORAGE_INFO = "torch.distributed.checkpoint.filesystem._StorageInfo"
 _CHUNK_TYPE = f"{_MODULE}.ChunkStorageMetadata"
+# The plain dataclasses of .metadata (TensorProperties has its own __setstate__: a placeholder).
+_PLAIN = ("Metadata", "TensorStorageMetadata", "ChunkStorageMetadata", "BytesStorageMetadata",
+          "MetadataIndex", "StorageMeta")
 _INDEX_TYPE = f"{_MODULE}.MetadataIndex"
 # A .metadata pickle larger than this is refused (100,000 chunks take ~10 MB).
 MAX_METADATA_BYTES = 1 << 30
@@ -168,12 +171,13 @@ class Metadata:
 
 
 def _state(obj: Any, cls: str, what: str) -> dict[str, Any]:
-    """The BUILD state dict of a placeholder for ``_MODULE.cls`` (or ``cls`` when dotted)."""
+    """The fields of a stand-in for ``_MODULE.cls`` (or ``cls`` when dotted): its ``__dict__``
+    as BUILD filled it (a placeholder's recorded state, for a global read as one)."""
     want = cls if "." in cls else f"{_MODULE}.{cls}"
-    name = getattr(type(obj), "global_name", None)  # placeholders only have one
+    name = getattr(type(obj), "global_name", None)  # stand-ins and placeholders have one
     if name != want:
         raise FormatError(f"{what} is {name or type(obj).__name__}, not {want}")
-    state = obj.state
+    state = getattr(obj, "state", None) if hasattr(type(obj), "args") else obj.__dict__
     if type(state) is dict:
         return state
     if isinstance(state, tuple) and len(state) == 2 and isinstance(state[0], dict):
@@ -183,22 +187,17 @@ def _state(obj: Any, cls: str, what: str) -> dict[str, Any]:
     raise FormatError(f"{what}: {want} carries a {type(state).__name__}, not its fields")
 
 
-class Size(tuple):
-    """A ``torch.Size`` from the pickle: checked to be non-negative ints when built."""
-
-    __slots__ = ()
+_INT = {int}
 
 
-def _size(*args: Any) -> Size:
-    from .torch.rebuild import _ints as checked
-
-    return Size(checked(args[0] if args else (), "torch.Size"))
+def _sizes_ok(value: Any) -> bool:
+    """A tuple of non-negative ints (checked in C: the set of element types, the minimum)."""
+    return isinstance(value, tuple) and (not value or ({*map(type, value)} == _INT
+                                                       and min(value) >= 0))
 
 
 def _ints(value: Any, what: str) -> tuple[int, ...]:
-    if type(value) is Size:
-        return value
-    if not isinstance(value, tuple) or not all(type(v) is int and v >= 0 for v in value):
+    if not _sizes_ok(value):
         raise FormatError(f"{what} is {_short(value)}, not a tuple of sizes")
     return tuple(value)
 
@@ -206,6 +205,20 @@ def _ints(value: Any, what: str) -> tuple[int, ...]:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _standins() -> dict[str, Any]:
+    """Fresh classes for one load (a BUILD aimed at a class dies with the load): the plain
+    dataclasses of the metadata, whose NEWOBJ + BUILD the C unpickler performs without calling
+    Python (no ``__new__``/``__setstate__``: BUILD fills ``__dict__``), and ``torch.Size`` as a
+    tuple subclass (its elements are checked where they are used)."""
+    out: dict[str, Any] = {
+        f"{_MODULE}.{n}": type(n, (), {"global_name": f"{_MODULE}.{n}", "__module__": __name__})
+        for n in _PLAIN}
+    out[_STORAGE_INFO] = type("_StorageInfo", (), {"global_name": _STORAGE_INFO,
+                                                   "__module__": __name__})
+    out["torch.Size"] = type("Size", (tuple,), {"__slots__": (), "__module__": __name__})
+    return out
 
 
 def _dtype(props: Any, fqn: str) -> str:
@@ -235,7 +248,7 @@ def _read_pickle(source: Source) -> tuple[Any, dict[str, GlobalRef]]:
         raise FormatError(f"{size:,} bytes, over the {MAX_METADATA_BYTES:,}-byte limit",
                           source.where)
     allowed = Builder().allowed()
-    allowed["torch.Size"] = _size
+    allowed.update(_standins())
     try:
         return unpickle(source.read(0, size), allowed)
     except PickleError as e:
@@ -310,10 +323,7 @@ def _merge(md: Metadata, obj: Any) -> None:
 
 
 def _item(fqn: str, value: Any) -> Item:
-    from .security.restricted_pickle import Placeholder
-
-    name = type(value).global_name if isinstance(value, Placeholder) else ""
-    if name == f"{_MODULE}.BytesStorageMetadata":
+    if getattr(type(value), "global_name", None) == f"{_MODULE}.BytesStorageMetadata":
         it = Item(fqn, None, ())
         it.chunks.append(Chunk((), ()))
         return it
@@ -326,13 +336,13 @@ def _item(fqn: str, value: Any) -> Item:
     ndim = len(shape)
     append = it.chunks.append
     for i, c in enumerate(chunks):
-        cs = c.state if getattr(type(c), "global_name", None) == _CHUNK_TYPE else None
+        cs = c.__dict__ if getattr(type(c), "global_name", None) == _CHUNK_TYPE else None
         if type(cs) is not dict:
             cs = _state(c, "ChunkStorageMetadata", f"{fqn!r} chunk {i}")
         offsets, sizes = cs.get("offsets"), cs.get("sizes")
-        if type(offsets) is not Size or type(sizes) is not Size:
-            offsets = _ints(offsets, f"{fqn!r} chunk {i} offsets")
-            sizes = _ints(sizes, f"{fqn!r} chunk {i} sizes")
+        if not (_sizes_ok(offsets) and _sizes_ok(sizes)):
+            _ints(offsets, f"{fqn!r} chunk {i} offsets")
+            _ints(sizes, f"{fqn!r} chunk {i} sizes")
         if len(offsets) != ndim or len(sizes) != ndim or not all(
             map(le, map(add, offsets, sizes), shape)
         ):
@@ -353,14 +363,14 @@ def _storage(data: Any, items: dict[str, Item]) -> None:
         for c in it.chunks:
             by_key.setdefault((it.fqn, c.offsets if it.dtype else None), []).append(c)
     for key, info in data.items():
-        k = key.state if getattr(type(key), "global_name", None) == _INDEX_TYPE else None
+        k = key.__dict__ if getattr(type(key), "global_name", None) == _INDEX_TYPE else None
         if type(k) is not dict:
             k = _state(key, "MetadataIndex", "a storage_data key")
         fqn, offset = k.get("fqn"), k.get("offset")
         same = by_key.get((fqn, offset)) if offset is None or isinstance(offset, tuple) else None
         if same is None:
             continue  # a key no item names: nothing of the state dict is there
-        s = info.state if getattr(type(info), "global_name", None) == _STORAGE_INFO else None
+        s = info.__dict__ if getattr(type(info), "global_name", None) == _STORAGE_INFO else None
         if type(s) is not dict:
             s = _state(info, _STORAGE_INFO, f"storage_data of {fqn!r}")
         path, off, length = s.get("relative_path"), s.get("offset"), s.get("length")
@@ -697,9 +707,9 @@ def _entries(md: Metadata, only: str | None) -> list[TensorEntry]:
                 continue
             tag = fqn if len(it.chunks) == 1 else f"{fqn}[{','.join(map(str, c.offsets))}]"
             out.append(TensorEntry(
-                tag, name if len(it.chunks) == 1 else tag, c.sizes, it.dtype, role,
+                tag, name if len(it.chunks) == 1 else tag, tuple(c.sizes), it.dtype, role,
                 nbytes=c.numel * bits // 8 if bits else None, file=only,
-                extra={"global_shape": it.shape, "chunk_offsets": c.offsets}))
+                extra={"global_shape": it.shape, "chunk_offsets": tuple(c.offsets)}))
     return out
 
 
