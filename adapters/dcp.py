@@ -34,7 +34,7 @@ import io
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from operator import add, le
+from operator import add, itemgetter, le
 
 from .dtypes import BITS
 from .errors import FormatError, InspectorError, UnsafeContentError
@@ -333,24 +333,58 @@ def _item(fqn: str, value: Any) -> Item:
     chunks = st.get("chunks")
     if not isinstance(chunks, list):
         raise FormatError(f"{fqn!r}: chunks is {type(chunks).__name__}, not a list")
+    it.chunks = _bulk_chunks(chunks, shape) or _checked_chunks(fqn, chunks, shape)
+    return it
+
+
+def _tuples_ok(values: list[Any], ndim: int) -> bool:
+    """Every value a tuple of ``ndim`` non-negative ints, checked a set at a time (in C)."""
+    if not all(issubclass(t, tuple) for t in {*map(type, values)}):
+        return False
+    if {*map(len, values)} != {ndim}:
+        return False
+    return ndim == 0 or ({type(x) for v in values for x in v} == _INT
+                         and min(map(min, values)) >= 0)
+
+
+def _bulk_chunks(chunks: list[Any], shape: tuple[int, ...]) -> list[Chunk] | None:
+    """The chunks when every one is well formed, checked in bulk; None to take the checked
+    path (which names the first bad chunk)."""
+    if not chunks:
+        return []
+    types = {type(c) for c in chunks}
+    if len(types) != 1 or getattr(types.pop(), "global_name", None) != _CHUNK_TYPE:
+        return None
+    try:
+        states = [c.__dict__ for c in chunks]
+        offsets = [d["offsets"] for d in states]
+        sizes = [d["sizes"] for d in states]
+    except (AttributeError, KeyError, TypeError):
+        return None
     ndim = len(shape)
-    append = it.chunks.append
+    if not (_tuples_ok(offsets, ndim) and _tuples_ok(sizes, ndim)):
+        return None
+    for k in range(ndim):
+        if max(map(add, map(itemgetter(k), offsets), map(itemgetter(k), sizes))) > shape[k]:
+            return None
+    return list(map(Chunk, offsets, sizes))
+
+
+def _checked_chunks(fqn: str, chunks: list[Any], shape: tuple[int, ...]) -> list[Chunk]:
+    ndim = len(shape)
+    out = []
     for i, c in enumerate(chunks):
-        cs = c.__dict__ if getattr(type(c), "global_name", None) == _CHUNK_TYPE else None
-        if type(cs) is not dict:
-            cs = _state(c, "ChunkStorageMetadata", f"{fqn!r} chunk {i}")
-        offsets, sizes = cs.get("offsets"), cs.get("sizes")
-        if not (_sizes_ok(offsets) and _sizes_ok(sizes)):
-            _ints(offsets, f"{fqn!r} chunk {i} offsets")
-            _ints(sizes, f"{fqn!r} chunk {i} sizes")
+        cs = _state(c, "ChunkStorageMetadata", f"{fqn!r} chunk {i}")
+        offsets = _ints(cs.get("offsets"), f"{fqn!r} chunk {i} offsets")
+        sizes = _ints(cs.get("sizes"), f"{fqn!r} chunk {i} sizes")
         if len(offsets) != ndim or len(sizes) != ndim or not all(
             map(le, map(add, offsets, sizes), shape)
         ):
             raise FormatError(
                 f"{fqn!r} chunk {i} (offsets {list(offsets)}, sizes {list(sizes)}) does not "
                 f"fit in its tensor of shape {list(shape)}")
-        append(Chunk(offsets, sizes))
-    return it
+        out.append(Chunk(offsets, sizes))
+    return out
 
 
 def _storage(data: Any, items: dict[str, Item]) -> None:
@@ -358,44 +392,83 @@ def _storage(data: Any, items: dict[str, Item]) -> None:
     if not isinstance(data, dict):
         raise FormatError(f"storage_data is {type(data).__name__}, not a dict of file ranges")
     by_key: dict[tuple[str, Any], list[Chunk]] = {}
-    checked: set[str] = set()
     for it in items.values():
         for c in it.chunks:
             by_key.setdefault((it.fqn, c.offsets if it.dtype else None), []).append(c)
-    for key, info in data.items():
-        k = key.__dict__ if getattr(type(key), "global_name", None) == _INDEX_TYPE else None
-        if type(k) is not dict:
-            k = _state(key, "MetadataIndex", "a storage_data key")
-        fqn, offset = k.get("fqn"), k.get("offset")
-        same = by_key.get((fqn, offset)) if offset is None or isinstance(offset, tuple) else None
-        if same is None:
-            continue  # a key no item names: nothing of the state dict is there
-        s = info.__dict__ if getattr(type(info), "global_name", None) == _STORAGE_INFO else None
-        if type(s) is not dict:
-            s = _state(info, _STORAGE_INFO, f"storage_data of {fqn!r}")
-        path, off, length = s.get("relative_path"), s.get("offset"), s.get("length")
-        if type(path) is not str or type(off) is not int or type(length) is not int or (
-            off < 0 or length < 0
-        ):
-            raise FormatError(
-                f"storage_data of {fqn!r} is ({_short(path)}, {_short(off)}, {_short(length)}), "
-                "not (relative path, offset, length)")
-        if path not in checked:
-            check_relative(path, f"storage_data of {fqn!r}")
-            checked.add(path)
-        transforms = s.get("transform_descriptors") or ()
-        if transforms:
-            transforms = tuple(str(t) for t in transforms) if isinstance(
-                transforms, (list, tuple)) else (str(transforms),)
-        for chunk in same:  # one key per chunk; repeated chunks (hostile) share it
-            chunk.file, chunk.offset, chunk.length = path, off, length
-            chunk.transforms = transforms
+    rows = _bulk_storage(data)
+    if rows is None:
+        rows = [_storage_row(key, info) for key, info in data.items()]
+    checked: set[str] = set()
+    try:
+        for fqn, offset, path, off, length, transforms in rows:
+            same = by_key.get((fqn, offset))
+            if same is None:
+                continue  # a key no item names: nothing of the state dict is there
+            if path not in checked:
+                check_relative(path, f"storage_data of {fqn!r}")
+                checked.add(path)
+            if transforms:
+                transforms = tuple(str(t) for t in transforms) if isinstance(
+                    transforms, (list, tuple)) else (str(transforms),)
+            for chunk in same:  # one key per chunk; repeated chunks (hostile) share it
+                chunk.file, chunk.offset, chunk.length = path, off, length
+                chunk.transforms = transforms or ()
+    except TypeError:  # an unhashable offset
+        raise FormatError("storage_data holds a key whose offset is not a tuple") from None
     missing = [(it.fqn, c.offsets) for it in items.values() for c in it.chunks if c.file is None]
     if missing:
         fqn, offsets = missing[0]
         raise FormatError(
             f"{len(missing):,} chunk(s) have no storage_data entry, e.g. {fqn!r} at "
             f"{list(offsets)}")
+
+
+_Row = tuple  # (fqn, offsets, relative path, offset, length, transforms)
+
+
+def _bulk_storage(data: dict[Any, Any]) -> list[_Row] | None:
+    """``storage_data`` as rows when every entry is well formed, checked in bulk; None to take
+    the checked path (which names the first bad entry)."""
+    keys, infos = list(data), list(data.values())
+    if not keys:
+        return []
+    kt, it = {type(k) for k in keys}, {type(i) for i in infos}
+    if (len(kt) != 1 or getattr(kt.pop(), "global_name", None) != _INDEX_TYPE
+            or len(it) != 1 or getattr(it.pop(), "global_name", None) != _STORAGE_INFO):
+        return None
+    try:
+        kd = [k.__dict__ for k in keys]
+        idd = [i.__dict__ for i in infos]
+        fqns = [d["fqn"] for d in kd]
+        offsets = [d.get("offset") for d in kd]
+        paths = [d["relative_path"] for d in idd]
+        starts = [d["offset"] for d in idd]
+        lengths = [d["length"] for d in idd]
+        transforms = [d.get("transform_descriptors") for d in idd]
+    except (AttributeError, KeyError, TypeError):
+        return None
+    if ({*map(type, fqns)} != {str} or {*map(type, paths)} != {str}
+            or {*map(type, starts)} != _INT or {*map(type, lengths)} != _INT
+            or min(starts) < 0 or min(lengths) < 0
+            or not all(t is type(None) or issubclass(t, tuple) for t in {*map(type, offsets)})):
+        return None
+    return list(zip(fqns, offsets, paths, starts, lengths, transforms, strict=True))
+
+
+def _storage_row(key: Any, info: Any) -> _Row:
+    k = _state(key, "MetadataIndex", "a storage_data key")
+    fqn, offset = k.get("fqn"), k.get("offset")
+    s = _state(info, _STORAGE_INFO, f"storage_data of {fqn!r}")
+    path, off, length = s.get("relative_path"), s.get("offset"), s.get("length")
+    if type(path) is not str or type(off) is not int or type(length) is not int or (
+        off < 0 or length < 0
+    ):
+        raise FormatError(
+            f"storage_data of {fqn!r} is ({_short(path)}, {_short(off)}, {_short(length)}), "
+            "not (relative path, offset, length)")
+    if offset is not None and not isinstance(offset, tuple):
+        raise FormatError(f"storage_data key of {fqn!r}: offset {_short(offset)} is not a tuple")
+    return fqn, offset, path, off, length, s.get("transform_descriptors")
 
 
 # ---------------------------------------------------------------------------------------------
