@@ -34,7 +34,8 @@ import io
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from operator import add, itemgetter, le
+from math import prod
+from operator import add, attrgetter, itemgetter, le
 
 from .dtypes import BITS
 from .errors import FormatError, InspectorError, UnsafeContentError
@@ -188,6 +189,7 @@ def _state(obj: Any, cls: str, what: str) -> dict[str, Any]:
 
 
 _INT = {int}
+_OFFSET, _LENGTH, _SIZES = attrgetter("offset"), attrgetter("length"), attrgetter("sizes")
 
 
 def _sizes_ok(value: Any) -> bool:
@@ -696,10 +698,13 @@ def _check_files(directory: Source, md: Metadata, files: dict[str, Source]) -> N
     one clear error, at listing time (a stat per file)."""
     ends: dict[str, tuple[int, str]] = {}
     for it in md.items.values():
+        by_file: dict[str | None, list[Chunk]] = {}
         for c in it.chunks:
-            end = c.offset + c.length
-            if c.file is not None and end > ends.get(c.file, (-1, ""))[0]:
-                ends[c.file] = (end, it.fqn)
+            by_file.setdefault(c.file, []).append(c)
+        for name, chunks in by_file.items():
+            end = max(map(add, map(_OFFSET, chunks), map(_LENGTH, chunks)))
+            if name is not None and end > ends.get(name, (-1, ""))[0]:
+                ends[name] = (end, it.fqn)
     for name, (end, fqn) in ends.items():
         try:
             src = files.setdefault(name, directory.child(name))
@@ -767,7 +772,7 @@ def _entries(md: Metadata, only: str | None) -> list[TensorEntry]:
                 numel *= d
             one = it.chunks[0] if len(it.chunks) == 1 else None
             extra: dict[str, Any] = {"chunks": len(it.chunks)}
-            covered = sum(c.numel for c in it.chunks)
+            covered = sum(map(prod, map(_SIZES, it.chunks)))
             if covered != numel:
                 extra["chunk_elements"] = covered
             out.append(TensorEntry(
