@@ -571,3 +571,20 @@ def test_fuzz_distcp_flips(tmp_path):
         (d / "__1_0.distcp").write_bytes(bytes(raw[: rng.choice([len(raw), rng.randrange(
             len(raw))])]))
         _must_be_clean(d)
+
+
+@pytest.mark.slow
+def test_stats_on_dask_equals_the_single_pass():
+    """``stats --dask``: the tasks reopen the directory where they run; same numbers."""
+    pytest.importorskip("distributed")
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        for name in ("fsdp2", "dtensor_cols"):
+            plain = run_cli("stats", "--format", "json", str(DCP / name))
+            dask = run_cli("stats", "--format", "json", "--dask", cluster.scheduler_address,
+                           str(DCP / name))
+            assert plain.returncode == dask.returncode == 0, dask.stderr
+            assert [t["stats"] for t in json.loads(plain.stdout)["tensors"]] == [
+                t["stats"] for t in json.loads(dask.stdout)["tensors"]]
