@@ -57,6 +57,8 @@ _MODULE = "torch.distributed.checkpoint.metadata"
 _MARKER = _MODULE.encode()
 _STORAGE_INFO = "torch.distributed.checkpoint.filesystem._StorageInfo"
 _CHUNK_TYPE = f"{_MODULE}.ChunkStorageMetadata"
+# Names a pickle plants in a BUILD state for a loader to call (restricted_pickle._PLANTED).
+_PLANTED = (b"__setstate__", b"append", b"extend")
 # The plain dataclasses of .metadata (TensorProperties has its own __setstate__: a placeholder).
 _PLAIN = ("Metadata", "TensorStorageMetadata", "ChunkStorageMetadata", "BytesStorageMetadata",
           "MetadataIndex", "StorageMeta")
@@ -249,10 +251,14 @@ def _read_pickle(source: Source) -> tuple[Any, dict[str, GlobalRef]]:
     if size > MAX_METADATA_BYTES:
         raise FormatError(f"{size:,} bytes, over the {MAX_METADATA_BYTES:,}-byte limit",
                           source.where)
+    data = source.read(0, size)
     allowed = Builder().allowed()
-    allowed.update(_standins())
+    if not any(name in data for name in _PLANTED):
+        # Stand-ins fill their __dict__ in C; a state planting __setstate__/append/extend (which
+        # a loader would call on the next BUILD/APPEND) is only recorded by placeholders.
+        allowed.update(_standins())
     try:
-        return unpickle(source.read(0, size), allowed)
+        return unpickle(data, allowed)
     except PickleError as e:
         raise _refusal(e.globals or {}, f"not a readable DCP metadata pickle ({e})",
                        source.where) from None

@@ -470,6 +470,22 @@ def test_torch_runs_the_bytes_item_payload(tmp_path):
     assert marker.exists(), proc.stderr[-2000:]
 
 
+def test_a_planted_setstate_is_judged_as_called(tmp_path):
+    """A BUILD state planting ``__setstate__`` (a loader calls it on the next BUILD): the global
+    is judged as called, as for any pickle, though the metadata is otherwise well formed."""
+    c = _tensors(load_truth(DCP / "single.truth.json"))["model.0.weight"]["chunks"][0]
+    d = _real(tmp_path)
+    (d / ".metadata").write_bytes(_pickle(New(M + "Metadata", {
+        "state_dict_metadata": {"w": _tensor((16, 8), [_chunk((0, 0), (16, 8))])},
+        "storage_data": {New(M + "MetadataIndex", {"fqn": "w", "offset": Call(
+            "torch.Size", (0, 0))}): New(INFO, {"relative_path": c["file"],
+                                                "offset": c["offset"], "length": c["length"]})},
+        "storage_meta": New(M + "StorageMeta", {"__setstate__": Glob("helpers.run_it")}),
+        "version": "1.0.0"})))
+    err = assert_clean_error(run_cli("show", str(d)), str(d), "helpers.run_it")
+    assert "refused" in err and "planted __setstate__" in err
+
+
 def test_a_root_that_is_not_metadata_is_one_line(tmp_path):
     d = tmp_path / "ckpt"
     d.mkdir()
