@@ -35,6 +35,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.hf_dir",
     "inspector.adapters.rau_dir",
     "inspector.adapters.keras_sharded",
+    "inspector.adapters.dcp",
     "inspector.adapters.safetensors",
     "inspector.adapters.torch.torchscript",
     "inspector.adapters.pickled",
