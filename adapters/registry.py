@@ -36,6 +36,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.rau_dir",
     "inspector.adapters.keras_sharded",
     "inspector.adapters.safetensors",
+    "inspector.adapters.gguf",
     "inspector.adapters.torch.torchscript",
     "inspector.adapters.pickled",
     "inspector.adapters.torch",
@@ -52,10 +53,11 @@ BUILTIN_MODULES = (
 SIGNATURES = (
     (b"\x89HDF\r\n\x1a\n", "inspector.adapters.keras"),  # H5F_SIGNATURE at offset 0
     (b"\x93NUMPY", "inspector.adapters.numpy_npy"),  # the .npy magic
+    (b"GGUF", "inspector.adapters.gguf"),  # GGUF's magic (llama.cpp)
 )
 # Short names of the supported formats, for the one-line "not recognised" error.
 FORMATS_BRIEF = (
-    "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF, rau, Sockeye dirs"
+    "torch, TorchScript, pickle, safetensors, GGUF, NumPy, MXNet, Keras; HF, rau, Sockeye dirs"
 )
 
 
