@@ -363,8 +363,9 @@ def _entries(infos: list, data_start: int, alignment: int, size: int,
         if any(d >= 1 << 63 for d in ne) or numel >= 1 << 63:
             raise FormatError(f"tensor {name!r}: dims {list(ne)} exceed int64", where,
                               f"offset {at}")
-        if ne and ne[0] % block:
-            raise FormatError(f"tensor {name!r}: {ne[0]} elements per row of {tname} is not a "
+        row = ne[0] if ne else 1  # ggml's missing dimensions are 1
+        if row % block:
+            raise FormatError(f"tensor {name!r}: {row} elements per row of {tname} is not a "
                               f"multiple of its block size {block}", where, f"offset {at}")
         nbytes = numel * type_size // block
         start = data_start + offset
