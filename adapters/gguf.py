@@ -225,22 +225,27 @@ class _Reader:
         return items
 
     def _strings_head(self, n: int, key: str) -> list[str]:
-        """A long string array: the first items decoded, the rest walked (bounds-checked)."""
+        """A long string array: the first items decoded, the rest walked (bounds-checked; the
+        cursor is asked for more bytes only when an item crosses its buffer's end)."""
         cur = self.cur
         head = [self.string(f"array {key!r}") for _ in range(min(n, HEAD_ITEMS))]
         unpack = self.u64.unpack_from
+        buf, pos = cur.buf, cur.pos
         for _ in range(n - len(head)):
-            cur.need(8, f"array {key!r}")
-            (length,) = unpack(cur.buf, cur.pos)
-            cur.pos += 8
-            if length > cur.left():
-                raise FormatError(f"array {key!r}: string length {length} runs past the end "
-                                  "of the file", cur.where, f"offset {cur.offset - 8}")
-            if cur.pos + length <= len(cur.buf):
-                cur.pos += length
-            else:
+            if pos + 8 > len(buf):
+                cur.pos = pos
+                cur.need(8, f"array {key!r}")
+                buf, pos = cur.buf, cur.pos
+            (length,) = unpack(buf, pos)
+            pos += 8 + length
+            if pos > len(buf):
+                cur.pos = pos - length
+                if length > cur.left():
+                    raise FormatError(f"array {key!r}: string length {length} runs past the "
+                                      "end of the file", cur.where, f"offset {cur.offset - 8}")
                 cur.need(length, f"array {key!r}")
-                cur.pos += length
+                buf, pos = cur.buf, cur.pos + length
+        cur.pos = pos
         return head
 
 
@@ -320,23 +325,60 @@ def _alignment(kv: dict[str, Any], types: dict[str, int], where: str) -> int:
 
 
 def _read_infos(rd: _Reader, n: int) -> list[tuple[str, tuple[int, ...], int, int, int]]:
-    """(name, ne, ggml type, offset, where in the file) per tensor info."""
+    """(name, ne, ggml type, offset, where in the file) per tensor info. The hot loop of a
+    listing: it works on the cursor's buffer directly and asks the cursor for more only when a
+    field would cross the buffer's end (which also checks it against the file)."""
     cur = rd.cur
     out = []
-    u32, u64 = rd.u32, rd.u64
-    tail = struct.Struct(rd.order + "IQ")
+    u32 = rd.u32.unpack_from
+    u64 = rd.u64.unpack_from
+    tail = struct.Struct(rd.order + "IQ").unpack_from
+    order = rd.order
+    buf, pos = cur.buf, cur.pos
     for i in range(n):
-        at = cur.offset
-        name = rd.string(f"tensor {i}'s name", strict=True)
-        (n_dims,) = cur.unpack(u32, f"tensor {name!r}'s n_dims")
-        if n_dims * 8 > cur.left():
-            raise FormatError(f"tensor {name!r}: n_dims {n_dims} runs past the end of the file",
-                              cur.where, f"offset {cur.offset - 4}")
-        raw = cur.raw(8 * n_dims, f"tensor {name!r}'s dims")
-        ne = struct.unpack(f"{rd.order}{n_dims}Q", raw) if n_dims != 1 else u64.unpack(raw)
-        gtype, offset = cur.unpack(tail, f"tensor {name!r}'s type and offset")
+        at = cur.base + pos
+        if pos + 8 > len(buf):
+            cur.pos = pos
+            cur.need(8, f"tensor {i}'s name")
+            buf, pos = cur.buf, cur.pos
+        (length,) = u64(buf, pos)
+        if pos + 12 + length > len(buf):
+            cur.pos = pos
+            if length > cur.left():
+                raise FormatError(f"tensor {i}'s name: string length {length} runs past the end "
+                                  "of the file", cur.where, f"offset {at}")
+            cur.need(12 + length, f"tensor {i}'s name")
+            buf, pos = cur.buf, cur.pos
+        raw = buf[pos + 8:pos + 8 + length]
+        try:
+            name = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FormatError(f"tensor {i}'s name is not UTF-8 ({raw[:40]!r})", cur.where,
+                              f"offset {at}") from None
+        pos += 8 + length
+        (n_dims,) = u32(buf, pos)
+        pos += 4
+        need = 8 * n_dims + 12
+        if pos + need > len(buf):
+            cur.pos = pos
+            if need > cur.left():
+                raise FormatError(f"tensor {name!r}: n_dims {n_dims} runs past the end of the "
+                                  "file", cur.where, f"offset {cur.offset - 4}")
+            cur.need(need, f"tensor {name!r}'s dims")
+            buf, pos = cur.buf, cur.pos
+        ne = struct.unpack_from(f"{order}{n_dims}Q", buf, pos)
+        pos += 8 * n_dims
+        gtype, offset = tail(buf, pos)
+        pos += 12
         out.append((name, ne, gtype, offset, at))
+    cur.pos = pos
     return out
+
+
+# ggml type number -> (type name, dtype, elements per block, bytes per block)
+_TYPE_INFO = {k: (t, d, *(BLOCKS.get(d) or (1, _ITEM_BYTES[d])))
+              for k, (t, d) in GGML_TYPES.items()}
+_INT64 = 1 << 63
 
 
 def _entries(infos: list, data_start: int, alignment: int, size: int,
@@ -347,26 +389,24 @@ def _entries(infos: list, data_start: int, alignment: int, size: int,
     expect = 0  # where llama.cpp expects the next tensor: packed in order, each padded
     unexpected: list[str] = []
     parameter = Role.PARAMETER
+    entry = TensorEntry
+    prod = math.prod
     for name, ne, gtype, offset, at in infos:
-        if name in seen:
-            raise FormatError(f"duplicate tensor name {name!r}", where, f"offset {at}")
-        seen.add(name)
-        known = GGML_TYPES.get(gtype)
-        if known is None:
+        info = _TYPE_INFO.get(gtype)
+        if info is None:
             removed = REMOVED_TYPES.get(gtype)
             why = (f"ggml type {gtype} ({removed}) was removed from ggml and GGUF"
                    if removed else f"unknown ggml type {gtype}")
             raise FormatError(f"tensor {name!r}: {why}", where, f"offset {at}")
-        tname, dtype = known
-        block, type_size = BLOCKS.get(dtype) or (1, _ITEM_BYTES[dtype])
-        numel = math.prod(ne)
-        if any(d >= 1 << 63 for d in ne) or numel >= 1 << 63:
+        tname, dtype, block, type_size = info
+        numel = prod(ne)
+        if numel >= _INT64 or not numel and ne and max(ne) >= _INT64:
             raise FormatError(f"tensor {name!r}: dims {list(ne)} exceed int64", where,
                               f"offset {at}")
-        row = ne[0] if ne else 1  # ggml's missing dimensions are 1
-        if row % block:
-            raise FormatError(f"tensor {name!r}: {row} elements per row of {tname} is not a "
-                              f"multiple of its block size {block}", where, f"offset {at}")
+        if block != 1 and (ne[0] if ne else 1) % block:  # ggml's missing dimensions are 1
+            raise FormatError(f"tensor {name!r}: {ne[0] if ne else 1} elements per row of "
+                              f"{tname} is not a multiple of its block size {block}", where,
+                              f"offset {at}")
         nbytes = numel * type_size // block
         start = data_start + offset
         if start + nbytes > size:
@@ -374,12 +414,19 @@ def _entries(infos: list, data_start: int, alignment: int, size: int,
                               f"the end of the file ({size} bytes)", where)
         if offset != expect:
             unexpected.append(name)
-        expect = -(-(offset + nbytes) // alignment) * alignment
+        expect = offset + nbytes + (-(offset + nbytes) % alignment)
         if len(ne) > GGML_MAX_DIMS:
             findings.append(Finding("warning", f"tensor {name!r} has {len(ne)} dimensions: "
                                     f"llama.cpp's loader refuses more than {GGML_MAX_DIMS}", name))
-        tensors.append(TensorEntry(name, name, ne[::-1], dtype, parameter, nbytes=nbytes,
-                                   offset=start))
+        seen.add(name)
+        tensors.append(entry(name, name, ne[::-1], dtype, parameter, nbytes=nbytes,
+                             offset=start))
+    if len(seen) != len(tensors):
+        names: set[str] = set()
+        for name, _, _, _, at in infos:
+            if name in names:
+                raise FormatError(f"duplicate tensor name {name!r}", where, f"offset {at}")
+            names.add(name)
     if unexpected:
         findings.append(Finding(
             "warning", f"{len(unexpected)} tensor(s) not where llama.cpp's loader expects them "
