@@ -13,9 +13,15 @@ peak RSS from ``wait4``) and prints its tensor count, which is checked:
 - ``inspector``: ``inspector show --format json FILE`` (the tool's venv);
 - ``gguf-reader``: ``gguf.GGUFReader(FILE)`` and each tensor's name, shape and type (producer venv);
 - ``floor``: a plain-Python ``struct`` parse of the same header (every key/value walked, every
-  tensor info unpacked into a tuple), stdlib only.
+  tensor info unpacked into a tuple), stdlib only;
+- ``floor-json``: the floor plus ``json.dumps`` of one row per tensor (name, shape, type, offset,
+  bytes): the cost of writing any JSON listing at all, without groups or checks.
+
+With ``--http`` it also serves the files over HTTP (tests/remote_servers.py: honours Range, logs
+every request) and counts the requests and bytes of ``inspector show --format json URL``.
 
     python bench/gguf_list.py [--producer /work/venvs/gguf/bin/python] [--many 50000] [--runs 5]
+                              [--http]
 """
 
 from __future__ import annotations
@@ -51,8 +57,10 @@ if kind == "llama":
                    (f"{p}.attn_k.weight", (kv * 64, d), Q.Q8_0),
                    (f"{p}.attn_v.weight", (kv * 64, d), Q.Q8_0),
                    (f"{p}.attn_output.weight", (d, d), Q.Q8_0),
-                   (f"{p}.ffn_norm.weight", (d,), Q.F32), (f"{p}.ffn_gate.weight", (ff, d), Q.Q8_0),
-                   (f"{p}.ffn_up.weight", (ff, d), Q.Q8_0), (f"{p}.ffn_down.weight", (d, ff), Q.Q8_0)]
+                   (f"{p}.ffn_norm.weight", (d,), Q.F32),
+                   (f"{p}.ffn_gate.weight", (ff, d), Q.Q8_0),
+                   (f"{p}.ffn_up.weight", (ff, d), Q.Q8_0),
+                   (f"{p}.ffn_down.weight", (d, ff), Q.Q8_0)]
     shapes += [("output_norm.weight", (d,), Q.F32), ("rope_freqs.weight", (32,), Q.F32)]
     total = 0
     for name, shape, q in shapes:
@@ -108,6 +116,10 @@ for _ in range(nt):
     nd = u32(m, pos)[0]; ne = struct.unpack_from(f"<{nd}Q", m, pos + 4); pos += 4 + 8 * nd
     gt, off = struct.unpack_from("<IQ", m, pos); pos += 12
     rows.append((name, ne[::-1], gt, off))
+if len(sys.argv) > 2:
+    import json
+    out = json.dumps({"tensors": [{"name": n, "shape": list(s), "type": t, "offset": o}
+                                  for n, s, t, o in rows], "kv": list(kv)})
 print(len(rows))
 """,
 }
@@ -145,6 +157,7 @@ def time_ways(path: str, producer: str, runs: int) -> dict[str, tuple[float, int
         "inspector": [*_inspector(), "show", "--format", "json", path],
         "gguf-reader": [producer, "-c", WAYS["gguf-reader"], path],
         "floor": [sys.executable, "-c", WAYS["floor"], path],
+        "floor-json": [sys.executable, "-c", WAYS["floor"], path, "json"],
     }
     counts = {w: _count(w, run_once(a)[2]) for w, a in argvs.items()}  # warm-up + check
     if len(set(counts.values())) != 1:
@@ -158,6 +171,26 @@ def time_ways(path: str, producer: str, runs: int) -> dict[str, tuple[float, int
             for w, r in got.items()}
 
 
+def http_counts(paths: dict[str, str]) -> dict[str, tuple[int, int]]:
+    """(requests, body bytes) the server saw for each listing over HTTP."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "tests"))
+    from remote_servers import RangeServer
+
+    out = {}
+    served = {Path(p).parent for p in paths.values()}
+    assert len(served) == 1
+    with RangeServer(served.pop()) as http:
+        for case, path in paths.items():
+            http.reset()
+            run_once([*_inspector(), "show", "--format", "json",
+                      f"{http.url}/{os.path.basename(path)}"])
+            out[case] = (len(http.log), http.bytes_sent())
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--producer", default="/work/venvs/gguf/bin/python",
@@ -165,6 +198,7 @@ def main() -> None:
     p.add_argument("--many", type=int, default=50_000)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--keep", help="write the files here and keep them (reused when present)")
+    p.add_argument("--http", action="store_true", help="also count HTTP range requests")
     a = p.parse_args()
     out = a.keep or tempfile.mkdtemp(prefix="gguf_list.")
     os.makedirs(out, exist_ok=True)
@@ -176,7 +210,7 @@ def main() -> None:
             if not os.path.exists(path):
                 subprocess.run([a.producer, "-c", WRITE, kind, path, str(a.many)], check=True)
             rows.append((case, os.path.getsize(path), time_ways(path, a.producer, a.runs)))
-        ways = ("inspector", "gguf-reader", "floor")
+        ways = ("inspector", "gguf-reader", "floor", "floor-json")
         print("| file | tensors | " + " | ".join(ways) + " | inspector / floor "
               "| gguf-reader / inspector |")
         print("|---|---|" + "---|" * (len(ways) + 2))
@@ -186,6 +220,10 @@ def main() -> None:
                   + " | ".join(cells)
                   + f" | {res['inspector'][0] / res['floor'][0]:.2f}x"
                   f" | {res['gguf-reader'][0] / res['inspector'][0]:.1f}x |")
+        if a.http:
+            print("\n| file over HTTP | requests | bytes |\n|---|---|---|")
+            for case, (n, sent) in http_counts({c: p for c, (_, p) in files.items()}).items():
+                print(f"| {case} | {n} | {sent:,} |")
     finally:
         if not a.keep:
             shutil.rmtree(out, ignore_errors=True)

@@ -280,3 +280,15 @@ def test_hostile_file_on_the_command_line(cli, tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert "huge.gguf" in proc.stderr
+
+
+def test_header_read_in_small_slices_lists_the_same(monkeypatch):
+    """The cursor refills its buffer wherever a field crosses its end: with 7-byte first reads
+    every string, array and tensor info crosses one, and every listing is unchanged."""
+    from inspector.adapters import gguf
+
+    whole = {name: load(GGUF / name) for name in FILES}
+    monkeypatch.setattr(gguf, "FIRST_READ", 7)
+    for name, ckpt in whole.items():
+        small = load(GGUF / name)
+        assert small.tensors == ckpt.tensors and small.hyperparameters == ckpt.hyperparameters
