@@ -7,7 +7,11 @@ object that slices (an HDF5 dataset). Peak memory is bounded by one chunk of
 :data:`CHUNK_ELEMENTS` elements per side (plus the float64 copies of it), not by the tensor or the
 file.
 
-NumPy is imported here and only here (lazily, when values are compared).
+ggml's block-quantized types are dequantized as ggml defines them (:mod:`inspector.dequantize`:
+q8_0, q4_0); the others are named as not decoded, never guessed.
+
+NumPy is imported here and in :mod:`inspector.dequantize` (only from here), lazily, when values
+are read.
 """
 
 from __future__ import annotations

@@ -292,3 +292,16 @@ def test_header_read_in_small_slices_lists_the_same(monkeypatch):
     for name, ckpt in whole.items():
         small = load(GGUF / name)
         assert small.tensors == ckpt.tensors and small.hyperparameters == ckpt.hyperparameters
+
+
+def test_listing_imports_neither_gguf_nor_numpy():
+    import subprocess
+    import sys
+
+    probe = ("import io, sys, contextlib\nfrom inspector.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n    rc = main(sys.argv[1:])\n"
+             "print(rc, sorted(m for m in sys.modules if m.split('.')[0] in ('gguf', 'numpy')))")
+    for args in (["show", "--format", "json"], ["check"]):
+        proc = subprocess.run([sys.executable, "-c", probe, *args, str(GGUF / "tiny_mixtral.gguf")],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.stdout.split() == ["0", "[]"], proc.stdout + proc.stderr
