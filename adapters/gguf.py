@@ -45,6 +45,8 @@ TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
+    from .security.examination import FileResult
+
 NAME = "gguf"
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)
@@ -450,6 +452,23 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
                       hyperparameters=kv, findings=findings)
 
 
+CHAT_TEMPLATE = "tokenizer.chat_template"
+
+
+def examine(source: Source, variant: str, result: FileResult) -> None:
+    """``inspector scan``: the header walk of a listing (a bad file is an error). Neither
+    llama.cpp's loader nor gguf-py runs anything from a GGUF file; a Jinja chat template
+    (``tokenizer.chat_template[.name]``) is reported as foreign: chat front-ends render it, and
+    llama-cpp-python before 0.2.72 rendered it outside Jinja's sandbox (CVE-2024-34359)."""
+    result.kind = NAME
+    kv, _, _, _ = read_header(source)
+    for key, value in kv.items():
+        if key == CHAT_TEMPLATE or key.startswith(CHAT_TEMPLATE + "."):
+            size = len(value) if isinstance(value, str) else 0
+            result.add("foreign", f"a Jinja chat template ({size:,} characters): rendered by "
+                       "chat front-ends, not by the loader", key)
+
+
 ADAPTER = Adapter(
     name=NAME,
     description="GGUF v2/v3 (llama.cpp): metadata key/values and tensor infos",
@@ -457,4 +476,5 @@ ADAPTER = Adapter(
     sniff=sniff,
     open=open_checkpoint,
     default_variant="file",
+    examine=examine,
 )

@@ -305,3 +305,19 @@ def test_listing_imports_neither_gguf_nor_numpy():
         proc = subprocess.run([sys.executable, "-c", probe, *args, str(GGUF / "tiny_mixtral.gguf")],
                               capture_output=True, text=True, timeout=60)
         assert proc.stdout.split() == ["0", "[]"], proc.stdout + proc.stderr
+
+
+def test_scan_verdicts(tmp_path):
+    """GGUF holds no code a loader runs: safe; a chat template is reported (foreign); a broken
+    header is an error, never safe."""
+    from inspector.adapters.security.scan import scan_file
+
+    assert scan_file(GGUF / "tiny_mixtral.gguf").verdict == "safe"
+    chat = tmp_path / "chat.gguf"
+    chat.write_bytes(_gguf(OK_KV + [("tokenizer.chat_template", 8, "{{ messages }}")], W))
+    res = scan_file(chat)
+    assert res.kind == "gguf" and res.verdict == "foreign"
+    assert "chat template" in res.items[0].text
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, 2**62))
+    assert scan_file(broken).verdict == "error"
