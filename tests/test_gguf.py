@@ -321,3 +321,20 @@ def test_scan_verdicts(tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, 2**62))
     assert scan_file(broken).verdict == "error"
+
+
+def test_over_http_in_a_few_requests():
+    """A GGUF file lists over HTTP range reads as it does locally, values included, in a
+    handful of requests counted by the server."""
+    from remote_servers import RangeServer
+
+    local = load(GGUF / "tiny_mixtral.gguf")
+    with RangeServer(GGUF) as srv:
+        remote = load(f"{srv.url}/tiny_mixtral.gguf")
+        listed = len(srv.log)
+        assert [(t.name, t.shape, t.dtype, t.offset) for t in remote.tensors] == [
+            (t.name, t.shape, t.dtype, t.offset) for t in local.tensors]
+        assert remote.hyperparameters == local.hyperparameters
+        entry = remote["blk.1.ffn_down_exps.weight"]  # q4_0
+        assert np.array_equal(_decoded(remote, entry), _decoded(local, local[entry.name]))
+    assert listed <= 3, [r.__dict__ for r in srv.log]
