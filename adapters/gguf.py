@@ -33,6 +33,7 @@ anything is allocated, nesting is bounded, and every fault is one :class:`Format
 from __future__ import annotations
 
 import math
+import re
 import struct
 
 from .dtypes import BLOCKS
@@ -446,10 +447,55 @@ def _nested(kv: dict[str, Any]) -> bool:
     return False
 
 
+# llama.cpp's gguf-split / gguf-py's split writer: "<stem>-00001-of-00003.gguf" (llama_split_path)
+SPLIT_NAME = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
+
+
 def open_checkpoint(source: Source, variant: str) -> Checkpoint:
+    """One GGUF file; the first split of a set (``split.no`` 0 of ``split.count``, named as
+    llama.cpp names splits) opens with its other splits, as llama.cpp loads them: each entry
+    of a later split carries its file name."""
     kv, tensors, meta, findings = read_header(source)
-    return Checkpoint(paths=(source.where,), format=NAME, tensors=tensors, metadata=meta,
+    paths = [source.where]
+    count = kv.get("split.count")
+    m = SPLIT_NAME.match(source.name)
+    if isinstance(count, int) and count > 1 and kv.get("split.no") == 0 and m \
+            and int(m["count"]) == count and int(m["no"]) == 1:
+        shards = _splits(source, m["stem"], count, tensors, findings)
+        paths += [s.where for s in shards]
+        meta["shards"] = [source.name] + [s.name for s in shards]
+        total = kv.get("split.tensors.count")
+        if isinstance(total, int) and total != len(tensors):
+            findings.append(Finding("warning", f"split.tensors.count says {total} tensors, the "
+                                    f"{count} splits hold {len(tensors)}", "split.tensors.count"))
+    return Checkpoint(paths=tuple(paths), format=NAME, tensors=tensors, metadata=meta,
                       hyperparameters=kv, findings=findings)
+
+
+def _splits(source: Source, stem: str, count: int, tensors: list[TensorEntry],
+            findings: list[Finding]) -> list[Source]:
+    """Splits 2..count beside the first: their tensors appended (with their file) to
+    ``tensors``; a missing or mismatched split is an error naming it."""
+    where = source.where
+    seen = {t.name for t in tensors}
+    shards = []
+    for i in range(2, count + 1):
+        name = f"{stem}-{i:05d}-of-{count:05d}.gguf"
+        shard = source.sibling(name)
+        if not shard.is_file():
+            raise FormatError(f"split {i} of {count} ({name}) is missing", where)
+        skv, more, _, found = read_header(shard)
+        if skv.get("split.no") != i - 1 or skv.get("split.count") != count:
+            raise FormatError(f"{name} says split.no {skv.get('split.no')!r} of "
+                              f"{skv.get('split.count')!r}, expected {i - 1} of {count}", where)
+        for t in more:
+            if t.name in seen:
+                raise FormatError(f"tensor {t.name!r} is in two splits (again in {name})", where)
+            seen.add(t.name)
+            tensors.append(t.replace(file=name))
+        findings += found
+        shards.append(shard)
+    return shards
 
 
 CHAT_TEMPLATE = "tokenizer.chat_template"

@@ -23,7 +23,7 @@ from inspector.formulas.check import check
 from conftest import FIXTURES, load_truth
 
 GGUF = FIXTURES / "gguf"
-FILES = sorted(p.name for p in GGUF.glob("*.gguf"))
+FILES = sorted(p.name[: -len(".truth.json")] for p in GGUF.glob("*.gguf.truth.json"))
 LONG = 256  # the adapter summarises longer arrays (length + head)
 
 
@@ -45,8 +45,8 @@ def test_listing_equals_gguf_reader(name):
     assert [t.stored_name for t in ckpt.tensors] == [t["stored_name"] for t in truth["tensors"]]
     for t, w in zip(ckpt.tensors, truth["tensors"], strict=True):
         assert list(t.shape) == w["shape"] == w["ggml_ne"][::-1], t.name
-        assert (t.dtype, t.numel, t.nbytes, t.offset) == (
-            w["dtype"], w["numel"], w["nbytes"], w["offset"]), t.name
+        assert (t.dtype, t.numel, t.nbytes, t.offset, t.file) == (
+            w["dtype"], w["numel"], w["nbytes"], w["offset"], w.get("file")), t.name
     assert ckpt.totals()["parameters"] == truth["parameter_count"]
     kv = ckpt.hyperparameters
     assert set(kv) == set(truth["kv"])
@@ -126,7 +126,8 @@ def test_diff_values(cli):
     assert "q4_0" in other.stdout and "changed" in other.stdout
 
 
-@pytest.mark.parametrize("name", ["tiny_llama.gguf", "tiny_llama_tied.gguf", "tiny_mixtral.gguf"])
+@pytest.mark.parametrize("name", ["tiny_llama.gguf", "tiny_llama_tied.gguf", "tiny_mixtral.gguf",
+                                  "tiny_llama_split-00001-of-00003.gguf"])
 def test_check_verifies_llama_and_mixtral(name):
     result = check(load(GGUF / name))
     assert result.arch == "gguf-llama"
@@ -338,3 +339,18 @@ def test_over_http_in_a_few_requests():
         entry = remote["blk.1.ffn_down_exps.weight"]  # q4_0
         assert np.array_equal(_decoded(remote, entry), _decoded(local, local[entry.name]))
     assert listed <= 3, [r.__dict__ for r in srv.log]
+
+
+def test_split_set_opens_whole_and_refuses_a_missing_split(tmp_path):
+    first = "tiny_llama_split-00001-of-00003.gguf"
+    ckpt = load(GGUF / first)
+    assert len(ckpt.paths) == 3 and ckpt.metadata["shards"][0] == first
+    assert {t.file for t in ckpt.tensors} == {None, first.replace("00001-of", "00002-of"),
+                                              first.replace("00001-of", "00003-of")}
+    for name in (first, first.replace("00001-of", "00002-of")):
+        (tmp_path / name).write_bytes((GGUF / name).read_bytes())
+    with pytest.raises(FormatError, match="split 3 of 3 .* is missing"):
+        load(tmp_path / first)
+    alone = load(tmp_path / first.replace("00001-of", "00002-of"))  # a later split: itself
+    assert len(alone.paths) == 1 and alone.tensors
+    assert check(alone).verdict == "incomplete"
