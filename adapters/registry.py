@@ -37,6 +37,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.keras_sharded",
     "inspector.adapters.dcp",
     "inspector.adapters.safetensors",
+    "inspector.adapters.gguf",
     "inspector.adapters.torch.torchscript",
     "inspector.adapters.pickled",
     "inspector.adapters.torch",
@@ -54,6 +55,7 @@ BUILTIN_MODULES = (
 SIGNATURES = (
     (b"\x89HDF\r\n\x1a\n", "inspector.adapters.keras"),  # H5F_SIGNATURE at offset 0
     (b"\x93NUMPY", "inspector.adapters.numpy_npy"),  # the .npy magic
+    (b"GGUF", "inspector.adapters.gguf"),  # GGUF's magic (llama.cpp)
 )
 
 

@@ -410,7 +410,7 @@ def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, An
                               f"alone: {e.message}")
         return audit
     parts = arch.unmodelled(ckpt) if arch.unmodelled is not None else []
-    shard = shard_part(ckpt.path)
+    shard = shard_part(ckpt.path) if len(ckpt.paths) == 1 else None  # a set opened whole: no
     parts += [shard] if shard else []
     result = compare(pred, ckpt, scheme_name or arch.scheme, provenance, parts, arch.modelled)
     result.findings, state_notes, result.checked = structure.training_state(ckpt)

@@ -47,6 +47,8 @@ transformer_feed_forward_num_hidden transformer_feed_forward_use_glu transformer
 transformer_positional_embedding_type transformer_postprocess transformer_preprocess
 type_vocab_size use_extra_bias use_padding vdim vocab_size vocab_source_size vocab_target_size
 weight_normalization weight_tying weight_tying_type word_embed_proj_dim
+block_count embedding_length expert_count expert_feed_forward_length feed_forward_length
+head_count head_count_kv key_length rope_dimension_count rope_freqs tied_output value_length
 """.split())
 """Every hyperparameter name (and alias) of the built-in architectures that is a config key
 (tests/test_cli_output.py keeps it in step with :mod:`inspector.formulas`)."""
