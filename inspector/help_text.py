@@ -7,7 +7,7 @@ PYTHON = (3, 11)
 
 SOURCES = {'cli.py': (11265, 1214330391),
  'commands/__init__.py': (389, 1711991920),
- 'commands/archs.py': (1894, 2754206763),
+ 'commands/archs.py': (2564, 3116068908),
  'commands/budget.py': (5030, 2554184864),
  'commands/check.py': (4104, 886942115),
  'commands/diff.py': (4856, 3604843731),
