@@ -7,10 +7,14 @@ from typing import Any
 from inspector.adapters.security.scan import FileResult
 
 from .render import sanitize
+from .text import clip, elide
+
+MIN_PATH = 24  # a path keeps at least this many characters (its middle elided)
 
 
-def line(r: FileResult) -> str:
-    """``verdict  path  [kind]  what``: one line per file."""
+def line(r: FileResult, width: int | None = None) -> str:
+    """``verdict  path  [kind]  what``: one line per file, fitted to ``width`` columns (the
+    path's middle elided first, down to :data:`MIN_PATH`, then the text's end clipped)."""
     shown = [i for i in r.items if i.level == r.verdict] or r.items
     text = "; ".join(sanitize(i.text) for i in shown[:5])
     if len(shown) > 5:
@@ -18,7 +22,20 @@ def line(r: FileResult) -> str:
     if not text:
         n = len(r.globals)
         text = f"{n} global{'s' * (n != 1)}, all on the allowlist" if n else "no code found"
-    return f"{r.verdict:<9}  {sanitize(r.path)}  [{r.kind}]  {text}"
+    path = sanitize(r.path)
+    lead = f"{r.verdict:<9}  "
+    kind = f"  [{r.kind}]  "
+    if width:
+        room = width - len(lead) - len(kind) - len(text)
+        if room < len(path):
+            path = elide(path, max(room, min(MIN_PATH, len(path))))
+        text = clip(text, max(width - len(lead) - len(path) - len(kind), 8))
+    return f"{lead}{path}{kind}{text}"
+
+
+def fit(text: str, width: int | None) -> str:
+    """A free line (a note, the summary) in at most ``width`` columns, its middle elided."""
+    return elide(text, width) if width and len(text) > width else text
 
 
 def summary_line(s: dict[str, Any]) -> str:
