@@ -58,6 +58,19 @@ def parse_header(f: BinaryIO, where: str, limit: int = 0) -> tuple[str, tuple[in
                                                                       dict]:
     """Read a .npy header from ``f``; return (dtype, shape, itemsize, info). ``limit``: the
     largest header accepted (default NumPy's own 10,000 bytes)."""
+    header, info = read_header(f, where, limit)
+    shape = header["shape"]
+    if not (isinstance(shape, tuple) and all(isinstance(d, int) and d >= 0 for d in shape)):
+        raise FormatError(f".npy shape {shape!r} is not a tuple of non-negative ints", where)
+    dtype, itemsize = _descr(header["descr"], where)
+    if isinstance(header["descr"], str) and header["descr"].startswith(">"):
+        info["byteorder"] = "big"
+    return dtype, shape, itemsize, info
+
+
+def read_header(f: BinaryIO, where: str, limit: int = 0) -> tuple[dict, dict]:
+    """The header dict of a .npy (``descr``, ``shape``, ...) as NumPy's ``safe_eval`` reads
+    it, and (``npy_version``, ``fortran_order``, ``header_bytes``)."""
     start = f.read(8)
     if len(start) < 8 or not start.startswith(MAGIC):
         raise FormatError("not a .npy header (magic \\x93NUMPY missing)", where)
@@ -88,14 +101,9 @@ def parse_header(f: BinaryIO, where: str, limit: int = 0) -> tuple[str, tuple[in
         ) from None
     if not isinstance(header, dict) or not {"descr", "shape"} <= header.keys():
         raise FormatError(".npy header lacks 'descr' or 'shape'", where)
-    shape = header["shape"]
-    if not (isinstance(shape, tuple) and all(isinstance(d, int) and d >= 0 for d in shape)):
-        raise FormatError(f".npy shape {shape!r} is not a tuple of non-negative ints", where)
-    dtype, itemsize = _descr(header["descr"], where)
-    info = {"npy_version": f"{major}.{minor}", "fortran_order": bool(header.get("fortran_order"))}
-    if isinstance(header["descr"], str) and header["descr"].startswith(">"):
-        info["byteorder"] = "big"
-    return dtype, shape, itemsize, {**info, "header_bytes": (10 if major == 1 else 12) + hlen}
+    return header, {"npy_version": f"{major}.{minor}",
+                    "fortran_order": bool(header.get("fortran_order")),
+                    "header_bytes": (10 if major == 1 else 12) + hlen}
 
 
 def has_object(descr: object, depth: int = 0) -> bool:

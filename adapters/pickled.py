@@ -56,13 +56,41 @@ def sniff(head: bytes, source: Source) -> str | None:
 
     if is_tar(head):
         return None  # torch.load reads a tar as its pre-0.4 format: the torch adapter's
-    if head[:1] == b"\x78" and head[1:2] in (b"\x01", b"\x5e", b"\x9c", b"\xda"):
+    kind = compression(head)
+    if kind is not None:
         try:
-            inflated = zlib.decompressobj().decompress(head, 64)
-        except zlib.error:
+            inflated = _decompressor(kind)(head, 64)
+        except (zlib.error, OSError, EOFError, ValueError):
             return None
-        return "zlib" if _is_pickle(inflated) else None
+        return kind if _is_pickle(inflated) else None
     return "pickle" if _is_pickle(head) else None
+
+
+def compression(head: bytes) -> str | None:
+    """The compressor joblib's ``compress=`` wrote (joblib/compressor.py prefixes): zlib,
+    gzip, bz2 or xz; None for anything else."""
+    if head[:1] == b"\x78" and head[1:2] in (b"\x01", b"\x5e", b"\x9c", b"\xda"):
+        return "zlib"
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith(b"BZh"):
+        return "bz2"
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz"
+    return None
+
+
+def _decompressor(kind: str) -> Any:
+    """``f(data, limit)``: at most ``limit`` decompressed bytes of ``data`` (a prefix of the
+    stream is enough)."""
+    import bz2
+    import lzma
+
+    if kind == "bz2":
+        return bz2.BZ2Decompressor().decompress
+    if kind == "xz":
+        return lzma.LZMADecompressor().decompress
+    return zlib.decompressobj(zlib.MAX_WBITS | (16 if kind == "gzip" else 0)).decompress
 
 
 def _is_pickle(head: bytes) -> bool:
@@ -213,15 +241,17 @@ def _stream_bytes(source: Source, variant: str) -> bytes:
         raise FormatError(f"pickle of {source.size} bytes exceeds the {MAX_PICKLE_BYTES} limit",
                           where)
     data = source.read(0, source.size)
-    if variant == "zlib":
-        d = zlib.decompressobj()
+    if variant in COMPRESSED:
         try:
-            data = d.decompress(data, MAX_PICKLE_BYTES + 1)
-        except zlib.error as e:
-            raise FormatError(f"zlib stream is corrupt ({e})", where) from None
-        if len(data) > MAX_PICKLE_BYTES or d.unconsumed_tail:
+            data = _decompressor(variant)(data, MAX_PICKLE_BYTES + 1)
+        except (zlib.error, OSError, EOFError, ValueError) as e:
+            raise FormatError(f"{variant} stream is corrupt ({e})", where) from None
+        if len(data) > MAX_PICKLE_BYTES:
             raise FormatError(f"inflates to more than {MAX_PICKLE_BYTES} bytes", where)
     return data
+
+
+COMPRESSED = ("zlib", "gzip", "bz2", "xz")
 
 
 def examine(source: Source, variant: str, res: Any) -> None:
@@ -229,7 +259,7 @@ def examine(source: Source, variant: str, res: Any) -> None:
     from .security.examination import examine_pickles
 
     data = _stream_bytes(source, variant)
-    res.kind = "compressed-pickle" if variant == "zlib" else "pickle"
+    res.kind = "compressed-pickle" if variant in COMPRESSED else "pickle"
     examine_pickles(res, io.BytesIO(data), len(data))
 
 
@@ -264,7 +294,7 @@ def _further_pickles(f: Any, size: int, globals_: dict[str, Any]) -> int:
 def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     where = source.where
     data = _stream_bytes(source, variant)
-    stream = _Stream(data, addressable=variant != "zlib")
+    stream = _Stream(data, addressable=variant not in COMPRESSED)
     table = Builder().allowed()
     table.update(numpy_allowed())
     table["torch.storage._load_from_bytes"] = _load_from_bytes([0])
@@ -279,7 +309,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     joblib = JOBLIB_WRAPPER in {g.resolved for g in globals_.values()}
     meta: dict[str, Any] = {
         "pickle_protocol": data[1] if data[:1] == b"\x80" and len(data) > 1 else None,
-        "compressed": variant == "zlib",
+        "compressed": variant in COMPRESSED,
         "producer": "joblib" if joblib else "pickle",
     }
     if further:

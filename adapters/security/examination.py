@@ -226,19 +226,19 @@ def examine_npy(res: FileResult, f: Any, size: int, where: str | None) -> None:
     """An ``.npy`` (``f`` at its start): when its dtype holds objects, the pickle(s) after
     the header, which ``numpy.load(allow_pickle=True)`` unpickles."""
     from ..errors import FormatError
-    from ..numpy_npy import parse_header
+    from ..numpy_npy import has_object, read_header
 
     start = f.tell()
     try:
         # numpy.load(allow_pickle=True) lifts its 10,000-byte header limit
-        dtype, _shape, _, info = parse_header(f, where or res.path, MAX_NPY_HEADER)
+        header, info = read_header(f, where or res.path, MAX_NPY_HEADER)
     except FormatError as e:
         if where is None:
             raise
         res.add(FOREIGN, f"{where}: {e.message}; numpy.load fails on this header before "
                 "reading any data", where)
         return
-    if dtype != "object":
+    if not has_object(header["descr"]):
         return
     body = start + info["header_bytes"]
     f.seek(body)

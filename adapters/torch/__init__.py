@@ -122,6 +122,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         with gc_paused():  # ~4 objects per tensor, none of them garbage until we are done
             return open_zip(source) if variant == "zip" else open_legacy(source)
     if variant == "tar":
+        _refuse_dangerous_tar(source)
         raise FormatError(
             "torch's pre-1.0 tar checkpoint format is not supported; load and re-save it with "
             "torch.save to get the zip format",
@@ -131,6 +132,21 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         with gc_paused():
             return open_plain(source)
     raise FormatError(f"unsupported torch variant {variant!r}", where)
+
+
+def _refuse_dangerous_tar(source: Source) -> None:
+    """A tar torch.load would run code from is refused as unsafe, naming it, not merely as an
+    unsupported format (nothing is listed either way)."""
+    from ..errors import UnsafeContentError
+    from ..security.examination import DANGEROUS, FileResult
+
+    res = FileResult(source.where)
+    examine(source, "tar", res)
+    found = [i.text for i in res.items if i.level == DANGEROUS]
+    if found:
+        raise UnsafeContentError(
+            "refused: torch's pre-1.0 tar checkpoint, whose pickles reference "
+            f"{'; '.join(found[:3])}; nothing was run", source.where)
 
 
 ADAPTER = Adapter(
