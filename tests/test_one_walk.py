@@ -22,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from one_walk_attacks import ATTACKS, LOADER_SCRIPT, build, marker
 
 import inspector
 from inspector.adapters.errors import UnsafeContentError
@@ -30,7 +31,6 @@ from inspector.adapters.zip_container import read_directory
 from inspector.cli import main
 
 from conftest import FIXTURES, run_cli
-from one_walk_attacks import ATTACKS, LOADER_SCRIPT, build, marker
 
 TORCH_PY = Path("/work/venvs/torch/bin/python")
 needs_producer = pytest.mark.skipif(not TORCH_PY.exists(), reason="producer venv missing")
