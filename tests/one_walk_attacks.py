@@ -18,6 +18,7 @@ import tarfile
 import zipfile
 import zlib
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 # ---------------------------------------------------------------------------------------------
@@ -181,6 +182,22 @@ def prepended_zip(path: Path) -> bytes:
         [("metadata.json", b"{}"), ("assets/data.pkl", touch(path))])
 
 
+def _object_npy(descr: str, p: Path) -> bytes:
+    return npy(descr, touch(p))
+
+
+def _compressed_payload(kind: str, p: Path) -> bytes:
+    return compressed(kind, touch(p))
+
+
+def _appended(protocol: int, p: Path) -> bytes:
+    return appended(p, protocol)
+
+
+def _duplicated(copies: int, bad: int, extra: int, p: Path) -> bytes:
+    return duplicated(p, copies, bad, extra)
+
+
 # name -> (builder, which real loader runs it)
 Builder = Callable[[Path], bytes]
 ATTACKS: dict[str, tuple[Builder, str]] = {
@@ -204,16 +221,14 @@ ATTACKS: dict[str, tuple[Builder, str]] = {
     "tar_tensors.pt": (tar_in_tensors, "torch"),
     "tar_pax_text.pt": (tar_pax_text, "torch"),
     # class 8: object dtypes in every descr form (.npy), and an .npz member
-    **{f"obj_{i}.npy": ((lambda d: lambda p: npy(d, touch(p)))(d), "numpy")
-       for i, d in enumerate(DESCRS)},
+    **{f"obj_{i}.npy": (partial(_object_npy, d), "numpy") for i, d in enumerate(DESCRS)},
     "obj_v2.npy": (lambda p: npy("[('a', '|O')]", touch(p), major=2), "numpy"),
     "obj_member.npz": (lambda p: zip_bytes([("x.npy", npy("('|O', (2,))", touch(p)))]),
                        "numpy-npz"),
     # streams: compressed (joblib.load), appended pickles (pickle.load until the end)
-    **{f"compressed.{k}.pkl": ((lambda k: lambda p: compressed(k, touch(p)))(k), "joblib")
+    **{f"compressed.{k}.pkl": (partial(_compressed_payload, k), "joblib")
        for k in ("zlib", "gzip", "bz2", "xz")},
-    **{f"appended_p{n}.pkl": ((lambda n: lambda p: appended(p, n))(n), "pickle-all")
-       for n in (0, 2, 5)},
+    **{f"appended_p{n}.pkl": (partial(_appended, n), "pickle-all") for n in (0, 2, 5)},
     "protocol0_text.pkl": (lambda p: touch(p, 0), "pickle"),
     "prepended.zip": (prepended_zip, "zipfile"),
 }
@@ -222,7 +237,7 @@ for _n in (2, 3, 5):
     for _bad in range(_n):
         for _extra in (0, 3, 20):
             ATTACKS[f"dup{_n}_bad{_bad}_x{_extra}.pt"] = (
-                (lambda n, b, e: lambda p: duplicated(p, n, b, e))(_n, _bad, _extra), "torch?")
+                partial(_duplicated, _n, _bad, _extra), "torch?")
 
 
 def build(directory: Path) -> list[Path]:
