@@ -1,22 +1,20 @@
 """``inspector scan``: a verdict per file for everything that can carry code, over files and trees.
 
-Every file is recognised by its content (never by its extension alone) and examined for the way a
-loader of that format would run code:
-
-* pickles (torch zip with any root or extension, legacy torch, plain pickle and joblib streams,
-  compressed or not, the pickle members of any zip, object ``.npy``/``.npz`` arrays): every
-  global gets the verdict of :mod:`inspector.adapters.security.verdicts` from how a loader would
-  use it; nothing is imported or run;
-* Keras ``.keras``/``.h5`` configs: a ``Lambda`` layer holding marshalled bytecode (Keras runs it
-  when it loads the model) is dangerous, a config naming a listed module is dangerous;
-* TorchScript archives: their ``code/`` sections are reported (torch.jit.load compiles and runs
-  them);
-* safetensors: header length and tensor offsets inside the file;
-* HDF5: external links, virtual datasets and external raw storage (data read from other files).
+For each file: the registry's claim (the adapter whose sniff recognises the content, never the
+extension alone), then that adapter's ``examine`` hook, which walks the container with the same
+function its ``open`` uses (the torch zip as torch's miniz reads it, torch's legacy stream and
+pre-0.4 tar, every pickle of a plain or compressed stream, NumPy object arrays of any dtype
+form, safetensors headers, MXNet records). A file no adapter examines gets :func:`generic`: any
+pickle stream, any zip (found from its end, so with data prepended too) and its members,
+compressed streams, NumPy, HDF5 (Keras configs and external storage, examined here until the
+Keras/HDF5 adapters take them over), Python source, text. A zip appended to a file claimed as
+something else is examined as a zip too.
 
 Verdicts: ``safe``, ``foreign`` (reported, nothing known to run), ``dangerous`` (a loader would run
-code), ``error`` (could not be examined). Every read is bounded (member sizes, pickle sizes, object
-counts), so a hostile file ends in a verdict or an error within seconds, and the scan goes on.
+code), ``error`` (could not be fully examined: what was found before the break stays, and a
+dangerous global found before it still makes the file dangerous). Every read is bounded (member
+sizes, pickle sizes, object counts), so a hostile file ends in a verdict within seconds and the
+scan goes on.
 """
 
 from __future__ import annotations

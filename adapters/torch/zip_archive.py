@@ -53,7 +53,10 @@ def central_directory(mm: Any, size: int, where: str) -> Directory:
 def find_data_pkl(d: Directory) -> tuple[str, Member] | None:
     """(root, data.pkl member) as torch's reader finds them: the root is the first member's
     top directory (any name: ``archive``, the file's stem, ``data``), ``data.pkl`` looked up
-    under it; a zip with ``data.pkl`` elsewhere (another root, or none) is still read."""
+    under it (``PyTorchStreamReader`` refuses a zip whose first member is not in a directory).
+    A re-zipped archive whose first member is another directory's is still read when every
+    member sits in a directory; a zip with files at its top (a ``.keras`` archive with an
+    ``assets/data.pkl``) is not torch's."""
     if not d.members:
         return None
     first = d.members[0].name
@@ -62,6 +65,8 @@ def find_data_pkl(d: Directory) -> tuple[str, Member] | None:
         found = d.find(root + "data.pkl")
         if found is not None:
             return root, found
+    if any("/" not in m.name for m in d.members):
+        return None
     for m in d.members:  # a re-zipped archive whose first member is not under the root
         low = m.name.lower()
         if low == "data.pkl" or (low.endswith("/data.pkl") and low.count("/") == 1):

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
         for note in notes:
             sys.stdout.write(fit(f"note: {sanitize(note)}", args.style.width) + "\n")
-        sys.stdout.write(summary_line(s) + "\n")
+        sys.stdout.write(fit(summary_line(s), args.style.width) + "\n")
     return 1 if s["dangerous"] else 2 if s["error"] else 0
 
 

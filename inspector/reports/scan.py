@@ -14,7 +14,7 @@ MIN_PATH = 24  # a path keeps at least this many characters (its middle elided)
 
 def line(r: FileResult, width: int | None = None) -> str:
     """``verdict  path  [kind]  what``: one line per file, fitted to ``width`` columns (the
-    path's middle elided first, down to :data:`MIN_PATH`, then the text's end clipped)."""
+    path keeps most of the room, its middle elided; the text's end clipped)."""
     shown = [i for i in r.items if i.level == r.verdict] or r.items
     text = "; ".join(sanitize(i.text) for i in shown[:5])
     if len(shown) > 5:
@@ -26,15 +26,17 @@ def line(r: FileResult, width: int | None = None) -> str:
     lead = f"{r.verdict:<9}  "
     kind = f"  [{r.kind}]  "
     if width:
-        room = width - len(lead) - len(kind) - len(text)
-        if room < len(path):
-            path = elide(path, max(room, min(MIN_PATH, len(path))))
-        text = clip(text, max(width - len(lead) - len(path) - len(kind), 8))
+        avail = width - len(lead) - len(kind)
+        if len(path) + len(text) > avail:  # the path keeps most of the room, its middle elided
+            keep = max(avail - len(text), int(avail * 0.6), min(MIN_PATH, len(path)))
+            path = elide(path, max(min(len(path), keep, avail - 2), 5))
+            text = clip(text, max(avail - len(path), 0))
     return f"{lead}{path}{kind}{text}"
 
 
 def fit(text: str, width: int | None) -> str:
-    """A free line (a note, the summary) in at most ``width`` columns, its middle elided."""
+    """A free line (a note naming a path, the summary) in at most ``width`` columns, its middle
+    elided."""
     return elide(text, width) if width and len(text) > width else text
 
 
