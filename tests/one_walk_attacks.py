@@ -230,6 +230,9 @@ ATTACKS: dict[str, tuple[Builder, str]] = {
        for k in ("zlib", "gzip", "bz2", "xz")},
     **{f"appended_p{n}.pkl": (partial(_appended, n), "pickle-all") for n in (0, 2, 5)},
     "protocol0_text.pkl": (lambda p: touch(p, 0), "pickle"),
+    # protocol 0 whose first opcode is a 2 MiB string: no sniff sees past it in 4 KiB
+    "protocol0_long_string.dat": (lambda p: b"S'" + b"a" * (2 << 20) + b"'\n0" + touch(p, 0),
+                                  "pickle"),
     "prepended.zip": (prepended_zip, "zipfile"),
 }
 # class 9: duplicates, the payload at each position among 2, 3 and 5 copies

@@ -96,8 +96,9 @@ def test_duplicates_resolved_as_torchs_miniz_resolves_them(attacks, ran):
 
 
 def _listed_attacks(files: list[Path]) -> list[Path]:
-    """The attacks a listing adapter claims (the others are not a checkpoint to any verb)."""
-    return [p for p in files if p.suffix != ".zip"]
+    """The attacks a listing adapter claims (the others are not a checkpoint to any verb: a
+    zip of no known layout, a pickle whose first opcode is longer than any sniff reads)."""
+    return [p for p in files if p.suffix not in (".zip", ".dat")]
 
 
 def test_inspector_load_raises_and_records_what_scan_reports(attacks):
@@ -271,3 +272,38 @@ def test_zip_mutation_fuzz_under_scan(tmp_path):
 @pytest.mark.slow
 def test_zip_mutation_fuzz_under_scan_long(tmp_path):
     _fuzz(tmp_path, 5000, seed=2026)
+
+
+def test_a_keras_archive_with_a_data_pkl_member_is_not_torchs(tmp_path):
+    """torch's reader refuses a zip whose first member is not in a directory (verified:
+    "file in archive is not in a subdirectory"), so a ``.keras`` holding ``assets/data.pkl``
+    is examined as the Keras zip it is: its config and the extra pickle both."""
+    from one_walk_attacks import touch, zip_bytes
+
+    from inspector.adapters.registry import claim
+    from inspector.adapters.source import as_source
+
+    p = tmp_path / "model.keras"
+    config = {"class_name": "Sequential", "config": {"layers": [{"class_name": "Lambda",
+              "config": {"name": "payload", "function": {"class_name": "__lambda__",
+                                                         "config": {"code": "4wEAAAA"}}}}]}}
+    p.write_bytes(zip_bytes([("metadata.json", b"{}"), ("config.json", json.dumps(config).encode()),
+                             ("assets/data.pkl", touch(p))]))
+    found = claim(as_source(p))
+    assert found is None or found[0].name != "torch"
+    r = scan_file(p)
+    assert r.verdict == "dangerous"
+    texts = " ".join(i.text for i in r.items)
+    assert "Lambda layer 'payload'" in texts and "os.system" in texts
+
+
+def test_a_tar_without_torchs_members_is_not_claimed(tmp_path):
+    from one_walk_attacks import _tar
+
+    from inspector.adapters.registry import claim
+    from inspector.adapters.source import as_source
+
+    p = tmp_path / "data.tar"
+    p.write_bytes(_tar([("README", b"hello\n"), ("weights.bin", b"\0" * 64)]))
+    assert claim(as_source(p)) is None
+    assert scan_file(p).verdict in ("safe", "foreign")

@@ -164,28 +164,49 @@ SAMPLE = 1 << 20
 
 
 def parses_as_pickle(data: bytes) -> bool:
-    """``pickletools`` walks ``data[:1 MiB]`` to a STOP (or through 32+ opcodes to the end of
-    a sample cut short) and the opcodes name a global or start a container: any protocol,
-    whatever the bytes look like (a protocol-0 pickle is printable text). A stream without
-    either (``1.18.115``: POP_MARK, STOP) can name nothing to run."""
+    """An opcode walk of ``data`` reaches a STOP and the opcodes name a global or start a
+    container: any protocol, whatever the bytes look like (a protocol-0 pickle is printable
+    text). A stream without either (``1.18.115``: POP_MARK, STOP) can name nothing to run."""
+    return walks_as_pickle(lambda n: data[:n], len(data))
+
+
+def walks_as_pickle(read: Any, size: int) -> bool:
+    """:func:`parses_as_pickle` over ``read(n)`` (the first ``n`` bytes): the first 1 MiB, and
+    only when an opcode runs past it (one long string can), everything up to 256 MiB; 32
+    opcodes that parse to the end of a cut sample and name a global count as a pickle."""
+    end, n, meaningful = _walk(read(min(size, SAMPLE)))
+    if end == "stop":
+        return meaningful and n > 1
+    if end != "cut" or size <= SAMPLE:
+        return False
+    if meaningful and n >= 32:
+        return True
+    end, n, meaningful = _walk(read(min(size, MAX_PICKLE_BYTES)))
+    return end == "stop" and meaningful and n > 1
+
+
+def _walk(data: bytes) -> tuple[str, int, bool]:
+    """("stop" | "bad" | "cut", opcodes walked, whether one names a global or the first starts
+    a container)."""
     import pickletools
     import warnings
 
-    sample = data[:SAMPLE]
     n = 0
     meaningful = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            for op, _arg, _pos in pickletools.genops(sample):
+            for op, _arg, _pos in pickletools.genops(data):
                 n += 1
                 if op.name in _GLOBAL_OPS or (n == 1 and op.name in _FIRST_OPS):
                     meaningful = True
                 if op.name == "STOP":
-                    return meaningful and n > 1
-        except Exception:  # noqa: BLE001 - not a pickle, or the sample ended
-            return meaningful and n >= 32 and len(data) > len(sample)
-    return False
+                    return "stop", n, meaningful
+        except Exception as e:  # noqa: BLE001 - not a pickle, or the data ended mid-opcode
+            text = str(e)
+            bad = "unknown" in text or "invalid" in text or not isinstance(e, ValueError)
+            return ("bad" if bad else "cut"), n, meaningful
+    return "cut", n, meaningful
 
 
 _GLOBAL_OPS = frozenset({"GLOBAL", "INST", "STACK_GLOBAL"})

@@ -40,7 +40,6 @@ from .examination import (
     FOREIGN,
     LEVELS,
     MAX_PICKLE_BYTES,
-    SAMPLE,
     FileResult,
     examine_npy,
     examine_pickles,
@@ -48,6 +47,7 @@ from .examination import (
     is_pickle_start,
     one_line,
     parses_as_pickle,
+    walks_as_pickle,
 )
 
 SCHEMA = "inspector.scan/1"
@@ -229,8 +229,7 @@ def generic(source: Source, res: FileResult) -> None:
         res.kind = "hdf5"
         _scan_hdf5(source.open() if not source.local_path else source.local_path, res, None)
         return
-    if is_pickle_start(head) or parses_as_pickle(head if size <= len(head) else
-                                                 source.read(0, min(size, SAMPLE))):
+    if is_pickle_start(head) or _looks_pickled(source, head, size):
         res.kind = "pickle"
         with source.open() as f:
             examine_pickles(res, f, size)
@@ -244,6 +243,13 @@ def generic(source: Source, res: FileResult) -> None:
         res.kind = "text"
     else:
         res.add(FOREIGN, "unrecognised binary content: not examined")
+
+
+def _looks_pickled(source: Source, head: bytes, size: int) -> bool:
+    """An opcode walk reaches a STOP (any protocol; a protocol-0 pickle is text)."""
+    if size <= len(head):
+        return parses_as_pickle(head)
+    return walks_as_pickle(lambda n: source.read(0, n), size)
 
 
 def _generic_zip(source: Source, res: FileResult) -> None:
