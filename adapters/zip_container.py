@@ -71,13 +71,18 @@ class Directory:
     trailing: int = 0  # bytes after the EOCD record used
     notes: list[str] = field(default_factory=list)
     _order: list[int] | None = None
+    _by_name: dict[bytes, list[Member]] | None = None
 
     def names(self) -> list[str]:
         return [m.name for m in self.members]
 
     def find(self, name: str) -> Member | None:
         """The member miniz's lookup returns for ``name`` (torch's reader): binary search over
-        the directory heap-sorted by ASCII-lowercased name."""
+        the directory heap-sorted by ASCII-lowercased name. A name held once is that member;
+        only when it is held more than once is the sort computed, to know which one."""
+        group = self._groups().get(_lower(name.encode("utf-8")))
+        if group is None or len(group) == 1:
+            return group[0] if group else None
         order = self._sorted()
         key = _lower(name.encode("utf-8"))
         lo, hi = 0, len(order) - 1
@@ -95,15 +100,19 @@ class Directory:
 
     def same_name(self, name: str) -> list[Member]:
         """Every member whose name equals ``name`` ignoring ASCII case (what miniz may answer)."""
-        key = _lower(name.encode("utf-8"))
-        return [m for m in self.members if _lower(m.raw_name) == key]
+        return list(self._groups().get(_lower(name.encode("utf-8")), ()))
 
     def duplicates(self) -> dict[bytes, list[Member]]:
         """Names (ASCII-lowercased) held by more than one member."""
-        groups: dict[bytes, list[Member]] = {}
-        for m in self.members:
-            groups.setdefault(_lower(m.raw_name), []).append(m)
-        return {k: v for k, v in groups.items() if len(v) > 1}
+        return {k: v for k, v in self._groups().items() if len(v) > 1}
+
+    def _groups(self) -> dict[bytes, list[Member]]:
+        if self._by_name is None:
+            groups: dict[bytes, list[Member]] = {}
+            for m in self.members:
+                groups.setdefault(_lower(m.raw_name), []).append(m)
+            self._by_name = groups
+        return self._by_name
 
     def _sorted(self) -> list[int]:
         if self._order is None:
