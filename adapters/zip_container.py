@@ -300,8 +300,10 @@ def _zip64_extra(
     raise FormatError(f"member {name!r} needs zip64 sizes but has no zip64 extra field", where)
 
 
-def local_header(mm: Any, size: int, m: Member, where: str) -> tuple[int, bytes]:
-    """(data offset, local name) of a member, from its 30-byte local header."""
+def local_header(mm: Any, size: int, m: Member, where: str,
+                 with_name: bool = True) -> tuple[int, bytes]:
+    """(data offset, local name) of a member, from its 30-byte local header (the name, read
+    from after it, only ``with_name``: a remote file pays a request per read)."""
     if m.header + _LOCAL.size > size:
         raise FormatError(
             f"local header of {m.name} at offset {m.header} is past the end of the file "
@@ -314,7 +316,7 @@ def local_header(mm: Any, size: int, m: Member, where: str) -> tuple[int, bytes]
         raise FormatError(f"no local file header for {m.name} at offset {m.header}", where,
                           m.name)
     start = m.header + 30
-    return start + nlen + elen, bytes(mm[start : start + nlen])
+    return start + nlen + elen, bytes(mm[start : start + nlen]) if with_name else b""
 
 
 def read_member(mm: Any, size: int, m: Member, where: str, limit: int) -> bytes:
@@ -323,7 +325,7 @@ def read_member(mm: Any, size: int, m: Member, where: str, limit: int) -> bytes:
         raise FormatError(f"{m.name} declares {m.usize:,} bytes (limit {limit:,})", where, m.name)
     if m.encrypted:
         raise FormatError(f"{m.name} is encrypted", where, m.name)
-    start, _ = local_header(mm, size, m, where)
+    start, _ = local_header(mm, size, m, where, with_name=False)
     if start + m.csize > size:
         raise FormatError(
             f"{m.name} ({m.csize} bytes at offset {start}) runs past the end of the file "

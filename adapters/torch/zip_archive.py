@@ -210,7 +210,7 @@ def _locate_records(
         prefetch([(records[key].header, 30) for key in storages])
     for key, ref in storages.items():
         m = records[key]
-        start, _ = local_header(mm, size, m, where)
+        start, _ = local_header(mm, size, m, where, with_name=False)
         if start + m.csize > size:
             raise FormatError(
                 f"storage record {m.name} ({m.csize} bytes at offset {start}) runs "

@@ -57,7 +57,7 @@ def examine_others(mm: Any, size: int, tz: Any, where: str, res: FileResult) -> 
 def _head(mm: Any, size: int, m: Member, where: str) -> bytes:
     """A member's first two bytes (a stored member's without reading the rest)."""
     if m.method == 0:
-        start, _ = local_header(mm, size, m, where)
+        start, _ = local_header(mm, size, m, where, with_name=False)
         return bytes(mm[start : start + min(2, m.csize)])
     return read_member(mm, size, m, where, MAX_PICKLE_BYTES)[:2]
 
