@@ -14,7 +14,7 @@ SOURCES = {'cli.py': (11265, 1214330391),
  'commands/formats.py': (568, 4283822920),
  'commands/predict.py': (1981, 2978263903),
  'commands/report.py': (3263, 3353058697),
- 'commands/scan.py': (3945, 2711259114),
+ 'commands/scan.py': (3968, 4041265457),
  'commands/schemes.py': (2002, 3756206900),
  'commands/show.py': (8360, 1259171188),
  'commands/stats.py': (4713, 4258229298)}
