@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 from .errors import FormatError, InspectorError, NotFoundError, UnknownFormatError
 from .model import ByteRange, Checkpoint, TensorEntry, ValueLocation, ValueReader
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from .security.examination import FileResult
 
 ENTRY_POINT_GROUP = "inspector.adapters"
+# The allow_unsafe of the load in progress, for the loads a directory adapter makes inside it.
+_allow_unsafe: ContextVar[bool | None] = ContextVar("allow_unsafe", default=None)
 SNIFF_BYTES = 4096
 GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
@@ -226,9 +229,30 @@ def claim(source: Source) -> tuple[Adapter, str] | None:
     return None
 
 
-def load(path: str | Path | Source, format: str | None = None) -> Checkpoint:
+def load(path: str | Path | Source, format: str | None = None,
+         allow_unsafe: bool | None = None) -> Checkpoint:
     """Open a checkpoint of any supported format, reading metadata only. ``path`` is a local
-    path or a :class:`~inspector.adapters.source.Source`."""
+    path or a :class:`~inspector.adapters.source.Source`.
+
+    The one policy (:mod:`inspector.adapters.security.policy`): a checkpoint holding anything
+    ``inspector scan`` calls dangerous raises
+    :class:`~inspector.adapters.errors.UnsafeContentError` unless ``allow_unsafe`` (nothing from
+    the file runs either way; its findings say what a loader would run). ``None``: as the
+    enclosing load decided (a model directory's inner files), else False."""
+    outer = _allow_unsafe.get()
+    allow = allow_unsafe if allow_unsafe is not None else bool(outer)
+    token = _allow_unsafe.set(allow)
+    try:
+        ckpt = _load(path, format)
+    finally:
+        _allow_unsafe.reset(token)
+    from .security.policy import refuse_if_unsafe
+
+    refuse_if_unsafe(ckpt, allow)
+    return ckpt
+
+
+def _load(path: str | Path | Source, format: str | None) -> Checkpoint:
     source = as_source(path)
     adapter, variant = detect(source, format)
     try:
