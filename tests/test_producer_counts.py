@@ -174,3 +174,18 @@ def test_stats_group_norms_leave_buffers_and_index_tensors_out():
 ])
 def test_stored_role_rules(name, ndim, dtype, role):
     assert stored_role(name, ndim, dtype) is role
+
+
+def test_html_report_norm_chart_has_parameters_only(tmp_path):
+    """The HTML report of the same BERT: its "L2 norm per group" chart has no bar for the
+    integer ``position_ids`` (the group it alone would make), and the listing and the check on
+    the page give transformers' count."""
+    path = FIXTURES / "hf" / "v4" / "bert_mlm"
+    out = tmp_path / "r.html"
+    assert run_cli("report", "--values", str(path), "-o", str(out)).returncode == 0
+    html = out.read_text(encoding="utf-8")
+    chart = html[html.index("L2 norm per group"):html.index("L2 norm per layer")]
+    assert "norms" in chart and 'id="norms-chart-0"' in chart
+    assert ">other<" not in chart and "other:" not in chart
+    assert '"parameters": 7326, "buffers": 40' in html
+    assert '"found": 7326' in html
