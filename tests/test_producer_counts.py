@@ -14,13 +14,14 @@ import math
 
 import pytest
 
+from inspector.adapters.errors import InspectorError
 from inspector.adapters.model import Role
 from inspector.adapters.registry import load
 from inspector.adapters.roles import stored_role
 from inspector.formulas.check import MISMATCH, check
 from inspector.reports.listing import listing
 
-from conftest import FIXTURES, load_truth, run_cli
+from conftest import FIXTURES, load_truth, run_cli, truth_files
 
 ONMT = sorted((FIXTURES / "onmt").glob("*.pt"))
 HF = sorted(p.parent for p in (FIXTURES / "hf").rglob("model.safetensors.truth.json"))
@@ -189,3 +190,23 @@ def test_html_report_norm_chart_has_parameters_only(tmp_path):
     assert ">other<" not in chart and "other:" not in chart
     assert '"parameters": 7326, "buffers": 40' in html
     assert '"found": 7326' in html
+
+
+# every fixture with a producer's truth (value and security truths describe other things)
+TARGETS = sorted({p.with_name(p.name[: -len(".truth.json")]) for p in truth_files()
+                  if p.relative_to(FIXTURES).parts[0] not in ("security", "stats")})
+
+
+@pytest.mark.parametrize("path", TARGETS, ids=_ids(TARGETS))
+def test_show_and_check_give_one_parameter_count(path):
+    """For every fixture in the repository the listing's parameters are the check's found
+    total, and no valid fixture is MISMATCH."""
+    if not path.exists():
+        pytest.skip(f"{path.name}: the truth describes several files")
+    try:
+        ckpt = load(path)
+    except InspectorError as e:  # directories of look-alikes, several checkpoints: refused
+        pytest.skip(f"not one checkpoint: {e}")
+    result = check(ckpt)
+    assert listing(ckpt)["totals"]["parameters"] == result.found_total
+    assert result.verdict != MISMATCH
