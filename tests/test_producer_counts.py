@@ -77,6 +77,7 @@ def test_onmt_counts_and_roles_are_opennmt_pys(path):
     totals = listing(ckpt)["totals"]
     result = check(ckpt)
     assert totals["parameters"] == result.found_total == truth["parameter_count"]
+    assert ckpt.totals()["parameters"] == truth["parameter_count"]  # the Python API
     assert truth["parameter_count"] == sum(truth["logged"].values())
     assert totals["buffers"] == truth["buffer_count"]
 
