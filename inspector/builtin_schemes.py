@@ -4,6 +4,7 @@ the size and CRC-32 recorded here makes the loader parse the YAML instead."""
 
 # ruff: noqa: E501
 SOURCES = {'keras': (1663, 124389619),
+ 'opennmt-py': (2380, 3687279487),
  'prefix': (730, 1555535732),
  'rau': (1512, 872090551),
  'sockeye-cnn': (605, 1752351563),
@@ -39,6 +40,60 @@ SCHEMES = {'keras': {'description': 'Keras models (Keras 3 variable paths, Keras
                        False)],
            'min_score': 5,
            'parameters': {}},
+ 'opennmt-py': {'description': 'OpenNMT-py (2.x/3.x) Transformer and RNN/BRNN models as onmt_train '
+                               'saves them: embeddings (make_embedding.emb_luts, flagged '
+                               'embedding) and their sinusoidal pe buffers, per encoder and '
+                               'decoder layer self-attention, context attention, feed-forward and '
+                               'norms; RNN encoders (nn.LSTM/GRU per layer and direction), stacked '
+                               'decoder cells, global attention, bridge; the separately stored '
+                               'generator; optimizer state (optim.).',
+                'detect': [('(?:^|\\.)embeddings\\.make_embedding\\.emb_luts\\.\\d+\\.weight$',
+                            10,
+                            False,
+                            'embeddings.make_embedding.emb_luts.'),
+                           ('^generator\\.(?:\\d+\\.)?(?:weight|bias)$', 3, False, 'generator.'),
+                           ('(?:^|\\.)(?:transformer|transformer_layers)\\.\\d+\\.(?:self_attn|context_attn)\\.linear_(?:keys|values|query)\\.',
+                            5,
+                            False,
+                            'transformer')],
+                'groups': [('embeddings',
+                            ('^(?:model\\.)?(?P<block>encoder|decoder)\\.embeddings\\.make_embedding\\.emb_luts\\.\\d+\\.weight$',),
+                            (),
+                            True),
+                           ('positions',
+                            ('^(?:model\\.)?(?P<block>encoder|decoder)\\.embeddings\\.make_embedding\\.pe\\.pe$',
+                             '^(?:model\\.)?(?P<block>encoder|decoder)\\.(?:transformer|transformer_layers)\\.(?P<layer>\\d+)\\.(?:self_attn|context_attn)\\.relative_positions_embeddings\\.'),
+                            (),
+                            False),
+                           ('self_attention',
+                            ('^(?:model\\.)?(?P<block>encoder|decoder)\\.(?:transformer|transformer_layers)\\.(?P<layer>\\d+)\\.self_attn\\.',),
+                            (),
+                            False),
+                           ('context_attention',
+                            ('^(?:model\\.)?(?P<block>decoder)\\.transformer_layers\\.(?P<layer>\\d+)\\.context_attn\\.',),
+                            (),
+                            False),
+                           ('feed_forward',
+                            ('^(?:model\\.)?(?P<block>encoder|decoder)\\.(?:transformer|transformer_layers)\\.(?P<layer>\\d+)\\.feed_forward\\.(?!layer_norm)',),
+                            (),
+                            False),
+                           ('norms',
+                            ('^(?:model\\.)?(?P<block>encoder|decoder)\\.(?:transformer|transformer_layers)\\.(?P<layer>\\d+)\\.(?:[\\w.]*\\.)?layer_norm(?:_\\d+)?\\.(?:weight|bias)$',
+                             '^(?:model\\.)?(?P<block>encoder|decoder)\\.layer_norm\\.(?:weight|bias)$'),
+                            (),
+                            False),
+                           ('rnn',
+                            ('^(?:model\\.)?(?P<block>encoder)\\.rnn\\.(?:weight|bias)_(?:ih|hh|hr)_l(?P<layer>\\d+)(?:_(?P<direction>reverse))?$',
+                             '^(?:model\\.)?(?P<block>decoder)\\.rnn\\.layers\\.(?P<layer>\\d+)\\.',
+                             '^(?:model\\.)?(?P<block>encoder|decoder)\\.rnn\\.'),
+                            (),
+                            False),
+                           ('global_attention', ('^(?:model\\.)?decoder\\.attn\\.',), (), False),
+                           ('bridge', ('^(?:model\\.)?encoder\\.bridge\\.',), (), False),
+                           ('generator', ('^generator\\.',), (), False),
+                           ('optimizer', ('^optim\\.',), (), False)],
+                'min_score': 10,
+                'parameters': {}},
  'prefix': {'description': "By name prefix, like fvcore's parameter_count_table; the fallback of "
                            'auto. Names with dots or slashes are cut there (module paths), names '
                            'with neither at underscores (Sockeye 1/MXNet style); a group is the '

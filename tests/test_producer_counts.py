@@ -211,3 +211,17 @@ def test_show_and_check_give_one_parameter_count(path):
     result = check(ckpt)
     assert listing(ckpt)["totals"]["parameters"] == result.found_total
     assert result.verdict != MISMATCH
+
+
+@pytest.mark.parametrize("path", ONMT, ids=_ids(ONMT))
+def test_onmt_groups_cover_the_producers_parameters(path):
+    """The ``opennmt-py`` scheme is chosen and no parameter OpenNMT-py counts falls into a
+    catch-all: every group is one of the scheme's own, the generator is its own group."""
+    truth = load_truth(path.with_name(path.name + ".truth.json"))
+    report = listing(load(path))
+    assert report["scheme"]["name"] == "opennmt-py"
+    groups = {g["name"]: g for g in report["groups"]}
+    assert "other" not in groups
+    assert sum(g["parameters"] for g in groups.values()) == truth["parameter_count"]
+    assert {t["group"] for t in report["tensors"] if t["name"].startswith("generator.")} == {
+        "generator"}
