@@ -26,6 +26,7 @@ from conftest import FIXTURES, load_truth, run_cli, truth_files
 ONMT = sorted((FIXTURES / "onmt").glob("*.pt"))
 HF = sorted(p.parent for p in (FIXTURES / "hf").rglob("model.safetensors.truth.json"))
 OPTIMIZERS = sorted((FIXTURES / "optimizer").glob("*.ckpt"))
+FAIRSEQ = sorted((FIXTURES / "fairseq").glob("*.pt"))
 
 
 def _hf_stored_count(truth: dict) -> int:
@@ -225,3 +226,18 @@ def test_onmt_groups_cover_the_producers_parameters(path):
     assert sum(g["parameters"] for g in groups.values()) == truth["parameter_count"]
     assert {t["group"] for t in report["tensors"] if t["name"].startswith("generator.")} == {
         "generator"}
+
+
+@pytest.mark.parametrize("path", FAIRSEQ, ids=_ids(FAIRSEQ))
+def test_fairseq_counts_and_roles_are_fairseqs(path):
+    """fairseq's ``version`` buffers are buffers, ``last_optimizer_state`` is optimizer state,
+    and the count is the one ``fairseq-train`` logs; the file is never MISMATCH."""
+    truth = load_truth(path.with_name(path.name + ".truth.json"))
+    ckpt = load(path)
+    got = {t.stored_name: t.role.value for t in ckpt.tensors}
+    assert got == {t["stored_name"]: t["role"] for t in truth["tensors"]}
+    totals = listing(ckpt)["totals"]
+    result = check(ckpt)
+    assert totals["parameters"] == result.found_total == truth["parameter_count"]
+    assert totals["buffers"] == truth["buffer_count"]
+    assert result.verdict != MISMATCH and result.findings == []
