@@ -41,6 +41,7 @@ from .dtypes import BITS
 from .errors import FormatError, InspectorError, UnsafeContentError
 from .model import ByteRange, Checkpoint, Finding, Role, Stream, TensorEntry, ValueLocation
 from .registry import Adapter
+from .roles import stored_role
 from .source import Source, check_relative
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
@@ -631,17 +632,9 @@ def _names(md: Metadata) -> dict[str, tuple[str, Role]]:
         if names and all(n.startswith(prefix) for n in names):
             names = [n[len(prefix):] for n in names]
     for fqn, name in zip(model, names, strict=True):
-        out[fqn] = (name, _model_role(name, md.items[fqn].shape))
+        item = md.items[fqn]
+        out[fqn] = (name, stored_role(name, len(item.shape), item.dtype or ""))
     return out
-
-
-def _model_role(name: str, shape: tuple[int, ...]) -> Role:
-    from .torch.constants import BUFFER_NAMES
-
-    for suffix, min_ndim in BUFFER_NAMES:
-        if (name == suffix or name.endswith("." + suffix)) and len(shape) >= min_ndim:
-            return Role.BUFFER
-    return Role.PARAMETER
 
 
 # ---------------------------------------------------------------------------------------------

@@ -236,6 +236,14 @@ def _keras_expected(truth: dict) -> tuple[list[tuple[str, int]], dict[str, int]]
             if not part["weights"]:
                 continue
             first = _keras_name(part["weights"][0])
+            if part["name"] + "/" not in first:
+                # a nested model whose truth records no sublayers (tf.keras 2): its weights are
+                # named after its own layers ("proj/kernel:0" inside model "feature")
+                for w in part["weights"]:
+                    head = _keras_name(w).split("/", 1)[0]
+                    expected[head] = expected.get(head, 0) + math.prod(w["shape"])
+                    items.append((_keras_name(w), math.prod(w["shape"])))
+                continue
             head = first[: first.index(part["name"] + "/") + len(part["name"])]
             expected[head] = part["count_params"]
             items += [(_keras_name(w), math.prod(w["shape"])) for w in part["weights"]]
