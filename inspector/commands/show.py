@@ -25,7 +25,8 @@ __all__ = ["refuse_if_unsafe"]  # kept importable from here
 
 NAME = "show"
 HELP = "list every tensor with its shape, dtype, count and role"
-EXITS = "0 success, 1 --globals found a dangerous global, 2 error (or a refused unsafe pickle)"
+EXITS = ("0 success, 1 --globals found a dangerous global, "
+         "2 error (or an unsafe pickle refused)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
