@@ -19,9 +19,12 @@ __all__ = ["MASK", "is_secret_name", "redact", "redact_text"]
 
 MASK = "***"
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_CHAIN = re.compile(r"::(?=[A-Za-z][A-Za-z0-9+.-]*://)")  # fsspec's simplecache::s3://...
 # A host (a name, IPv4, or [IPv6]) with an optional numeric port: anything else before the first
 # "/", "?" or "#" is the start of a user-info that holds one of those characters.
 _HOST_PORT = re.compile(r"(\[[0-9A-Za-z:.%]*\]|[^:@\[\]]*)(:[0-9]*)?")
+# An "@" followed by a host name (or [IPv6]) and port, then the end of the authority.
+_AT_HOST = re.compile(r"@(?=(?:\[[0-9A-Za-z:.%]+\]|[A-Za-z0-9._~%-]+)(?::[0-9]*)?(?:[/?#]|$))")
 # Words of a parameter name that make its value a secret.
 _SECRET_WORDS = frozenset(
     "pwd pw pass passwd password passphrase passcode jwt token tok sig signature key apikey "
@@ -55,25 +58,17 @@ def _remember(secret: str) -> None:
 
 def _userinfo_end(rest: str) -> int:
     """Where the user-info of ``rest`` (a URL after ``scheme://``) ends (the index of its
-    ``@``), -1 when it has none."""
-    end = len(rest)
-    for ch in "/?#":
-        i = rest.find(ch)
-        if i != -1:
-            end = min(end, i)
+    ``@``), -1 when it has none. A well-formed URL has it before the first ``/``, ``?`` or
+    ``#``; when a password holds one of those unencoded, the user-info runs on to the last
+    ``@`` that a host name follows (more is hidden rather than any of the password shown)."""
+    end = min([i for i in (rest.find(ch) for ch in "/?#") if i != -1], default=len(rest))
     authority = rest[:end]
-    if "@" in authority:
-        return authority.rfind("@")
-    if _HOST_PORT.fullmatch(authority) or "@" not in rest:
+    if "@" not in authority and _HOST_PORT.fullmatch(authority):
         return -1
-    # not a host[:port] ("user:pa" of user:pa/ss@host): the user-info runs on to an "@"
-    first = rest.find("@", end)
-    stop = len(rest)
-    for ch in "/?#":
-        i = rest.find(ch, first)
-        if i != -1:
-            stop = min(stop, i)
-    return rest.rfind("@", 0, stop)
+    hosts = [m.start() for m in _AT_HOST.finditer(rest)]
+    if hosts:
+        return hosts[-1]
+    return authority.rfind("@") if "@" in authority else rest.find("@")
 
 
 def _pairs(text: str, bare_is_secret: bool) -> str:
@@ -97,8 +92,9 @@ def redact(url: str) -> str:
     """``url`` as it may be shown: no user-info, no secret query value, no fragment value.
     Text that is not a URL (a local path) comes back unchanged; fsspec chains
     (``simplecache::s3://...``) are redacted link by link."""
-    if "::" in url:
-        return "::".join(redact(part) for part in url.split("::"))
+    chain = _CHAIN.split(url)
+    if len(chain) > 1:
+        return "::".join(redact(part) for part in chain)
     m = _SCHEME.match(url)
     if m is None:
         return url
