@@ -165,8 +165,8 @@ def test_debug_after_the_verb(cli, tmp_path):
 
 def test_help_keeps_example_line_breaks_and_lists_exit_codes(cli):
     help_text = cli("budget", "--help").stdout
-    assert "    $ inspector budget --arch rau-lstm --set vocab_size=64 --set num_layers=3 \\\n" \
-        in help_text
+    assert ("    $ inspector budget --arch rau-lstm --set vocab_size=64 \\\n"
+            "        --set num_layers=3 --target 103360 --solve hidden_units\n") in help_text
     top = cli("--help").stdout
     for verb in ("show", "check", "diff", "scan", "report", "predict", "budget"):
         assert f"\n  {verb} " in top.split("exit codes:")[1], verb

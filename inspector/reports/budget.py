@@ -3,13 +3,12 @@ as table, markdown, JSON or CSV."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Sequence
 from typing import Any
 
-from inspector.reports.render import sanitize
+from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, table
 
 SCHEMA = "inspector.budget/1"
@@ -92,7 +91,7 @@ def _csv(report: dict[str, Any]) -> str:
     """One row per candidate: architecture, rank, the solved values (``k=v;...``), its
     parameter count and deviation from the target in percent."""
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = csv_writer(out)
     w.writerow(["arch", "rank", "values", "parameters", "deviation_percent", "target"])
     for r in report["results"]:
         for i, c in enumerate(r["candidates"], 1):

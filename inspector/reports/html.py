@@ -515,6 +515,14 @@ def _section(s: CheckpointSection, idx: int) -> str:
     return "".join(out)
 
 
+def script_json(data: Any) -> str:
+    """``data`` as JSON that cannot leave (or change) its ``<script>`` element: ``<``, ``>`` and
+    ``&`` as ``\\u`` escapes, so no ``</script``, ``<!--`` or ``<script`` (which would switch
+    the HTML tokenizer's script states) and no entity appears; non-ASCII (U+2028...) escaped."""
+    text = json.dumps(data, ensure_ascii=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def to_html(report: AuditReport) -> str:
     """The report as one HTML document (UTF-8 text), needing nothing from the network."""
     paths = " vs ".join(s.listing["path"] for s in report.sections)
@@ -524,7 +532,7 @@ def to_html(report: AuditReport) -> str:
                     f'<section id="diff"><h1>Diff</h1><div class="card">'
                     f'{_diff_html(report.diff)}</div></section>')
     notes = "".join(f'<p class="muted">{escape(n)}</p>' for n in report.notes)
-    data = json.dumps(report.to_dict(), ensure_ascii=True).replace("</", "<\\/")
+    data = script_json(report.to_dict())
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'

@@ -4,12 +4,12 @@ markdown, JSON or CSV."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from inspector.reports.render import csv_writer
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
 SCHEMA = "inspector.predict/1"
@@ -110,7 +110,7 @@ def _csv(rep: dict[str, Any]) -> str:
     """One row per expected tensor (shape as a JSON list), then one per group and the total,
     told apart by ``kind``."""
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = csv_writer(out)
     w.writerow(["kind", "name", "shape", "numel", "role", "group", "tied_to"])
     for t in rep["tensors"]:
         w.writerow(["tensor", t["name"], json.dumps(t["shape"]), t["numel"], t["role"],

@@ -7,12 +7,11 @@ shape and dtype agree are "values not compared", never "unchanged". CSV has one 
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from typing import Any
 
-from inspector.reports.render import sanitize
+from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
 FORMATS = ("table", "markdown", "json", "csv")
@@ -161,7 +160,7 @@ def _csv(report: dict[str, Any]) -> str:
     """One row per tensor record (never collapsed); shapes as JSON lists; the value columns
     empty when values were not compared (``values_compared`` says which)."""
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = csv_writer(out)
     w.writerow(CSV_COLUMNS)
     for t in report["tensors"]:
         a, b, v = t["a"], t["b"], t["values"]
