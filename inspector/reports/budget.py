@@ -4,10 +4,10 @@ as table, markdown, JSON or CSV."""
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from inspector.reports import strict_json
 from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, table
 
@@ -24,7 +24,7 @@ def build(target: int, compare: bool, results: Sequence[Any]) -> dict[str, Any]:
 
 def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     if fmt == "json":
-        return json.dumps(report, indent=1) + "\n"
+        return strict_json.dumps(report, indent=1) + "\n"
     if fmt == "csv":
         return _csv(report)
     if fmt not in ("table", "markdown"):

@@ -6,9 +6,9 @@ records (:func:`formats`, :func:`archs`, :func:`schemes`) and one renderer per o
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
+from inspector.reports import strict_json
 from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, table
 
@@ -69,7 +69,7 @@ _FIT = {"inspector.formats/1": (("usual names",), ("what",), ("usual names",)),
 def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     cols = report["columns"]
     if fmt == "json":
-        return json.dumps(report, indent=1, ensure_ascii=False) + "\n"
+        return strict_json.dumps(report, indent=1, ensure_ascii=False) + "\n"
     if fmt == "csv":
         out = io.StringIO()
         w = csv_writer(out)

@@ -8,6 +8,7 @@ import io
 import json
 from typing import Any
 
+from inspector.reports import strict_json
 from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
@@ -16,7 +17,7 @@ FORMATS = ("table", "markdown", "json", "csv")
 
 def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     if fmt == "json":
-        return json.dumps(report, indent=1, ensure_ascii=False) + "\n"
+        return strict_json.dumps(report, indent=1, ensure_ascii=False) + "\n"
     if fmt == "csv":
         return _csv(report)
     if fmt in ("table", "markdown"):

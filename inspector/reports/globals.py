@@ -5,9 +5,9 @@ markdown, JSON or CSV."""
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
+from inspector.reports import strict_json
 from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, table
 
@@ -21,7 +21,7 @@ VERDICTS = {
 def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     rows = report["globals"]
     if fmt == "json":
-        return json.dumps(report, indent=1) + "\n"
+        return strict_json.dumps(report, indent=1) + "\n"
     if fmt == "csv":
         out = io.StringIO()
         w = csv_writer(out)

@@ -519,7 +519,9 @@ def script_json(data: Any) -> str:
     """``data`` as JSON that cannot leave (or change) its ``<script>`` element: ``<``, ``>`` and
     ``&`` as ``\\u`` escapes, so no ``</script``, ``<!--`` or ``<script`` (which would switch
     the HTML tokenizer's script states) and no entity appears; non-ASCII (U+2028...) escaped."""
-    text = json.dumps(data, ensure_ascii=True)
+    from inspector.reports.strict_json import dumps
+
+    text = dumps(data, ensure_ascii=True)  # JSON.parse takes no NaN: null, named in nonfinite
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

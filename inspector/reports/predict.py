@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from inspector.reports import strict_json
 from inspector.reports.render import csv_writer
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
@@ -76,7 +77,7 @@ def _formula(arch: Any, hparams: Mapping[str, Any], symbol_specs: Sequence[str],
 
 def render(rep: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     if fmt == "json":
-        return json.dumps(rep, indent=1, ensure_ascii=False) + "\n"
+        return strict_json.dumps(rep, indent=1, ensure_ascii=False) + "\n"
     if fmt == "csv":
         return _csv(rep)
     if fmt not in ("table", "markdown"):

@@ -15,6 +15,7 @@ import json
 import operator
 
 from inspector.adapters.errors import sanitize
+from inspector.reports.strict_json import finite
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
@@ -350,7 +351,7 @@ def json_chunks(report: dict[str, Any]) -> Iterator[str]:
         else:
             if hasattr(value, "json_text"):  # no rows in a listing.TensorRows
                 value = list(value)
-            yield head + _indented(value, "\n  ")
+            yield head + _indented(finite(value), "\n  ")
     yield "\n}\n"
 
 

@@ -11,6 +11,7 @@ import io
 import json
 from typing import Any
 
+from inspector.reports import strict_json
 from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
@@ -20,7 +21,7 @@ NOT_COMPARED = "same shape"  # the op word for ``unchanged`` when values were no
 
 def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     if fmt == "json":
-        return json.dumps(report, indent=1, ensure_ascii=False) + "\n"
+        return strict_json.dumps(report, indent=1, ensure_ascii=False) + "\n"
     if fmt == "csv":
         return _csv(report)
     if fmt in ("table", "markdown"):
@@ -148,6 +149,12 @@ def _text(report: dict[str, Any], markdown: bool, style: Style = PLAIN) -> str:
                         markdown=markdown, align=("left", "right", "right", "right", "left"),
                         elide_cols=("tensors", "group")))
         out.write("\n")
+    findings = report.get("findings") or ()
+    if findings:
+        out.write("\n")
+        for f in findings:
+            out.write(style.wrap(f"{style.paint(f['severity'])}: "
+                                 f"{sanitize(f['message'])}") + "\n")
     out.write(f"\n{style.wrap(summary_line(report, style))}\n")
     return out.getvalue()
 

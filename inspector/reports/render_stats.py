@@ -18,6 +18,7 @@ import io
 import json
 from typing import Any
 
+from inspector.reports import strict_json
 from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
@@ -33,7 +34,7 @@ def render(report: dict[str, Any], fmt: str, view: str = "tensors",
         raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
     run = report["schema"].startswith("inspector.stats-run")
     if fmt == "json":
-        return json.dumps(report, indent=1, ensure_ascii=False) + "\n"
+        return strict_json.dumps(report, indent=1, ensure_ascii=False) + "\n"
     if fmt == "csv":
         return _run_csv(report) if run else _csv(report, view)
     if fmt in ("table", "markdown"):
