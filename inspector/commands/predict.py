@@ -27,7 +27,7 @@ FORMATS = ("table", "markdown", "json", "csv")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from inspector.commands.check import add_set_argument
 
-    p.add_argument("--arch", required=True, help="architecture (`inspector archs` lists them)")
+    p.add_argument("--arch", required=True, help="architecture (inspector archs lists them)")
     add_set_argument(p)
     p.add_argument("--formula", action="store_true",
                    help="also print the closed form (total and each group) in the symbols")
