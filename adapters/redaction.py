@@ -115,7 +115,8 @@ def redact(url: str) -> str:
     return head + rest
 
 
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+# a URL in prose: up to a space or quote, not its trailing punctuation ("URL: problem")
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]*[^\s'\"<>`:,.;)\]]")
 
 
 def redact_text(text: str) -> str:

@@ -6,6 +6,7 @@ server on 127.0.0.1 (tests/remote_servers.py), with and without ``--debug``."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,9 @@ def test_free_text_loses_urls_and_remembered_secrets() -> None:
     out = redact_text(text)
     assert "hunter2" not in out
     assert "https://***@h/x" in out
+    # a URL in prose ends before its trailing punctuation: "URL: problem" keeps its colon
+    assert redact_text("https://h/x.pt?token=abc: not found") == (
+        "https://h/x.pt?token=***: not found")
 
 
 # -- end to end: every verb, its output and its error path, against a real server -------------
@@ -142,6 +146,8 @@ def test_error_path_of_every_verb(server, tmp_path: Path) -> None:
         assert "***@127.0.0.1" in proc.stderr, (verb, proc.stderr)
         if not debug:
             assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+            assert re.fullmatch(r"inspector: http://\*\*\*@127\.0\.0\.1:\d+/\S+: no such file "
+                                r"or directory", proc.stderr.strip()), proc.stderr
 
 
 def test_output_of_every_verb(server, tmp_path: Path) -> None:
