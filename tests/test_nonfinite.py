@@ -126,6 +126,7 @@ def test_report_data_is_strict(capsys, tmp_path: Path) -> None:
     doc = strict(data)  # JSON.parse in the page takes exactly this
     values = {t["name"]: t["values"] for t in doc["diff"]["tensors"]}
     assert values["nan_in_b"]["nonfinite"]["max_abs"] == "nan"
+    assert '<p class="error">[error] nan_in_b: B has 1 NaN: ' in text  # the finding, shown
 
 
 def test_finite_names_what_it_replaces() -> None:

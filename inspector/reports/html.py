@@ -357,6 +357,8 @@ def _diff_html(d: dict[str, Any]) -> str:
 
     word = "different" if d["different"] else "same"
     out = [f'<p>{_verdict_badge(word)} {escape(summary_line(d))}</p>']
+    out += [f'<p class="{escape(f["severity"])}">[{escape(f["severity"])}] '
+            f'{escape(f["message"])}</p>' for f in d.get("findings") or ()]
     rows = []
     for t in d["tensors"]:
         op = t["op"] if d["values"] or t["op"] != "unchanged" else "same shape"
