@@ -301,6 +301,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
+    except OSError as e:  # the system refused an operation (a full disk under stdout, ...)
+        if args.debug:
+            _debug_traceback()
+        _error(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else
+               f"{e.strerror or e} (errno {e.errno})" if e.errno else str(e))
+        return EXIT_ERROR
     except Exception as e:  # a bug: one line (the traceback with --debug), never a crash dump
         if args.debug:
             _debug_traceback()

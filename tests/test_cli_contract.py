@@ -123,3 +123,12 @@ def test_debug_on_a_local_file_prints_no_remote_statistics() -> None:
         proc = cli("--debug", *args)
         assert proc.returncode == 0, proc.stderr
         assert "request(s)" not in proc.stderr and "remote total" not in proc.stderr, args
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_full_disk_under_stdout_is_one_line() -> None:
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "inspector", "show", GRU], stdout=full,
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["inspector: No space left on device (errno 28)"]
