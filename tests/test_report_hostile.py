@@ -164,3 +164,28 @@ def test_csv_escapes_control_characters(hostile_pair, verb: tuple[str, ...]) -> 
         cells = {c for r in rows for c in r}
         assert "x\\x1b[31mred\\x07" in cells  # as the table shows it
         assert "</script><script>alert(1)</script>" in cells  # other text is kept as is
+
+
+def test_hostile_report_in_chromium(tmp_path: Path) -> None:
+    """The same in a real browser (when Chromium is installed): after the page's own script
+    ran, the hostile report has the elements of the harmless one, tag for tag, and each hostile
+    name is the text of its listing row."""
+    from collections import Counter
+
+    from test_report_html import browse
+
+    path = tmp_path / FILE_NAME  # no "-->" anywhere: the tokenizer state would reset
+    names = ["<!--<script>", "</script><script>alert(1)</script>", "<img src=x>", "w"]
+    write_safetensors(path, names, {}, 1.0)
+    hostile, harmless, _ = _reports([path], values=True)
+    docs = []
+    for i, text in enumerate((hostile, harmless)):
+        page = tmp_path / f"r{i}.html"
+        page.write_text(text, encoding="utf-8")
+        docs.append(html5lib.parse(browse(page, tmp_path), namespaceHTMLElements=False))
+    tags = [Counter(el.tag for el in d.iter() if isinstance(el.tag, str)) for d in docs]
+    assert tags[0] == tags[1]
+    assert tags[0]["script"] == 2 and not tags[0]["img"] and not tags[0]["textarea"]
+    shown = {"".join(tr.find("td").itertext()) for tr in docs[0].iter("tr")
+             if "tensor-row" in (tr.get("class") or "")}
+    assert set(names) <= shown
