@@ -121,6 +121,22 @@ def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "INSPECTOR_REMOTE_TIMEOUT": "10"})
 
 
+@pytest.fixture
+def run_here(capsys, monkeypatch):
+    """``inspector ARGS`` in this process (the CLI's own main, as the console script calls it):
+    its exit code, stdout and stderr."""
+    from inspector import cli
+
+    monkeypatch.setenv("INSPECTOR_REMOTE_TIMEOUT", "10")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        capsys.readouterr()
+        code = cli.main(list(args))
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out.out, out.err)
+    return run
+
+
 def _clean(text: str, server) -> None:
     for secret in SECRETS:
         assert secret not in text, text
@@ -132,7 +148,7 @@ VERBS = [
 ]
 
 
-def test_error_path_of_every_verb(server, tmp_path: Path) -> None:
+def test_error_path_of_every_verb(server, tmp_path: Path, run_here) -> None:
     """Each verb on a missing file: one line without --debug, the traceback and request
     statistics with it; neither shows a secret."""
     userinfo, token = _urls(server, "fixtures/torch/missing.pt")
@@ -140,7 +156,7 @@ def test_error_path_of_every_verb(server, tmp_path: Path) -> None:
             [*VERBS, ("report", "-o", str(tmp_path / "r.html")), ("diff", userinfo)]]
     runs += [((), verb, token) for verb in (("show",), ("stats",), ("diff", userinfo))]
     for debug, verb, url in runs:
-        proc = _run(*debug, verb[0], url, *verb[1:])
+        proc = run_here(*debug, verb[0], url, *verb[1:])
         assert proc.returncode == 2, (verb, proc.stderr)
         _clean(proc.stdout + proc.stderr, server)
         assert "***@127.0.0.1" in proc.stderr, (verb, proc.stderr)
@@ -150,20 +166,23 @@ def test_error_path_of_every_verb(server, tmp_path: Path) -> None:
                                 r"or directory", proc.stderr.strip()), proc.stderr
 
 
-def test_output_of_every_verb(server, tmp_path: Path) -> None:
+def test_output_of_every_verb(server, tmp_path: Path, run_here) -> None:
     """Each verb's output on a served file (listings, JSON, statistics, the HTML report) and
     the --debug request statistics name the URL without a secret."""
     userinfo, token = _urls(server, "fixtures/torch/gru.pt")
     runs = [(verb, userinfo) for verb in [*VERBS, ("diff", token, "--values")]]
     runs.append((("show", "--format", "json"), token))
     for verb, url in runs:
-        proc = _run("--debug", verb[0], url, *verb[1:])
+        proc = run_here("--debug", verb[0], url, *verb[1:])
         assert proc.returncode in (0, 1, 3), (verb, proc.stderr)
         _clean(proc.stdout + proc.stderr, server)
         if verb[0] != "scan":
             assert "request(s)" in proc.stderr  # the --debug statistics, redacted
+    proc = _run("--debug", "show", token)  # and once as its own process, as a user runs it
+    assert proc.returncode == 0 and "request(s)" in proc.stderr
+    _clean(proc.stdout + proc.stderr, server)
     report = tmp_path / "r.html"
-    proc = _run("--debug", "report", userinfo, "-o", str(report), "--values")
+    proc = run_here("--debug", "report", userinfo, "-o", str(report), "--values")
     assert proc.returncode == 0, proc.stderr
     html = report.read_text(encoding="utf-8")
     _clean(proc.stdout + proc.stderr + html, server)
