@@ -42,6 +42,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.mxnet",
     "inspector.adapters.numpy_npy",
     "inspector.adapters.keras",
+    "inspector.adapters.tf_checkpoint",
     "inspector.adapters.directory",
 )
 # A file whose first bytes are one of these signatures is offered first to that module's
@@ -53,10 +54,7 @@ SIGNATURES = (
     (b"\x89HDF\r\n\x1a\n", "inspector.adapters.keras"),  # H5F_SIGNATURE at offset 0
     (b"\x93NUMPY", "inspector.adapters.numpy_npy"),  # the .npy magic
 )
-# Short names of the supported formats, for the one-line "not recognised" error.
-FORMATS_BRIEF = (
-    "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF, rau, Sockeye dirs"
-)
+
 
 
 class Adapter:
@@ -198,7 +196,7 @@ def detect(path: str | Path | Source, format: str | None = None) -> tuple[Adapte
 
     found = describe_dir(source, source.list()) if source.is_dir() else describe_file(head, source)
     raise UnknownFormatError(
-        f"{found}, not a checkpoint; supported: {FORMATS_BRIEF}", source.where
+        f"{found}, not a checkpoint ('inspector formats' lists the formats read)", source.where
     )
 
 
