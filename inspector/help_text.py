@@ -7,7 +7,7 @@ PYTHON = (3, 11)
 
 SOURCES = {'cli.py': (14828, 3483995176),
  'commands/__init__.py': (389, 1711991920),
- 'commands/archs.py': (1894, 2754206763),
+ 'commands/archs.py': (2564, 3116068908),
  'commands/budget.py': (5063, 2079490293),
  'commands/check.py': (4403, 4172538824),
  'commands/diff.py': (4912, 1465093284),
@@ -26,8 +26,9 @@ TEXT = "usage: inspector [-h] [--version] [--debug] [--raw-numbers] [-v]\n      
 DESCRIPTIONS = {'archs': [('text',
             [(0,
               0,
-              'inspector archs [NAME]: the architectures check and predict know, with their '
-              "hyperparameters (the producer's own names) and defaults.")]),
+              'inspector archs [NAME]: the architectures check and predict know, one line each; '
+              "with a NAME (or --verbose), its hyperparameters (the producer's own names) and "
+              'defaults.')]),
            ('text', [(0, 0, 'Example:')]),
            ('pre', ['    $ inspector archs', '    $ inspector archs sockeye-rnn'])],
  'budget': [('text',

@@ -315,7 +315,8 @@ def test_api_mapping_repr_totals_errors(tmp_path):
 # architecture hyperparameters that are not config keys a listing would show: closed-form
 # letters, whole configs, provenance, name scopes, and names of stored buffers the formulas read
 NOT_CONFIG_KEYS = {"e", "h", "v", "x", "config", "model_config", "module", "name", "prefix",
-                   "keras_version", "sockeye_version", "pad_token_id", "length_task_weight",
+                   "keras_version", "sockeye_version", "transformers_version", "pad_token_id",
+                   "length_task_weight",
                    "_remove_final_layer_norm", "rnn_cell_scope", "stored_shapes"}
 
 
