@@ -19,9 +19,10 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from .errors import FormatError, InspectorError, NotFoundError, PermissionDeniedError
+from .redaction import redact, redact_text
 from .source import is_url
 
 __all__ = ["is_url", "redact", "redact_text", "transport"]
@@ -30,10 +31,6 @@ __all__ = ["is_url", "redact", "redact_text", "transport"]
 FULL_BODY_CAP = 64 << 20
 MAX_REDIRECTS = 8
 JOBS = 8  # concurrent requests of one batch
-_SECRET_KEYS = re.compile(
-    r"(sig|signature|token|credential|secret|password|passwd|key|auth|session)", re.I
-)
-_USERINFO = re.compile(r"(?<=://)([^/@\s:]*)(:[^/@\s]*)?@")
 
 
 class RemoteError(InspectorError):
@@ -45,25 +42,6 @@ def timeout() -> float:
         return float(os.environ.get("INSPECTOR_REMOTE_TIMEOUT", "30"))
     except ValueError:
         return 30.0
-
-
-def redact(url: str) -> str:
-    """``url`` without credentials: a password in the user part and the values of query
-    parameters that look like signatures, tokens or keys become ``***``."""
-    text = _USERINFO.sub(lambda m: m.group(1) + (":***" if m.group(2) else "") + "@", url)
-    parts = urlsplit(text)
-    if not parts.query:
-        return text
-    query = [
-        (k, "***" if _SECRET_KEYS.search(k) else v)
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    ]
-    return urlunsplit(parts._replace(query=urlencode(query, safe="*")))
-
-
-def redact_text(text: str) -> str:
-    """Every URL in ``text`` redacted (tracebacks under ``--debug``)."""
-    return re.sub(r"[A-Za-z][A-Za-z0-9+.-]+://[^\s'\"<>]+", lambda m: redact(m.group(0)), text)
 
 
 @dataclass

@@ -51,16 +51,41 @@ def _parser_class() -> type[argparse.ArgumentParser]:
             super().__init__(*args, **kwargs)
 
         def error(self, message: str) -> None:  # type: ignore[override]
-            self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+            from inspector.adapters.redaction import redact_text
+
+            self.exit(EXIT_ERROR, f"{self.prog}: error: {redact_text(message)}\n")
 
     return _Parser
 
 
 def _formatter(prog: str) -> argparse.HelpFormatter:
-    """argparse's RawDescriptionHelpFormatter at the width it would find itself."""
+    """argparse's help formatter at the width it would find itself; descriptions and epilogs
+    are plain text (:mod:`inspector.help_plain`): prose wrapped, examples as written."""
     import argparse
 
-    return argparse.RawDescriptionHelpFormatter(prog, width=_terminal_width() - 2)
+    from .help_plain import render, to_blocks
+
+    class _Plain(argparse.RawDescriptionHelpFormatter):
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            blocks = getattr(text, "blocks", None) or to_blocks(text, docstring=False)
+            return "\n".join(indent + line if line else line
+                             for line in render(blocks, width - len(indent)).split("\n"))
+
+    return _Plain(prog, width=_terminal_width() - 2)
+
+
+class _Described(str):
+    """A verb's docstring with its plain-text blocks (stored or converted now)."""
+
+    blocks: list = []
+
+
+def _description(name: str, doc: str, stored: dict | None) -> _Described:
+    from .help_plain import to_blocks
+
+    text = _Described(doc)
+    text.blocks = stored[name] if stored and name in stored else to_blocks(doc)
+    return text
 
 
 def _version() -> str:
@@ -113,10 +138,14 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"inspector {_version()}")
     _global_options(p, after_verb=False)
-    sub = p.add_subparsers(dest="command", required=True, parser_class=parser_class)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=parser_class,
+                           metavar="COMMAND")
     verb = _verb(sys.argv[1:] if argv is None else argv)
+    stored = _stored_blocks() if verb else None
     for module in modules:
-        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
+        description = _description(module.NAME, module.__doc__, stored) if module.NAME == verb \
+            else module.__doc__
+        cmd = sub.add_parser(module.NAME, help=module.HELP, description=description)
         if module.NAME == verb:
             module.add_arguments(cmd)
             _global_options(cmd, after_verb=True)
@@ -130,15 +159,16 @@ _ENGLISH = ("", "C", "POSIX", "en")
 
 
 def _help_sources() -> dict[str, tuple[int, int]]:
-    """Size and CRC-32 of every file the top-level help text comes from (this module and the
-    command modules: names, help lines, exit codes)."""
+    """Size and CRC-32 of every file the help texts come from (this module, the plain-text
+    conversion and the command modules: names, help lines, exit codes, docstrings)."""
     from binascii import crc32
 
     from .commands import MODULES
 
     here = os.path.dirname(os.path.abspath(__file__))
     out = {}
-    for rel in ("cli.py", "commands/__init__.py", *(f"commands/{m}.py" for m in MODULES)):
+    for rel in ("cli.py", "help_plain.py", "commands/__init__.py",
+                *(f"commands/{m}.py" for m in MODULES)):
         with open(os.path.join(here, *rel.split("/")), "rb") as f:
             data = f.read()
         out[rel] = (len(data), crc32(data))
@@ -167,6 +197,19 @@ def _stored_help() -> str | None:
     return gen.TEXT
 
 
+def _stored_blocks() -> dict | None:
+    """Each verb's description as plain-text blocks, from ``inspector/help_text.py`` when every
+    source file is unchanged since it was generated; else None (converted when shown)."""
+    try:
+        from inspector import help_text as gen
+
+        if gen.SOURCES != _help_sources():
+            return None
+        return gen.DESCRIPTIONS
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
 def compile_help() -> str:
     """The text of ``inspector/help_text.py``: argparse's ``inspector --help`` at
     :data:`HELP_WIDTH` columns, with the size and CRC-32 of the files it comes from, so that
@@ -176,11 +219,19 @@ def compile_help() -> str:
 
         python -c "from inspector.cli import write_help; write_help()"
     """
+    from importlib import import_module
     from pprint import pformat
     from unittest import mock
 
+    from .commands import MODULES
+    from .help_plain import to_blocks
+
     with mock.patch.dict(os.environ, {"COLUMNS": str(HELP_WIDTH)}):
         text = _parser(["--help"]).format_help()
+    descriptions = {}
+    for name in MODULES:
+        module = import_module(f"{__package__}.commands.{name}")
+        descriptions[module.NAME] = to_blocks(module.__doc__)
     return (
         '"""``inspector --help`` as argparse prints it. GENERATED by\n'
         "``inspector.cli.compile_help()`` -- do not edit; a source file that differs from the\n"
@@ -188,7 +239,9 @@ def compile_help() -> str:
         "# ruff: noqa: E501\n"
         f"PYTHON = {tuple(sys.version_info[:2])!r}\n\n"
         f"SOURCES = {pformat(_help_sources(), width=100)}\n\n"
-        f"TEXT = {text!r}\n"
+        f"TEXT = {text!r}\n\n"
+        "# each verb's docstring as plain text (inspector.help_plain.to_blocks)\n"
+        f"DESCRIPTIONS = {pformat(descriptions, width=100)}\n"
     )
 
 
@@ -228,27 +281,56 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
     from inspector.reports.text import terminal_style
 
+    if _verb(args_list) is None and not {"-h", "--help", "--version"} & set(args_list):
+        _usage_error("a verb is required (inspector --help lists them)")
+        return EXIT_ERROR
     args = _parser(args_list).parse_args(args_list)
+    from inspector.adapters.redaction import redact
+
+    for arg in args_list:  # each URL's secrets are known before anything can print them
+        redact(arg)
     args.style = terminal_style(args.raw_numbers, args.verbose, args.color)
     try:
         return args._run(args)
     except InspectorError as e:
         if args.debug:
             _debug_traceback()
-        print(f"inspector: {e}", file=sys.stderr)
+        _error(str(e))
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
-    except Exception:
-        if not args.debug:
-            raise
-        _debug_traceback()
+    except OSError as e:  # the system refused an operation (a full disk under stdout, ...)
+        if args.debug:
+            _debug_traceback()
+        _error(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else
+               f"{e.strerror or e} (errno {e.errno})" if e.errno else str(e))
+        return EXIT_ERROR
+    except Exception as e:  # a bug: one line (the traceback with --debug), never a crash dump
+        if args.debug:
+            _debug_traceback()
+        _error(f"internal error ({type(e).__name__}: {e})"
+               + ("" if args.debug else "; --debug shows the traceback"))
         return EXIT_ERROR
     finally:
         if args.debug:
             _remote_stats()
+
+
+def _error(message: str) -> None:
+    """``inspector: MESSAGE`` on stderr, on one line, URLs and known secrets redacted."""
+    from inspector.adapters.redaction import redact_text
+
+    line = " ".join(redact_text(message).split("\n"))
+    sys.stdout.flush()
+    print(f"inspector: {line}", file=sys.stderr)
+
+
+def _usage_error(message: str) -> None:
+    """argparse's usage lines, then one error line (exit 2)."""
+    sys.stderr.write(_parser([]).format_usage())
+    sys.stderr.write(f"inspector: error: {message}\n")
 
 
 def console_main() -> None:
@@ -277,6 +359,8 @@ def _remote_stats() -> None:
     if transport is None:
         return
     stats = transport.STATS
+    if not stats.requests:  # local files only (the module may be imported all the same)
+        return
     sys.stdout.flush()
     for url, (n, b) in stats.per_url.items():
         sys.stderr.write(f"inspector: debug: {url}: {n} request(s), {b:,} bytes\n")

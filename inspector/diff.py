@@ -17,6 +17,7 @@ than ``atol + rtol * |b|``. :func:`collapse` folds records that repeat across la
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -361,8 +362,37 @@ def _side(t: TensorEntry | None) -> dict[str, Any] | None:
 def _values(v: Any) -> dict[str, Any] | None:
     if v is None:
         return None
-    return {"identical": v.identical, "max_abs": v.max_abs, "rel_l2": v.rel_l2,
-            "cosine": v.cosine, "changed": v.changed}
+    out = {"identical": v.identical, "max_abs": v.max_abs, "rel_l2": v.rel_l2,
+           "cosine": v.cosine, "changed": v.changed}
+    if v.nonfinite:
+        out["nan_inf"] = v.nonfinite
+    return out
+
+
+def _counted(counts: dict[str, int]) -> str:
+    words = [f"{k} {'NaN' if w == 'nan' else w.replace('inf', 'Inf')}"
+             for w, k in counts.items() if k]
+    return ", ".join(words)
+
+
+def nonfinite_findings(records: Sequence[TensorDiff]) -> list[dict[str, Any]]:
+    """One finding per tensor holding NaN or Inf on either side: how many, and that its
+    numbers are NumPy's (a NaN in a - b makes max |a-b| and rel L2 NaN; cosine is NaN)."""
+    out = []
+    for r in records:
+        v = r.values
+        if v is None or not v.nonfinite:
+            continue
+        sides = "; ".join(f"{side.upper()} has {_counted(c)}" for side, c in v.nonfinite.items())
+        nan_in = [k for k, x in (("max |a-b|", v.max_abs), ("rel L2", v.rel_l2),
+                                 ("cosine", v.cosine)) if x is not None and math.isnan(x)]
+        tail = f": {', '.join(nan_in)} NaN (as NumPy computes them)" if nan_in else ""
+        if v.identical:
+            tail += "; the values are identical (NaN and Inf at the same places)"
+        severity = "error" if any(c.get("nan") for c in v.nonfinite.values()) else "warning"
+        out.append({"severity": severity, "tensor": r.name,
+                    "message": f"{r.name}: {sides}{tail}", "nan_inf": v.nonfinite})
+    return out
 
 
 def report(result: DiffResult, all_records: bool = False,
@@ -403,6 +433,8 @@ def report(result: DiffResult, all_records: bool = False,
             for g in result.groups
         ],
     }
+    if result.values:
+        out["findings"] = nonfinite_findings(result.records)
     if result.filter is not None:
         out["filter"] = result.filter
     return out

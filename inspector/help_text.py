@@ -5,18 +5,196 @@ size and CRC-32 recorded here makes ``--help`` run argparse instead."""
 # ruff: noqa: E501
 PYTHON = (3, 11)
 
-SOURCES = {'cli.py': (11265, 1214330391),
+SOURCES = {'cli.py': (14828, 3483995176),
  'commands/__init__.py': (389, 1711991920),
  'commands/archs.py': (2564, 3116068908),
- 'commands/budget.py': (5030, 2554184864),
- 'commands/check.py': (4104, 886942115),
- 'commands/diff.py': (4856, 3604843731),
+ 'commands/budget.py': (5063, 2079490293),
+ 'commands/check.py': (4403, 4172538824),
+ 'commands/diff.py': (4912, 1465093284),
  'commands/formats.py': (568, 4283822920),
- 'commands/predict.py': (1981, 2978263903),
- 'commands/report.py': (3263, 3353058697),
+ 'commands/predict.py': (2001, 483126654),
+ 'commands/report.py': (4127, 4121256336),
  'commands/scan.py': (3968, 4041265457),
  'commands/schemes.py': (2002, 3756206900),
- 'commands/show.py': (8360, 1259171188),
- 'commands/stats.py': (4713, 4258229298)}
+ 'commands/show.py': (8510, 50078812),
+ 'commands/stats.py': (4814, 3418119005),
+ 'help_plain.py': (6023, 3529304718)}
 
-TEXT = "usage: inspector [-h] [--version] [--debug] [--raw-numbers] [-v]\n                 [--color {auto,always,never}]\n                 {show,formats,schemes,check,predict,archs,budget,diff,stats,scan,report}\n                 ...\n\nWhat is inside a checkpoint, read without the framework that wrote it.\n\npositional arguments:\n  {show,formats,schemes,check,predict,archs,budget,diff,stats,scan,report}\n    show                list every tensor with its shape, dtype, count and\n                        role\n    formats             list the supported checkpoint formats\n    schemes             list the grouping schemes used by --scheme (or show /\n                        validate one)\n    check               compare a checkpoint's tensors and group counts with\n                        the formula prediction\n    predict             expected tensors, group counts and total from\n                        hyperparameters alone (no file)\n    archs               list the architectures of check/predict with their\n                        hyperparameters and defaults\n    budget              hyperparameters whose predicted parameter count hits a\n                        target (inverse of predict)\n    diff                compare two checkpoints: added, removed, reshaped,\n                        retyped and (--values) changed tensors\n    stats               value statistics per tensor and group (NaN/Inf, zeros,\n                        norms), or across a training run\n    scan                security verdict (safe/foreign/dangerous/error) for\n                        every file under the given paths\n    report              write the audit (listing, charts, check, diff, value\n                        stats) as one self-contained HTML\n\noptions:\n  -h, --help            show this help message and exit\n  --version             show program's version number and exit\n\nglobal options (before or after the verb):\n  --debug               on error, show the traceback instead of one line\n  --raw-numbers         counts without thousands separators (42767, not\n                        42,767)\n  -v, --verbose         every hyperparameter, not only those that determine\n                        shapes\n  --color {auto,always,never}\n                        colour status words, findings and deltas (auto: only\n                        on a terminal, never with NO_COLOR set)\n\nexit codes:\n  show     0 success, 1 --globals found a dangerous global, 2 error (or a refused unsafe pickle)\n  formats  0 success, 2 error\n  schemes  0 success, 2 error\n  check    0 verified, 1 mismatch (or unsafe pickle), 3 incomplete (--strict: 1), 2 error\n  predict  0 success, 2 error\n  archs    0 success, 2 error\n  budget   0 success, 2 error\n  diff     0 same (structure; with --values also contents), 1 different, 2 error\n  stats    0 success, 2 error\n  scan     0 nothing dangerous or unexamined, 1 some file is dangerous, 2 some file is error (not fully examined) or usage error\n  report   0 written, 2 error\n\nTables fit the terminal (or COLUMNS); piped output keeps full names and no colour.\n"
+TEXT = "usage: inspector [-h] [--version] [--debug] [--raw-numbers] [-v]\n                 [--color {auto,always,never}]\n                 COMMAND ...\n\nWhat is inside a checkpoint, read without the framework that wrote it.\n\npositional arguments:\n  COMMAND\n    show                list every tensor with its shape, dtype, count and\n                        role\n    formats             list the supported checkpoint formats\n    schemes             list the grouping schemes used by --scheme (or show /\n                        validate one)\n    check               compare a checkpoint's tensors and group counts with\n                        the formula prediction\n    predict             expected tensors, group counts and total from\n                        hyperparameters alone (no file)\n    archs               list the architectures of check/predict with their\n                        hyperparameters and defaults\n    budget              hyperparameters whose predicted parameter count hits a\n                        target (inverse of predict)\n    diff                compare two checkpoints: added, removed, reshaped,\n                        retyped and (--values) changed tensors\n    stats               value statistics per tensor and group (NaN/Inf, zeros,\n                        norms), or across a training run\n    scan                security verdict (safe/foreign/dangerous/error) for\n                        every file under the given paths\n    report              write the audit (listing, charts, check, diff, value\n                        stats) as one self-contained HTML\n\noptions:\n  -h, --help            show this help message and exit\n  --version             show program's version number and exit\n\nglobal options (before or after the verb):\n  --debug               on error, show the traceback instead of one line\n  --raw-numbers         counts without thousands separators (42767, not\n                        42,767)\n  -v, --verbose         every hyperparameter, not only those that determine\n                        shapes\n  --color {auto,always,never}\n                        colour status words, findings and deltas (auto: only\n                        on a terminal, never with NO_COLOR set)\n\nexit codes:\n  show     0 success, 1 --globals found a dangerous global, 2 error (or an\n           unsafe pickle refused)\n  formats  0 success, 2 error\n  schemes  0 success, 2 error\n  check    0 verified, 1 mismatch (or an unsafe pickle read with\n           --allow-unsafe), 3 incomplete (--strict: 1), 2 error (or an unsafe\n           pickle refused)\n  predict  0 success, 2 error\n  archs    0 success, 2 error\n  budget   0 success, 2 error\n  diff     0 same (structure; with --values also contents), 1 different, 2\n           error (or an unsafe pickle refused)\n  stats    0 no error finding, 1 an error finding (NaN or Inf), 2 error (or an\n           unsafe pickle refused)\n  scan     0 nothing dangerous or unexamined, 1 some file is dangerous, 2 some\n           file is error (not fully examined) or usage error\n  report   0 written, 2 error (or an unsafe pickle refused)\n\nTables fit the terminal (or COLUMNS); piped output keeps full names and no\ncolour.\n"
+
+# each verb's docstring as plain text (inspector.help_plain.to_blocks)
+DESCRIPTIONS = {'archs': [('text',
+            [(0,
+              0,
+              'inspector archs [NAME]: the architectures check and predict know, one line each; '
+              "with a NAME (or --verbose), its hyperparameters (the producer's own names) and "
+              'defaults.')]),
+           ('text', [(0, 0, 'Example:')]),
+           ('pre', ['    $ inspector archs', '    $ inspector archs sockeye-rnn'])],
+ 'budget': [('text',
+             [(0,
+               0,
+               'inspector budget: the hyperparameters whose predicted parameter count hits a '
+               'budget (predict run backwards, on the same formula engine).')]),
+            ('text', [(0, 0, 'Example:')]),
+            ('pre',
+             ['    $ inspector budget --arch rau-lstm --set vocab_size=64 \\',
+              '        --set num_layers=3 --target 103360 --solve hidden_units',
+              '    $ inspector budget --arch rau-transformer --set vocab_size=64 \\',
+              '        --set num_layers=3 --set num_heads=4 --target 150k --solve d_model \\',
+              '        --tie feedforward_size=4*d_model',
+              '    $ inspector budget --compare \\',
+              '        --arch rau-lstm,rau-transformer,rau-stack-rnn --set vocab_size=64 \\',
+              '        --set num_layers=3 --set num_heads=4 --set stack_size=32 \\',
+              '        --tie feedforward_size=4*d_model --target 100000 \\',
+              '        --solve hidden_units,d_model']),
+            ('text',
+             [(0,
+               0,
+               'With --compare each architecture solves the first --solve name it has; a --set or '
+               '--tie applies where the architecture has the names it mentions, --set ARCH:K=V to '
+               'that architecture only. Values the architecture refuses (d_model not divisible by '
+               'num_heads, ...) are skipped and reported.')])],
+ 'check': [('text',
+            [(0,
+              0,
+              'inspector check PATH: set a checkpoint next to what its hyperparameters predict.')]),
+           ('text', [(0, 0, 'Example:')]),
+           ('pre',
+            ['    $ inspector check fixtures/sockeye/sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp',
+             '    $ inspector check model_dir --set rnn_num_hidden=32 --format json']),
+           ('text',
+            [(0,
+              0,
+              "Hyperparameters come from the checkpoint's own config (Sockeye args.yaml, ...), "
+              '--set overrides them, and what neither gives is inferred from the shapes where they '
+              'determine it (reported as inferred). Three verdicts (inspector.formulas.check) and '
+              'their exit codes are below; a pickle whose globals a loader would run is refused '
+              '(exit 2) unless --allow-unsafe, and then never verified (exit 1).')])],
+ 'diff': [('text',
+           [(0, 0, 'inspector diff A B: what differs between two checkpoints of any formats.')]),
+          ('text', [(0, 0, 'Example:')]),
+          ('pre',
+           ['    $ cd fixtures/diff/torch_finetune',
+            '    $ inspector diff before.pt after.pt --values',
+            '    $ inspector diff state_dict.pt lightning.ckpt --role parameter \\',
+            "        --match 'layers\\.'"]),
+          ('text',
+           [(0,
+             0,
+             'Exit codes (h5diff-style, to gate CI): 0 no structural difference (with --values: '
+             'and no changed values), 1 differences, 2 error. Without --values only names, shapes '
+             'and dtypes are compared: tensors that agree in those are "values not compared", '
+             'never "unchanged".')])],
+ 'formats': [('text', [(0, 0, 'inspector formats: the supported checkpoint formats.')])],
+ 'predict': [('text',
+              [(0,
+                0,
+                "inspector predict --arch A --set k=v ...: the seed documents' hand calculation as "
+                'a command: expected tensors, per-group counts and total, with no file at all.')]),
+             ('text', [(0, 0, 'Example:')]),
+             ('pre',
+              ['    $ inspector predict --arch sockeye-rnn --set num_layers=2:2 \\',
+               '        --set num_embed=512:512 --set rnn_num_hidden=512 \\',
+               '        --set rnn_attention_type=dot',
+               '    $ inspector predict --arch sockeye-rnn --set rnn_attention_type=dot \\',
+               '        --formula']),
+             ('text',
+              [(0,
+                0,
+                '--formula prints the closed form: the total as an exact polynomial in the '
+                "architecture's symbols (--symbol b=source_vocab_size,target_vocab_size@1 adds or "
+                'replaces one), the other hyperparameters fixed at their values.')])],
+ 'report': [('text',
+             [(0,
+               0,
+               'inspector report PATH [PATH2] -o report.html: the audit as one self-contained HTML '
+               'file.')]),
+            ('text', [(0, 0, 'Example:')]),
+            ('pre',
+             ['    $ inspector report fixtures/sockeye/sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp \\',
+              '        -o report.html',
+              '    $ inspector report fixtures/stats/torch/lm_nan_zero.pt --values \\',
+              '        -o stats.html',
+              '    $ inspector report before.pt after.pt --values -o diff.html']),
+            ('text',
+             [(0,
+               0,
+               'The file holds the listing (sortable, filterable), a chart of parameters per group '
+               'and per-layer bars (inline SVG), the check verdict with mismatches highlighted '
+               'and, with two paths, their diff. --values reads the values (as inspector stats and '
+               'diff --values do): per-group norms, NaN/Inf and zeros with the findings by '
+               "severity, statistics columns in the listing, and with two paths the diff's value "
+               'comparison. It loads nothing from the network: attach it to a model card or a pull '
+               'request.')])],
+ 'scan': [('text',
+           [(0,
+             0,
+             'inspector scan PATH...: a security verdict for every file that can carry code.')]),
+          ('text',
+           [(0,
+             0,
+             'Files and directories (recursive; symbolic links are not followed out of the tree). '
+             'One line per file: safe, foreign, dangerous or error, with the globals or findings '
+             'behind it, then a summary line, each fitted to the terminal width (COLUMNS). Nothing '
+             'from a file is imported or run.')]),
+          ('text',
+           [(0,
+             0,
+             "Exit codes (picklescan's convention): 1 if any file is dangerous; else 2 if any file "
+             'could not be fully examined (error: what was found before the break is still '
+             'reported) or on a usage error; else 0.')])],
+ 'schemes': [('text',
+              [(0,
+                0,
+                'inspector schemes: list the built-in grouping schemes (or show one, or check a '
+                'file).')]),
+             ('text', [(0, 0, 'Example:')]),
+             ('pre',
+              ['    $ inspector schemes',
+               '    $ inspector schemes sockeye-rnn          # its groups and patterns',
+               '    $ inspector schemes my_scheme.yaml       # validate a user scheme'])],
+ 'show': [('text',
+           [(0,
+             0,
+             'inspector show PATH...: list every tensor with its shape, dtype, count and role.')]),
+          ('text',
+           [(0,
+             0,
+             'A PATH may be a URL (https://, s3://, any protocol fsspec knows with its package '
+             'installed; the remote extra). Several paths, or --format jsonl, make a fleet: a '
+             'directory or prefix that is not itself a checkpoint stands for the checkpoints below '
+             'it; --jobs of them are read at once; one report per checkpoint (jsonl: one JSON '
+             "object per line), a failure is that checkpoint's line and the exit code is 2 at the "
+             'end.')])],
+ 'stats': [('text',
+            [(0,
+              0,
+              'inspector stats PATH [PATH ...]: value statistics of a checkpoint or of a training '
+              'run.')]),
+           ('text',
+            [(0,
+              0,
+              'One checkpoint: per tensor and per group count, min, max, mean, std, L2 norm, '
+              'NaN/Inf, zeros, subnormals and float16 overflows, with findings (NaN or Inf: error; '
+              'a parameter all zeros or constant, a layer whose norm is far from the others of its '
+              'kind: warning). Several checkpoints, or one directory of a run (params.NNNNN, '
+              'epoch=*.ckpt, checkpoint-N/, ordered naturally): per group and checkpoint the norm '
+              'and the relative change from the previous checkpoint, with groups that never '
+              'changed, the first NaN/Inf and sudden jumps flagged.')]),
+           ('text', [(0, 0, 'Examples:')]),
+           ('pre',
+            ['    $ inspector stats fixtures/stats/torch/lm_nan_zero.pt',
+             '    $ inspector stats fixtures/stats/sockeye1_run --format csv',
+             '    $ inspector stats s3://bucket/model/ --dask tcp://scheduler:8786']),
+           ('text',
+            [(0,
+              0,
+              'With --dask the values are read on a Dask cluster: each shard (or range of tensors) '
+              'is a task that reads its own bytes where it runs; the numbers are the same as '
+              'without it.')]),
+           ('text',
+            [(0,
+              0,
+              'Exit codes: 0 no error finding, 1 an error finding (NaN or Inf), 2 bad input '
+              '(nothing is reported then: a report is only printed once every value was read).')])]}

@@ -79,7 +79,12 @@ class ValueStats:
 
     ``identical``: every element equal (NaN equal to NaN). ``max_abs``: max |a - b|.
     ``rel_l2``: ||a - b|| / ||a|| (0 when both are zero, inf when only a is). ``cosine``: None
-    when either side is all zeros. ``changed``: some element has |a - b| > atol + rtol * |b|.
+    when either side is all zeros. ``changed``: some element has |a - b| > atol + rtol * |b|
+    (a NaN against a number is changed, against a NaN not). With NaN or Inf in either tensor the
+    three numbers are NumPy's (``np.max(np.abs(a - b))``, ``np.linalg.norm(a - b) /
+    np.linalg.norm(a)``, ``a @ b / (norm(a) * norm(b))``): a NaN anywhere in ``a - b`` (NaN in
+    either, inf - inf) makes ``max_abs`` and ``rel_l2`` NaN, any NaN or Inf makes ``cosine``
+    NaN. ``nonfinite``: the count of NaN, +Inf and -Inf elements of each side, when any.
     """
 
     identical: bool
@@ -87,6 +92,7 @@ class ValueStats:
     rel_l2: float
     cosine: float | None
     changed: bool
+    nonfinite: dict[str, dict[str, int]] | None = None
 
 
 def compare(
@@ -126,7 +132,11 @@ def compare(
         chunks_b = stack.enter_context(_Reader(ckpt_b, b, chunk, stored=True))
         for xa, xb in zip(chunks_a, chunks_b, strict=True):
             if a.dtype == b.dtype and xa.dtype == xb.dtype and _bytes_equal(xa, xb):
-                sq = _ss(widen(xa, a.dtype))
+                wa = widen(xa, a.dtype)
+                sq = _ss(wa)
+                if not math.isfinite(sq) and wa.dtype.kind == "f":  # NaN or Inf (or overflow)
+                    _slow(acc, wa, wa, False, atol, rtol)
+                    continue
                 acc.ss_a += sq
                 acc.ss_b += sq
             else:
@@ -140,26 +150,65 @@ def compare(
         rel = math.sqrt(ss_diff) / math.sqrt(ss_a)
     else:
         rel = 0.0 if ss_diff == 0 and max_abs == 0 else math.inf
-    if max_abs == math.inf:
-        rel = math.inf
     cosine = None
     if ss_a > 0 and ss_b > 0:  # clamped: rounding can put it a hair outside [-1, 1]
         na, nb = math.sqrt(ss_a), math.sqrt(ss_b)
         gap = acc.ss_ab / (na + nb)  # ||a|| - ||b||
         one_minus = (ss_diff - gap * gap) / (2 * na * nb)
         cosine = max(-1.0, min(1.0, 1.0 - one_minus))
+    if acc.nonfinite:
+        return _nonfinite_stats(acc)
     return ValueStats(acc.identical, max_abs, rel, cosine, acc.changed)
+
+
+def _nonfinite_stats(acc: _Acc) -> ValueStats:
+    """The comparison when NaN or Inf is in either tensor, with NumPy's numbers: the sums
+    above hold the finite elements only; what the others make of them follows IEEE 754."""
+    nan, inf = math.nan, math.inf
+    counts = {side: dict(zip(("nan", "+inf", "-inf"), acc.nonfinite[i], strict=True))
+              for i, side in enumerate(("a", "b"))}
+    inf_a = counts["a"]["+inf"] + counts["a"]["-inf"] > 0
+    if acc.nan_diff:  # np.max propagates NaN; so does the norm of a - b
+        max_abs, rel = nan, nan
+    else:
+        max_abs = inf if acc.inf_diff else acc.max_abs
+        top = inf if acc.inf_diff else math.sqrt(acc.ss_diff)
+        bottom = inf if inf_a else math.sqrt(acc.ss_a)
+        rel = (nan if top == inf and bottom == inf else
+               top / bottom if bottom else (0.0 if top == 0 else inf))
+    cosine = nan  # a.b / (|a| |b|): a NaN or an Inf in a or b leaves no number
+    return ValueStats(acc.identical, max_abs, rel, cosine, acc.changed,
+                      {side: c for side, c in counts.items() if any(c.values())})
 
 
 class _Acc:
     """What :func:`compare` accumulates over chunk pairs."""
 
-    __slots__ = ("changed", "identical", "max_abs", "ss_a", "ss_ab", "ss_b", "ss_diff")
+    __slots__ = ("changed", "identical", "inf_diff", "max_abs", "nan_diff", "nonfinite",
+                 "ss_a", "ss_ab", "ss_b", "ss_diff")
 
     def __init__(self) -> None:
         # ss_ab: ||a||^2 - ||b||^2, summed as (a - b).(a + b) where a and b differ
         self.max_abs = self.ss_diff = self.ss_a = self.ss_b = self.ss_ab = 0.0
         self.identical, self.changed = True, False
+        # NaN / Inf: counts (nan, +inf, -inf) per side once one is seen; whether a - b has a
+        # NaN (NaN in either, inf - inf) or an infinite element (sums above: finite only)
+        self.nonfinite: list[list[int]] | None = None
+        self.nan_diff = self.inf_diff = False
+
+    def count(self, fa: Any, fb: Any, d: Any) -> None:
+        """Record the NaN and Inf of a chunk pair (``d`` = a - b in float64)."""
+        import numpy as np
+
+        if self.nonfinite is None:
+            self.nonfinite = [[0, 0, 0], [0, 0, 0]]
+        for i, x in enumerate((fa, fb)):
+            row = self.nonfinite[i]
+            row[0] += int(np.count_nonzero(np.isnan(x)))
+            row[1] += int(np.count_nonzero(x == np.inf))
+            row[2] += int(np.count_nonzero(x == -np.inf))
+        self.nan_diff = self.nan_diff or bool(np.isnan(d).any())
+        self.inf_diff = self.inf_diff or bool(np.isinf(d).any())
 
 
 def _bytes_equal(x: Any, y: Any) -> bool:
@@ -225,18 +274,25 @@ def _slow(acc: _Acc, xa: Any, xb: Any, integral: bool, atol: float, rtol: float)
 
     fa = xa.astype(np.float64)
     fb = xb.astype(np.float64)
-    d = np.abs(fa - fb)
-    if np.isnan(d).any():
+    with np.errstate(invalid="ignore"):
+        raw = fa - fb
+    d = np.abs(raw)
+    if not (np.isfinite(fa).all() and np.isfinite(fb).all()):
+        acc.count(fa, fb, raw)
         same = (fa == fb) | (np.isnan(fa) & np.isnan(fb))
-        d[same] = 0.0
-        d[np.isnan(d)] = np.inf
-        fa, fb = np.nan_to_num(fa), np.nan_to_num(fb)
+        d[same] = 0.0  # for identical and changed: NaN equals NaN, inf equals inf
+        d[np.isnan(d)] = np.inf  # a NaN against a number: infinitely far
+        keep = np.isfinite(raw)  # the sums: finite elements only (the rest: _nonfinite_stats)
+        fa, fb = np.where(np.isfinite(fa), fa, 0.0), np.where(np.isfinite(fb), fb, 0.0)
+    else:
+        keep = None
     if integral and not np.array_equal(xa, xb) or d.any():
         acc.identical = False
-    acc.max_abs = max(acc.max_abs, float(d.max()))
-    finite = np.where(np.isinf(d), 0.0, d)
-    acc.ss_diff += float(np.dot(finite, finite))
     acc.changed = acc.changed or bool((d > atol + rtol * np.abs(fb)).any())
+    if keep is not None:
+        d = np.where(keep, d, 0.0)
+    acc.max_abs = max(acc.max_abs, float(d.max()))
+    acc.ss_diff += float(np.dot(d, d))
     acc.ss_a += float(np.dot(fa, fa))
     acc.ss_b += float(np.dot(fb, fb))
     acc.ss_ab += float(np.dot(fa - fb, fa + fb))

@@ -165,8 +165,8 @@ def test_debug_after_the_verb(cli, tmp_path):
 
 def test_help_keeps_example_line_breaks_and_lists_exit_codes(cli):
     help_text = cli("budget", "--help").stdout
-    assert "    $ inspector budget --arch rau-lstm --set vocab_size=64 --set num_layers=3 \\\n" \
-        in help_text
+    assert ("    $ inspector budget --arch rau-lstm --set vocab_size=64 \\\n"
+            "        --set num_layers=3 --target 103360 --solve hidden_units\n") in help_text
     top = cli("--help").stdout
     for verb in ("show", "check", "diff", "scan", "report", "predict", "budget"):
         assert f"\n  {verb} " in top.split("exit codes:")[1], verb
@@ -315,7 +315,8 @@ def test_api_mapping_repr_totals_errors(tmp_path):
 # architecture hyperparameters that are not config keys a listing would show: closed-form
 # letters, whole configs, provenance, name scopes, and names of stored buffers the formulas read
 NOT_CONFIG_KEYS = {"e", "h", "v", "x", "config", "model_config", "module", "name", "prefix",
-                   "keras_version", "sockeye_version", "pad_token_id", "length_task_weight",
+                   "keras_version", "sockeye_version", "transformers_version", "pad_token_id",
+                   "length_task_weight",
                    "_remove_final_layer_norm", "rnn_cell_scope", "stored_shapes"}
 
 

@@ -4,10 +4,13 @@ inapplicable stored text is never used."""
 from __future__ import annotations
 
 import os
+import re
+from importlib import import_module
 
 import pytest
 
-from inspector import cli, help_text
+from inspector import cli, help_plain, help_text
+from inspector.commands import MODULES
 
 
 def test_generated_help_is_current():
@@ -54,3 +57,69 @@ def test_stored_help_used_only_when_it_applies(monkeypatch):
     stale = dict(help_text.SOURCES, **{"commands/show.py": (0, 0)})
     monkeypatch.setattr(help_text, "SOURCES", stale)  # a verb's module edited since
     assert cli._stored_help() is None
+
+
+# -- each verb's --help: plain text, wrapped to the terminal -------------------------------------
+
+_RST = re.compile(r"``|:(?:mod|func|class|meth|attr|data|ref):`|(?<![\w`])`[^`\s][^`]*`|::$")
+
+
+def _verb_help(verb: str, columns: int, monkeypatch, capsys) -> str:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    capsys.readouterr()
+    assert _exit_code([verb, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+def _literal_lines(doc: str) -> list[str]:
+    """The lines of the docstring's ``Example::`` blocks, as written."""
+    return [line for kind, *rest in help_plain.to_blocks(doc) if kind == "pre"
+            for line in rest[0] if line.strip()]
+
+
+@pytest.mark.parametrize("verb", MODULES)
+def test_verb_help_is_plain_and_fits_80_columns(verb, monkeypatch, capsys):
+    text = _verb_help(verb, 80, monkeypatch, capsys)
+    long = [line for line in text.splitlines() if len(line) > 80]
+    assert not long, long
+    markup = [line for line in text.splitlines() if _RST.search(line)]
+    assert not markup, markup
+    doc = import_module(f"inspector.commands.{verb}").__doc__
+    for line in doc.splitlines():  # the examples keep their line breaks
+        if line.startswith("    $ ") or line.startswith("        --"):
+            assert line.rstrip().replace("\\\\", "\\") in text, line
+    assert "Example::" not in text and "Examples::" not in text
+
+
+@pytest.mark.parametrize("verb", ["check", "stats", "budget"])
+def test_verb_help_follows_the_terminal_width(verb, monkeypatch, capsys):
+    text = _verb_help(verb, 60, monkeypatch, capsys)
+    doc = import_module(f"inspector.commands.{verb}").__doc__
+    literal = set(_literal_lines(doc))
+    prose = [line for line in text.splitlines() if line not in literal and len(line) > 60
+             and not line.startswith("usage:")]
+    assert not prose, prose
+    wide = _verb_help(verb, 160, monkeypatch, capsys)
+    assert max(map(len, wide.splitlines())) > 100  # prose fills a wide terminal too
+
+
+def test_rst_to_plain_text():
+    doc = (":mod:`inspector.x` and ``--flag`` and :func:`~pkg.mod.fn`.\n\n"
+           "Example::\n\n    $ inspector a \\\n        --b\n\n    $ inspector c\n\n"
+           "Trailing text ::\n\n    literal\n\n"
+           "heading:\n  term    definition that is long enough to wrap at a narrow width\n"
+           "  other   short\n")
+    text = help_plain.render(help_plain.to_blocks(doc), 40)
+    assert text.splitlines()[0] == "inspector.x and --flag and fn."
+    assert "Example:\n\n    $ inspector a \\\n        --b\n\n    $ inspector c\n" in text
+    assert "Trailing text\n\n    literal" in text
+    assert ("heading:\n  term    definition that is long enough\n"
+            "          to wrap at a narrow width\n  other   short") in text
+
+
+def test_stored_descriptions_are_current():
+    """The descriptions stored in help_text.py are the conversion of today's docstrings."""
+    assert help_text.DESCRIPTIONS == {
+        m.NAME: help_plain.to_blocks(m.__doc__)
+        for m in (import_module(f"inspector.commands.{v}") for v in MODULES)}
+    assert cli._stored_blocks() == help_text.DESCRIPTIONS

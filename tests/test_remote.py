@@ -291,7 +291,8 @@ def test_credentials_are_redacted(server: RangeServer) -> None:
         proc = run(*args)
         assert proc.returncode == 2
         assert "s3cret" not in proc.stderr + proc.stdout
-        assert "alice:***@" in proc.stderr
+        assert "alice" not in proc.stderr + proc.stdout  # a user name may be a token
+        assert "http://***@127.0.0.1" in proc.stderr
     assert redact("https://h/x?X-Amz-Signature=abc&X-Amz-Credential=k&v=1") == (
         "https://h/x?X-Amz-Signature=***&X-Amz-Credential=***&v=1"
     )

@@ -3,13 +3,16 @@
 
 Example::
 
-    $ inspector budget --arch rau-lstm --set vocab_size=64 --set num_layers=3 \\
-        --target 103360 --solve hidden_units
-    $ inspector budget --arch rau-transformer --set vocab_size=64 --set num_layers=3 \\
-        --set num_heads=4 --target 150k --solve d_model --tie feedforward_size=4*d_model
-    $ inspector budget --compare --arch rau-lstm,rau-transformer,rau-stack-rnn \\
-        --set vocab_size=64 --set num_layers=3 --set num_heads=4 --set stack_size=32 \\
-        --tie feedforward_size=4*d_model --target 100000 --solve hidden_units,d_model
+    $ inspector budget --arch rau-lstm --set vocab_size=64 \\
+        --set num_layers=3 --target 103360 --solve hidden_units
+    $ inspector budget --arch rau-transformer --set vocab_size=64 \\
+        --set num_layers=3 --set num_heads=4 --target 150k --solve d_model \\
+        --tie feedforward_size=4*d_model
+    $ inspector budget --compare \\
+        --arch rau-lstm,rau-transformer,rau-stack-rnn --set vocab_size=64 \\
+        --set num_layers=3 --set num_heads=4 --set stack_size=32 \\
+        --tie feedforward_size=4*d_model --target 100000 \\
+        --solve hidden_units,d_model
 
 With ``--compare`` each architecture solves the first ``--solve`` name it has; a ``--set`` or
 ``--tie`` applies where the architecture has the names it mentions, ``--set ARCH:K=V`` to that

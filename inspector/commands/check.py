@@ -7,8 +7,9 @@ Example::
 
 Hyperparameters come from the checkpoint's own config (Sockeye ``args.yaml``, ...), ``--set``
 overrides them, and what neither gives is inferred from the shapes where they determine it
-(reported as ``inferred``). Three verdicts (:mod:`inspector.formulas.check`) and their exit codes:
-0 verified, 1 mismatch, 3 incomplete (``--strict``: 1), 2 error.
+(reported as ``inferred``). Three verdicts (:mod:`inspector.formulas.check`) and their exit codes
+are below; a pickle whose globals a loader would run is refused (exit 2) unless
+``--allow-unsafe``, and then never verified (exit 1).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 NAME = "check"
 HELP = "compare a checkpoint's tensors and group counts with the formula prediction"
 FORMATS = ("table", "markdown", "json", "csv")
-EXITS = "0 verified, 1 mismatch (or unsafe pickle), 3 incomplete (--strict: 1), 2 error"
+EXITS = ("0 verified, 1 mismatch (or an unsafe pickle read with --allow-unsafe), "
+         "3 incomplete (--strict: 1), 2 error (or an unsafe pickle refused)")
 EXIT = {"verified": 0, "mismatch": 1, "incomplete": 3}
 EPILOG = """verdicts and exit codes:
   verified    0  every stored tensor was predicted with its exact shape, every predicted
@@ -38,6 +40,8 @@ EPILOG = """verdicts and exit codes:
                  named with the reason, its tensors listed as not_modelled; everything else is
                  still checked), or no architecture applies and only the structure was audited
                  ("incomplete (structure consistent)"); with --strict: exit 1
+  unsafe      1  a pickle whose globals a loader would run, read with --allow-unsafe
+                 (never verified); without it the file is refused: exit 2
   error       2  unreadable file, bad arguments"""
 
 

@@ -2,9 +2,10 @@ r"""``inspector diff A B``: what differs between two checkpoints of any formats.
 
 Example::
 
-    $ cd fixtures/diff/torch_finetune && inspector diff before.pt after.pt --values
-
-    $ inspector diff state_dict.pt lightning.ckpt --role parameter --match 'layers\.'
+    $ cd fixtures/diff/torch_finetune
+    $ inspector diff before.pt after.pt --values
+    $ inspector diff state_dict.pt lightning.ckpt --role parameter \
+        --match 'layers\.'
 
 Exit codes (h5diff-style, to gate CI): 0 no structural difference (with ``--values``: and no
 changed values), 1 differences, 2 error. Without ``--values`` only names, shapes and dtypes are
@@ -21,7 +22,8 @@ from inspector.commands.options import add_allow_unsafe
 
 NAME = "diff"
 HELP = "compare two checkpoints: added, removed, reshaped, retyped and (--values) changed tensors"
-EXITS = "0 same (structure; with --values also contents), 1 different, 2 error"
+EXITS = ("0 same (structure; with --values also contents), 1 different, "
+         "2 error (or an unsafe pickle refused)")
 ROLES = ("parameter", "buffer", "optimizer", "other")
 
 

@@ -3,9 +3,11 @@ command: expected tensors, per-group counts and total, with no file at all.
 
 Example::
 
-    $ inspector predict --arch sockeye-rnn --set num_layers=2:2 --set num_embed=512:512 \\
-        --set rnn_num_hidden=512 --set rnn_attention_type=dot
-    $ inspector predict --arch sockeye-rnn --set rnn_attention_type=dot --formula
+    $ inspector predict --arch sockeye-rnn --set num_layers=2:2 \\
+        --set num_embed=512:512 --set rnn_num_hidden=512 \\
+        --set rnn_attention_type=dot
+    $ inspector predict --arch sockeye-rnn --set rnn_attention_type=dot \\
+        --formula
 
 ``--formula`` prints the closed form: the total as an exact polynomial in the architecture's
 symbols (``--symbol b=source_vocab_size,target_vocab_size@1`` adds or replaces one), the other
@@ -25,7 +27,7 @@ FORMATS = ("table", "markdown", "json", "csv")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from inspector.commands.check import add_set_argument
 
-    p.add_argument("--arch", required=True, help="architecture (`inspector archs` lists them)")
+    p.add_argument("--arch", required=True, help="architecture (inspector archs lists them)")
     add_set_argument(p)
     p.add_argument("--formula", action="store_true",
                    help="also print the closed form (total and each group) in the symbols")

@@ -2,8 +2,10 @@
 
 Example::
 
-    $ inspector report fixtures/sockeye/sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp -o report.html
-    $ inspector report fixtures/stats/torch/lm_nan_zero.pt --values -o stats.html
+    $ inspector report fixtures/sockeye/sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp \\
+        -o report.html
+    $ inspector report fixtures/stats/torch/lm_nan_zero.pt --values \\
+        -o stats.html
     $ inspector report before.pt after.pt --values -o diff.html
 
 The file holds the listing (sortable, filterable), a chart of parameters per group and
@@ -24,7 +26,7 @@ from inspector.commands.options import add_allow_unsafe
 
 NAME = "report"
 HELP = "write the audit (listing, charts, check, diff, value stats) as one self-contained HTML"
-EXITS = "0 written, 2 error"
+EXITS = "0 written, 2 error (or an unsafe pickle refused)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"report takes one or two paths, not {len(args.paths)}")
     from inspector.progress import progress
 
+    if args.output != "-":
+        _check_output(args.output)
     ckpts = [load_checked(p, args.input_format, args.allow_unsafe) for p in args.paths]
     per_pass = sum(t.nbytes or 0 for c in ckpts for t in c.unique())
     total = per_pass * (2 if len(ckpts) == 2 else 1) if args.values else 0  # stats, then diff
@@ -64,7 +68,29 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise _output_error(e, args.output) from None
         sys.stderr.write(f"wrote {args.output} ({len(text.encode()):,} bytes)\n")
     return 0
+
+
+def _check_output(path: str) -> None:
+    """Refuse an output path that cannot be written before any work is done."""
+    import os
+
+    from inspector.adapters.errors import InspectorError
+
+    if os.path.isdir(path):
+        raise InspectorError("is a directory (give a file name to write)", path)
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        raise InspectorError(f"cannot write: no such directory {parent}", path)
+
+
+def _output_error(e: OSError, path: str) -> Exception:
+    from inspector.adapters.errors import InspectorError
+
+    return InspectorError(f"cannot write ({e.strerror or e})", path)

@@ -25,7 +25,8 @@ __all__ = ["refuse_if_unsafe"]  # kept importable from here
 
 NAME = "show"
 HELP = "list every tensor with its shape, dtype, count and role"
-EXITS = "0 success, 1 --globals found a dangerous global, 2 error (or a refused unsafe pickle)"
+EXITS = ("0 success, 1 --globals found a dangerous global, "
+         "2 error (or an unsafe pickle refused)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -177,14 +178,16 @@ def _fleet_item(args: argparse.Namespace, target: Any, got: Any, first: bool) ->
     import json
 
     from inspector.adapters.errors import InspectorError
+    from inspector.adapters.redaction import redact, redact_text
     from inspector.reports.render import sanitize
 
+    label = redact(target.label)  # an argument as given: a URL with its credentials
     if isinstance(got, Exception):
-        message = str(got) if isinstance(got, InspectorError) else (
-            f"{target.label}: {type(got).__name__}: {got}"
-        )
+        message = redact_text(str(got) if isinstance(got, InspectorError) else (
+            f"{label}: {type(got).__name__}: {got}"
+        ))
         if args.format in ("jsonl", "json"):
-            line = json.dumps({"path": target.label, "error": message}, ensure_ascii=False)
+            line = json.dumps({"path": label, "error": message}, ensure_ascii=False)
             sys.stdout.write(("[\n" if first else ",\n") if args.format == "json" else "")
             sys.stdout.write(line + ("\n" if args.format == "jsonl" else ""))
             sys.stdout.flush()
@@ -197,7 +200,7 @@ def _fleet_item(args: argparse.Namespace, target: Any, got: Any, first: bool) ->
     elif args.format == "json":  # one JSON array of the reports
         sys.stdout.write(("[\n" if first else ",\n") + text.rstrip("\n"))
     else:
-        head = f"## {target.label}" if args.format == "markdown" else f"==> {target.label} <=="
+        head = f"## {label}" if args.format == "markdown" else f"==> {label} <=="
         sys.stdout.write(("" if first else "\n") + sanitize(head) + "\n" + text)
     sys.stdout.flush()
     return code

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 NAME = "stats"
+EXITS = "0 no error finding, 1 an error finding (NaN or Inf), 2 error (or an unsafe pickle refused)"
 HELP = "value statistics per tensor and group (NaN/Inf, zeros, norms), or across a training run"
 
 

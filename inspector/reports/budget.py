@@ -3,13 +3,12 @@ as table, markdown, JSON or CSV."""
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from inspector.reports.render import sanitize
+from inspector.reports import strict_json
+from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, table
 
 SCHEMA = "inspector.budget/1"
@@ -25,7 +24,7 @@ def build(target: int, compare: bool, results: Sequence[Any]) -> dict[str, Any]:
 
 def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     if fmt == "json":
-        return json.dumps(report, indent=1) + "\n"
+        return strict_json.dumps(report, indent=1) + "\n"
     if fmt == "csv":
         return _csv(report)
     if fmt not in ("table", "markdown"):
@@ -94,7 +93,7 @@ def _csv(report: dict[str, Any]) -> str:
     """One row per candidate: architecture, rank, the solved values (``k=v;...``), its
     parameter count and deviation from the target in percent."""
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = csv_writer(out)
     w.writerow(["arch", "rank", "values", "parameters", "deviation_percent", "target"])
     for r in report["results"]:
         for i, c in enumerate(r["candidates"], 1):

@@ -5,12 +5,11 @@ records (:func:`formats`, :func:`archs`, :func:`schemes`) and one renderer per o
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 from typing import Any
 
-from inspector.reports.render import sanitize
+from inspector.reports import strict_json
+from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, table
 
 FORMATS = ("table", "markdown", "json", "csv")
@@ -70,10 +69,10 @@ _FIT = {"inspector.formats/1": (("usual names",), ("what",), ("usual names",)),
 def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     cols = report["columns"]
     if fmt == "json":
-        return json.dumps(report, indent=1, ensure_ascii=False) + "\n"
+        return strict_json.dumps(report, indent=1, ensure_ascii=False) + "\n"
     if fmt == "csv":
         out = io.StringIO()
-        w = csv.writer(out, lineterminator="\n")
+        w = csv_writer(out)
         w.writerow([c.replace(" ", "_") for c in cols])
         for r in report["rows"]:
             w.writerow([r[c] for c in cols])

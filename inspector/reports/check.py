@@ -4,12 +4,12 @@ here they are only laid out."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from typing import Any
 
-from inspector.reports.render import sanitize
+from inspector.reports import strict_json
+from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
 FORMATS = ("table", "markdown", "json", "csv")
@@ -17,7 +17,7 @@ FORMATS = ("table", "markdown", "json", "csv")
 
 def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     if fmt == "json":
-        return json.dumps(report, indent=1, ensure_ascii=False) + "\n"
+        return strict_json.dumps(report, indent=1, ensure_ascii=False) + "\n"
     if fmt == "csv":
         return _csv(report)
     if fmt in ("table", "markdown"):
@@ -125,7 +125,7 @@ def _csv(report: dict[str, Any]) -> str:
     """One row per group, per tensor issue, per part not modelled, per structural finding and
     the total, told apart by ``kind``; shapes as JSON lists, counts as plain integers."""
     out = io.StringIO()
-    w = csv.DictWriter(out, CSV_COLUMNS, lineterminator="\n", restval="")
+    w = csv_writer(out, CSV_COLUMNS)
     w.writeheader()
     for g in report["groups"]:
         w.writerow({"kind": "group", "name": g["name"], "status": g["status"],

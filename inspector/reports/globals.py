@@ -4,12 +4,11 @@ markdown, JSON or CSV."""
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 from typing import Any
 
-from inspector.reports.render import sanitize
+from inspector.reports import strict_json
+from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, table
 
 VERDICTS = {
@@ -22,10 +21,10 @@ VERDICTS = {
 def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     rows = report["globals"]
     if fmt == "json":
-        return json.dumps(report, indent=1) + "\n"
+        return strict_json.dumps(report, indent=1) + "\n"
     if fmt == "csv":
         out = io.StringIO()
-        w = csv.writer(out, lineterminator="\n")
+        w = csv_writer(out)
         w.writerow(["name", "allowed", "severity", "where"])
         for r in rows:
             w.writerow([r["name"], r["allowed"], r["severity"], r["where"] or ""])

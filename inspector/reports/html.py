@@ -357,6 +357,8 @@ def _diff_html(d: dict[str, Any]) -> str:
 
     word = "different" if d["different"] else "same"
     out = [f'<p>{_verdict_badge(word)} {escape(summary_line(d))}</p>']
+    out += [f'<p class="{escape(f["severity"])}">[{escape(f["severity"])}] '
+            f'{escape(f["message"])}</p>' for f in d.get("findings") or ()]
     rows = []
     for t in d["tensors"]:
         op = t["op"] if d["values"] or t["op"] != "unchanged" else "same shape"
@@ -515,6 +517,16 @@ def _section(s: CheckpointSection, idx: int) -> str:
     return "".join(out)
 
 
+def script_json(data: Any) -> str:
+    """``data`` as JSON that cannot leave (or change) its ``<script>`` element: ``<``, ``>`` and
+    ``&`` as ``\\u`` escapes, so no ``</script``, ``<!--`` or ``<script`` (which would switch
+    the HTML tokenizer's script states) and no entity appears; non-ASCII (U+2028...) escaped."""
+    from inspector.reports.strict_json import dumps
+
+    text = dumps(data, ensure_ascii=True)  # JSON.parse takes no NaN: null, named in nonfinite
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def to_html(report: AuditReport) -> str:
     """The report as one HTML document (UTF-8 text), needing nothing from the network."""
     paths = " vs ".join(s.listing["path"] for s in report.sections)
@@ -524,7 +536,7 @@ def to_html(report: AuditReport) -> str:
                     f'<section id="diff"><h1>Diff</h1><div class="card">'
                     f'{_diff_html(report.diff)}</div></section>')
     notes = "".join(f'<p class="muted">{escape(n)}</p>' for n in report.notes)
-    data = json.dumps(report.to_dict(), ensure_ascii=True).replace("</", "<\\/")
+    data = script_json(report.to_dict())
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'

@@ -4,12 +4,13 @@ markdown, JSON or CSV."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from inspector.reports import strict_json
+from inspector.reports.render import csv_writer
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
 SCHEMA = "inspector.predict/1"
@@ -76,7 +77,7 @@ def _formula(arch: Any, hparams: Mapping[str, Any], symbol_specs: Sequence[str],
 
 def render(rep: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     if fmt == "json":
-        return json.dumps(rep, indent=1, ensure_ascii=False) + "\n"
+        return strict_json.dumps(rep, indent=1, ensure_ascii=False) + "\n"
     if fmt == "csv":
         return _csv(rep)
     if fmt not in ("table", "markdown"):
@@ -110,7 +111,7 @@ def _csv(rep: dict[str, Any]) -> str:
     """One row per expected tensor (shape as a JSON list), then one per group and the total,
     told apart by ``kind``."""
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = csv_writer(out)
     w.writerow(["kind", "name", "shape", "numel", "role", "group", "tied_to"])
     for t in rep["tensors"]:
         w.writerow(["tensor", t["name"], json.dumps(t["shape"]), t["numel"], t["role"],

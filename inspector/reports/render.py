@@ -15,14 +15,15 @@ import json
 import operator
 
 from inspector.adapters.errors import sanitize
+from inspector.reports.strict_json import finite
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
     from typing import Any
 
-__all__ = ["FORMATS", "VIEWS", "render", "sanitize", "shape_text"]
+__all__ = ["FORMATS", "VIEWS", "csv_writer", "render", "sanitize", "shape_text"]
 
 FORMATS = ("table", "markdown", "json", "csv")
 VIEWS = ("tensors", "groups", "layers")
@@ -350,7 +351,7 @@ def json_chunks(report: dict[str, Any]) -> Iterator[str]:
         else:
             if hasattr(value, "json_text"):  # no rows in a listing.TensorRows
                 value = list(value)
-            yield head + _indented(value, "\n  ")
+            yield head + _indented(finite(value), "\n  ")
     yield "\n}\n"
 
 
@@ -448,11 +449,39 @@ def _flat_records(records: list[Any] | tuple[Any, ...], newline: str) -> list[st
     return list(map(template.__mod__, zip(*columns, strict=True)))
 
 
-def _csv(report: dict[str, Any]) -> str:
-    import csv
+class _SafeCSV:
+    """A :func:`csv.writer` whose text cells are :func:`sanitize`-d as the table's are: a name
+    read from a file cannot start a new row or carry a terminal escape (a dict row, as
+    :class:`csv.DictWriter` takes, when ``fields`` is given)."""
 
+    def __init__(self, out: io.StringIO, fields: Sequence[str] | None = None) -> None:
+        import csv
+
+        self._w = csv.writer(out, lineterminator="\n")
+        self._fields = fields
+
+    def writeheader(self) -> None:
+        self.writerow(list(self._fields or ()))
+
+    def writerow(self, row: Any) -> None:
+        if self._fields is not None and isinstance(row, dict):
+            row = [row.get(k, "") for k in self._fields]
+        self._w.writerow([sanitize(c) if isinstance(c, str) else c for c in row])
+
+    def writerows(self, rows: Any) -> None:
+        for row in rows:
+            self.writerow(row)
+
+
+def csv_writer(out: io.StringIO, fields: Sequence[str] | None = None) -> _SafeCSV:
+    """The CSV writer of every ``--format csv``: control characters escaped (see
+    :class:`_SafeCSV`); ``fields`` makes it take dict rows."""
+    return _SafeCSV(out, fields)
+
+
+def _csv(report: dict[str, Any]) -> str:
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = csv_writer(out)
     w.writerow(
         ["name", "stored_name", "shape", "dtype", "role", "numel", "nbytes", "file", "shared_with",
          "group", "layer"]
@@ -478,10 +507,8 @@ def _csv(report: dict[str, Any]) -> str:
 
 def _csv_groups(report: dict[str, Any], per_layer: bool) -> str:
     """One CSV row per group (and with ``per_layer`` per block/layer/direction, uncollapsed)."""
-    import csv
-
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = csv_writer(out)
     keys = ["tensors", "parameters", "elements", "bytes"]
     w.writerow(["group", "block", "layer", "direction", *keys, "share"])
     for g in report["groups"]:

@@ -7,12 +7,12 @@ shape and dtype agree are "values not compared", never "unchanged". CSV has one 
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from typing import Any
 
-from inspector.reports.render import sanitize
+from inspector.reports import strict_json
+from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
 FORMATS = ("table", "markdown", "json", "csv")
@@ -21,7 +21,7 @@ NOT_COMPARED = "same shape"  # the op word for ``unchanged`` when values were no
 
 def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
     if fmt == "json":
-        return json.dumps(report, indent=1, ensure_ascii=False) + "\n"
+        return strict_json.dumps(report, indent=1, ensure_ascii=False) + "\n"
     if fmt == "csv":
         return _csv(report)
     if fmt in ("table", "markdown"):
@@ -149,6 +149,12 @@ def _text(report: dict[str, Any], markdown: bool, style: Style = PLAIN) -> str:
                         markdown=markdown, align=("left", "right", "right", "right", "left"),
                         elide_cols=("tensors", "group")))
         out.write("\n")
+    findings = report.get("findings") or ()
+    if findings:
+        out.write("\n")
+        for f in findings:
+            out.write(style.wrap(f"{style.paint(f['severity'])}: "
+                                 f"{sanitize(f['message'])}") + "\n")
     out.write(f"\n{style.wrap(summary_line(report, style))}\n")
     return out.getvalue()
 
@@ -161,7 +167,7 @@ def _csv(report: dict[str, Any]) -> str:
     """One row per tensor record (never collapsed); shapes as JSON lists; the value columns
     empty when values were not compared (``values_compared`` says which)."""
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = csv_writer(out)
     w.writerow(CSV_COLUMNS)
     for t in report["tensors"]:
         a, b, v = t["a"], t["b"], t["values"]

@@ -14,12 +14,12 @@ fit side by side continue in a further table; finding severities in colour on a 
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from typing import Any
 
-from inspector.reports.render import sanitize
+from inspector.reports import strict_json
+from inspector.reports.render import csv_writer, sanitize
 from inspector.reports.text import PLAIN, Style, shape_text, table
 
 FORMATS = ("table", "markdown", "json", "csv")
@@ -34,7 +34,7 @@ def render(report: dict[str, Any], fmt: str, view: str = "tensors",
         raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
     run = report["schema"].startswith("inspector.stats-run")
     if fmt == "json":
-        return json.dumps(report, indent=1, ensure_ascii=False) + "\n"
+        return strict_json.dumps(report, indent=1, ensure_ascii=False) + "\n"
     if fmt == "csv":
         return _run_csv(report) if run else _csv(report, view)
     if fmt in ("table", "markdown"):
@@ -191,7 +191,7 @@ def _run_blocks(names: list[str], cells: list[list[str]], steps: int, md: bool,
 
 def _csv(report: dict[str, Any], view: str) -> str:
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = csv_writer(out)
     keys = ["count", *STAT_COLUMNS, *COUNT_COLUMNS]
     w.writerow(["level", "name", "group", "shape", "dtype", "of", *keys, "note"])
     if view == "tensors":
@@ -211,7 +211,7 @@ def _cell(x: Any) -> Any:
 
 def _run_csv(report: dict[str, Any]) -> str:
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = csv_writer(out)
     w.writerow(["step", "checkpoint", "group", "tensors", "l2", "delta_l2", "relative_change"])
     for i, step in enumerate(report["steps"]):
         for g in step["groups"]:
