@@ -22,6 +22,7 @@ from typing import Any
 from . import verdicts
 from .restricted_pickle import (
     Placeholder,
+    _instance_of,
     _Restricted,
     check_state,
     construct_as_class,
@@ -117,13 +118,13 @@ class Walk:
         if isinstance(cls, Unknown):
             if cls.origin is not None:
                 construct_as_class(cls.origin if isinstance(cls.origin, Placeholder)
-                                   else result_type(cls.origin)(), "NEWOBJ")
+                                   else _instance_of(result_type(cls.origin)), "NEWOBJ")
             else:
                 self.unresolved("a value the reader could not follow is used as a class")
             return Unknown(cls.origin)
         if isinstance(cls, Placeholder):
             construct_as_class(cls, "NEWOBJ")
-            return result_type(type(cls))()
+            return _instance_of(result_type(type(cls)))
         if is_placeholder_type(cls):
             try:
                 return cls.__new__(cls, *args, **(kwargs if isinstance(kwargs, dict) else {}))

@@ -361,6 +361,13 @@ def _make_type(
     )
 
 
+def _instance_of(t: type[Placeholder]) -> Placeholder:
+    """An instance made without calling ``t`` (a use of it is recorded by the caller)."""
+    obj = object.__new__(t)
+    obj.args, obj.kwargs, obj.state, obj.items, obj.listitems = (), {}, None, None, None
+    return obj
+
+
 def result_type(cls: type[Placeholder]) -> type[Placeholder]:
     """The type of what calling an instance of ``cls`` returns (one per type and load)."""
     t = cls.__dict__.get("result")
@@ -388,7 +395,7 @@ def base_allowed() -> dict[str, Any]:
             return cls.__new__(cls)
         if isinstance(cls, Placeholder):
             construct_as_class(cls, "copyreg._reconstructor")
-            return result_type(type(cls))()
+            return _instance_of(result_type(type(cls)))
         raise PickleError(
             f"copyreg._reconstructor on {type(cls).__name__}, not a class of the file"
         )
@@ -399,7 +406,7 @@ def base_allowed() -> dict[str, Any]:
             return cls.__new__(cls, *args, **kwargs)
         if isinstance(cls, Placeholder):
             construct_as_class(cls, "copyreg.__newobj__")
-            return result_type(type(cls))()
+            return _instance_of(result_type(type(cls)))
         if cls in _PLAIN_TYPES and not args and not kwargs:
             return cls.__new__(cls)
         raise PickleError(f"copyreg.__newobj__ of {type(cls).__name__} is not modelled")
@@ -465,23 +472,14 @@ _PLAIN_TYPES = (object, dict, list, set, frozenset, tuple, collections.OrderedDi
 def scan_globals(data: bytes) -> list[tuple[str, int]]:
     """(dotted name, byte position) of every GLOBAL/INST/STACK_GLOBAL, without loading anything.
 
-    STACK_GLOBAL names are taken from the two most recent string arguments, as pickletools'
-    own annotations do. Pure Python and slow (~0.3 us per opcode): for audits and tests, not for
-    the read path, where :class:`RestrictedUnpickler` records the globals as it resolves them.
+    STACK_GLOBAL names are the two values below it on the stack, memo gets included (walked by
+    :mod:`.pickle_walk`, as pickletools decodes the opcodes). Pure Python and slow (~1 us per
+    opcode): for audits and tests, not for the read path, where :class:`RestrictedUnpickler`
+    records the globals as it resolves them.
     """
-    out: list[tuple[str, int]] = []
-    strings: list[str] = []
-    for op, arg, pos in pickletools.genops(data):
-        if op.name in ("GLOBAL", "INST"):
-            out.append((str(arg).replace(" ", ".", 1), pos))
-        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
-            out.append((f"{strings[-2]}.{strings[-1]}", pos))
-        if isinstance(arg, str):
-            strings.append(arg)
-            del strings[:-2]
-        if op.name == "STOP":
-            break
-    return out
+    from .pickle_walk import walk
+
+    return walk(data, {}).positions
 
 
 class _Restricted:
