@@ -37,7 +37,7 @@ NAMES = sorted(TRUTH)
 
 # what each class's verdict must say (the global and the reason)
 EXPECT = {
-    "error_": ("os.system", "on the fickling, modelscan, picklescan lists"),
+    "error_": ("system (called", "on the fickling, modelscan, picklescan lists"),
     "ctor_": ("by numpy.random._pickle.", ""),
     "class_": ("builds a class", ""),
     "patch_": ("changes how", "a BUILD on the class itself sets"),
@@ -65,7 +65,7 @@ def _check(path: Path, name: str) -> None:
 
 
 def test_every_payload_ran_under_a_real_loader():
-    assert len(NAMES) >= 60
+    assert len(NAMES) >= 62
     for name, fact in TRUTH.items():
         assert any(fact["ran"].values()), name
         assert (ATTACKS / name).is_file()
@@ -76,7 +76,8 @@ def test_payload_is_dangerous_and_says_why(name):
     _check(ATTACKS / name, name)
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n.startswith(("error_", "io_", "ctor_r"))])
+@pytest.mark.parametrize("name", [n for n in NAMES if n.startswith(("error_", "io_", "ctor_r"))
+                                  and n.endswith(".pkl")])
 def test_payload_in_every_container(tmp_path, name):
     """The same bytes as a torch zip (odd root), a legacy torch file, an object .npy, an .npz."""
     for path in containers(tmp_path, (ATTACKS / name).read_bytes(), "c"):

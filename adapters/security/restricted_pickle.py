@@ -666,7 +666,7 @@ def _whole_pickle(
     """Every global of a pickle the reader stopped in, with its verdict: the reader's own, and
     those :mod:`.pickle_walk` finds walking every opcode from the start (the worse of the two
     verdicts for a global both saw). The file is left where the reader stopped."""
-    from .pickle_walk import walk
+    from .pickle_walk import merge, walk
 
     seen = unpickler.globals
     if start is None:
@@ -683,16 +683,7 @@ def _whole_pickle(
     finally:
         if end is not None:
             file.seek(end)
-    out = dict(walked)
-    for name, g in seen.items():
-        other = out.get(name)
-        if other is None or _rank(g) > _rank(other):
-            out[name] = g
-    return out
-
-
-def _rank(g: GlobalRef) -> int:
-    return verdicts.RANK[g.verdict.level] if g.verdict else 0
+    return merge(walked, seen)
 
 
 _LOAD_ERRORS = (

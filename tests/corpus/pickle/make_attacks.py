@@ -11,7 +11,8 @@ Run with the torch venv::
 Classes (variants of each, not one instance):
 
 * ``error_*``: something the restricted reader refuses (``bytearray(int)``, a huge PUT index, an
-  odd ``_codecs.encode``, a BUILD on a builtin) and then ``os.system``, protocols 0, 2, 4;
+  odd ``_codecs.encode``, ``bytes(int)``) and then ``os.system``, protocols 0, 2, 4, and in a
+  joblib stream (plain and zlib) written by ``joblib.dump`` itself;
 * ``ctor_*``: NumPy's pickling helpers calling their argument (``__randomstate_ctor(obj,
   typing.get_type_hints)``, ``__generator_ctor``, ``__bit_generator_ctor(cls)``);
 * ``class_*``: a class built inside the pickle (``abc.ABCMeta``, ``typing._ProtocolMeta``, by
@@ -206,15 +207,49 @@ def eval_payloads(m: Path) -> dict[str, bytes]:
     }
 
 
+class _Reduce:
+    """An object that pickles as ``func(*args)`` (its ``__reduce__``)."""
+
+    def __init__(self, func: object, *args: object) -> None:
+        self.func, self.args = func, args
+
+    def __reduce__(self) -> tuple:
+        return self.func, self.args
+
+
+def joblib_payloads(m: Path) -> dict[str, bytes]:
+    """joblib.dump itself writes them: arrays' raw bytes between the opcodes, then a refused
+    ``bytearray(10)`` and ``os.system`` (compressed too)."""
+    import io as _io
+
+    import joblib
+    import numpy as np
+
+    out = {}
+    value = {"w": np.arange(6, dtype="float32"), "objs": np.array([1, "a"], dtype=object),
+             "pad": _Reduce(bytearray, 10), "evil": _Reduce(os.system, f"touch {m}")}
+    for tag, compress in (("", 0), ("_zlib", 3)):
+        buf = _io.BytesIO()
+        joblib.dump(value, buf, compress=compress)
+        out[f"error_joblib{tag}_bytearray_then_system.joblib"] = buf.getvalue()
+    return out
+
+
 BUILDERS = (error_payloads, ctor_payloads, class_payloads, patch_payloads, io_payloads,
-            eval_payloads)
+            eval_payloads, joblib_payloads)
 
 # -- the real loaders -----------------------------------------------------------------------------
 LOADERS = {
     "pickle.loads": "import pickle,sys; x = pickle.loads(open(sys.argv[1],'rb').read())",
     "torch.load(weights_only=False)":
         "import torch,sys; x = torch.load(sys.argv[1], weights_only=False)",
+    "joblib.load": "import joblib,sys; x = joblib.load(sys.argv[1])",
 }
+
+
+def loaders_for(name: str) -> list[str]:
+    return ["joblib.load"] if name.endswith(".joblib") else ["pickle.loads",
+                                                             "torch.load(weights_only=False)"]
 
 
 def marker_for(name: str) -> Path:
@@ -265,7 +300,7 @@ def main(only: list[str]) -> None:
                 continue
             files[name] = {"marker": str(marker_for(name)),
                            "ran": {loader: ran(path, marker_for(name), loader)
-                                   for loader in LOADERS}}
+                                   for loader in loaders_for(name)}}
             print(name, files[name]["ran"])
     import torch
 
