@@ -495,6 +495,7 @@ class _Restricted:
         self.uses: dict[str, set[str]] = {}
         # id of an allowed object handed out -> its dotted name (a BUILD aimed at it changes it)
         self.handed_out: dict[int, str] = {}
+        self._wrapped: dict[str, Callable[..., Any]] = {}
         self._defaults = {
             id(f): f.__defaults__ for f in allowed.values() if isinstance(f, types.FunctionType)
         }
@@ -517,6 +518,8 @@ class _Restricted:
             if dotted in NESTED_LOADERS:  # a stand-in too is judged by the bytes it loads
                 return self._examining(dotted, found)
             self.handed_out[id(found)] = dotted
+            if dotted in CALLS_ARGUMENT and not isinstance(found, type):
+                return self._calling(dotted, found)
             return found
         t = self._types.get(dotted)
         if t is None:
@@ -529,11 +532,27 @@ class _Restricted:
         process too, for every later caller."""
         for key, dotted in self.handed_out.items():
             obj = self._allowed.get(dotted)
+            if id(obj) != key:
+                obj = self._wrapped.get(dotted)
             if id(obj) != key or not isinstance(obj, types.FunctionType):
                 continue
             if obj.__dict__ or obj.__defaults__ != self._defaults.get(key):
                 record(self.uses, dotted, verdicts.MODIFIED,
                        changes="a BUILD sets attributes on the function itself")
+
+    def _calling(self, dotted: str, helper: Callable[..., Any]) -> Callable[..., Any]:
+        """``helper`` (an implementation of an allowlisted helper that calls or constructs its
+        arguments) behind the record of what it does with them (:func:`calls_arguments`), so
+        the verdict does not depend on which reader implemented it. One per name and load."""
+        wrapped = self._wrapped.get(dotted)
+        if wrapped is None:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                calls_arguments(dotted, args)
+                return helper(*args, **kwargs)
+
+            wrapped = self._wrapped[dotted] = call
+            self.handed_out[id(call)] = dotted
+        return wrapped
 
     def _examining(self, dotted: str, loader: Callable[..., Any]) -> Callable[..., Any]:
         """``loader`` (a reader's stand-in for a nested loader such as
