@@ -28,7 +28,22 @@ from inspector.adapters.security.restricted_pickle import (
 from inspector.adapters.security.scan import scan_file
 
 from conftest import run_cli
-from test_torch_adapter import BUILD, EMPTY_TUPLE, NEWOBJ, REDUCE, dict_of, g, s, tup
+from test_torch_adapter import (
+    BUILD,
+    EMPTY_TUPLE,
+    MARK,
+    NEWOBJ,
+    NONE,
+    REDUCE,
+    dict_of,
+    floats,
+    g,
+    i,
+    pid,
+    s,
+    tup,
+    write_zip,
+)
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "pickle"
 ATTACKS = CORPUS / "attacks"
@@ -201,3 +216,44 @@ def test_a_state_setting_a_special_name_is_dangerous_a_library_dunder_is_not():
 
     assert _globals(state("__reduce_ex__"))["mylib.Obj"].level == V.DANGEROUS
     assert _globals(state("__overloads__"))["mylib.Obj"].level == V.FOREIGN  # torch's own data
+
+
+def test_backward_hooks_are_called_through_the_torch_rebuilders(tmp_path):
+    """``_rebuild_tensor_v2(..., backward_hooks, ...)`` sets ``tensor._backward_hooks``: torch
+    calls them in backward(). Judged the same through the torch adapter's own rebuilder."""
+    hooks = g("collections", "OrderedDict") + b")R" + MARK + i(0) + g("mylib", "hook") + b"u"
+    body = (g("torch._utils", "_rebuild_tensor_v2")
+            + tup(pid("0", 4), i(0), tup(i(2), i(2)), tup(i(2), i(1)), b"\x89", hooks)
+            + REDUCE)
+    path = write_zip(tmp_path / "hooks.pt", b"\x80\x02" + body + b".", {"0": floats(4)})
+    r = scan_file(path)
+    assert r.verdict == "dangerous", r.to_dict()
+    got = {x["name"]: x for x in r.globals}
+    assert got["mylib.hook"]["use"] == "called as a hook set by torch._utils._rebuild_tensor_v2"
+
+
+def test_build_on_an_allowlisted_function_is_dangerous():
+    body = (g("copyreg", "_reconstructor") + tup(NONE, dict_of(("__defaults__", b")")))
+            + BUILD)
+    v = _globals(body)["copyreg._reconstructor"]
+    assert v.level == V.DANGEROUS and "a BUILD sets attributes on the function" in v.why
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n.startswith(("error_p2", "class_abc"))][:8])
+def test_mutated_payloads_end_in_a_verdict(tmp_path, name):
+    """Flipped bytes and truncations: a verdict every time, nothing run, no traceback."""
+    import random
+
+    data = (ATTACKS / name).read_bytes()
+    rng = random.Random(name)
+    for k in range(25):
+        b = bytearray(data)
+        for _ in range(1 + k % 3):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        if k % 5 == 0:
+            b = b[: rng.randrange(1, len(b))]
+        path = tmp_path / f"m{k}.pkl"
+        path.write_bytes(bytes(b))
+        r = scan_file(path)
+        assert r.verdict in ("safe", "foreign", "dangerous", "error")
+    assert not _marker(name).exists()
