@@ -14,6 +14,7 @@ import math
 import pickle
 from typing import Any, BinaryIO
 
+from inspector.adapters.security.pickle_walk import StopWalk, Walk, merge, walk
 from inspector.adapters.security.restricted_pickle import (
     GlobalRef,
     PickleError,
@@ -45,30 +46,37 @@ class JoblibUnpickler(PyRestrictedUnpickler):
     dispatch[pickle.BUILD[0]] = load_build
 
     def _skip_array(self, state: Any) -> None:
-        if not isinstance(state, dict):
-            raise PickleError("NumpyArrayWrapper state is not a dict")
-        shape, dtype = state.get("shape"), state.get("dtype")
-        if not (isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)):
-            raise PickleError(f"NumpyArrayWrapper shape {shape!r:.60} is not a tuple of ints")
-        code, itemsize = _dtype(dtype)
         fh = self.file_handle
-        if code.startswith("O"):  # joblib: pickle.dump(array, file_handle, protocol=2)
+        if skip_raw(fh, state, self.size):  # an object array: a nested pickle follows
             if self.depth >= MAX_NESTED:
                 raise PickleError("object arrays nest too deeply")
             nested = JoblibUnpickler(fh, self.size, self.persistent_load, self.depth + 1)
             nested._seen, nested.uses, nested._types = self._seen, self.uses, self._types
             nested.load()
-            return
-        align = state.get("numpy_array_alignment_bytes")
-        if align is not None:
-            pad = fh.read(1)
-            if len(pad) != 1:
-                raise PickleError("truncated joblib array padding")
-            fh.seek(pad[0], io.SEEK_CUR)
-        n = math.prod(shape) * itemsize
-        if fh.tell() + n > self.size:
-            raise PickleError(f"joblib array of {n:,} bytes runs past the end of the file")
-        fh.seek(n, io.SEEK_CUR)
+
+
+def skip_raw(fh: BinaryIO, state: Any, size: int) -> bool:
+    """Move ``fh`` past the raw bytes joblib wrote after a ``NumpyArrayWrapper`` with
+    ``state``; True for an object array (``pickle.dump(array, fh, protocol=2)`` follows)."""
+    if not isinstance(state, dict):
+        raise PickleError("NumpyArrayWrapper state is not a dict")
+    shape, dtype = state.get("shape"), state.get("dtype")
+    if not (isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)):
+        raise PickleError(f"NumpyArrayWrapper shape {shape!r:.60} is not a tuple of ints")
+    code, itemsize = _dtype(dtype)
+    if code.startswith("O"):
+        return True
+    align = state.get("numpy_array_alignment_bytes")
+    if align is not None:
+        pad = fh.read(1)
+        if len(pad) != 1:
+            raise PickleError("truncated joblib array padding")
+        fh.seek(pad[0], io.SEEK_CUR)
+    n = math.prod(shape) * itemsize
+    if fh.tell() + n > size:
+        raise PickleError(f"joblib array of {n:,} bytes runs past the end of the file")
+    fh.seek(n, io.SEEK_CUR)
+    return False
 
 
 def _dtype(dtype: Any) -> tuple[str, int]:
@@ -97,5 +105,36 @@ def read_joblib(
         u.load()
     except (PickleError, RecursionError, MemoryError, pickle.UnpicklingError, EOFError,
             ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
-        return u.globals, str(_as_pickle_error(e))
+        return merge(_walk(f, size, persistent_load), u.globals), str(_as_pickle_error(e))
     return u.globals, None
+
+
+def _walk(f: BinaryIO, size: int, persistent_load: Any) -> dict[str, GlobalRef]:
+    """Every global of the stream, walked opcode by opcode past whatever stopped the reader
+    (:mod:`.pickle_walk`), skipping each array's raw bytes as joblib.load reads them."""
+    depth = [0]
+
+    def after_build(w: Walk, obj: Any) -> None:
+        if not (isinstance(obj, Placeholder) and type(obj).global_name == WRAPPER):
+            return
+        try:
+            nested = skip_raw(f, obj.state, size)
+        except PickleError:
+            raise StopWalk from None  # where the pickle resumes is not known
+        if nested:
+            if depth[0] >= MAX_NESTED:
+                raise StopWalk
+            depth[0] += 1
+            inner = Walk(w.names._allowed, persistent_load, after_build)
+            inner.names = w.names
+            inner.run(f)
+            depth[0] -= 1
+
+    end = f.tell()
+    try:
+        f.seek(0)
+        return walk(f, base_allowed(), persistent_load, after_build).names.globals
+    except (OSError, MemoryError, RecursionError):
+        return {}
+    finally:
+        f.seek(end)

@@ -623,6 +623,12 @@ CALLS_ARGUMENT: dict[str, dict[int, str]] = {
     "torch._tensor._rebuild_from_type": {0: "called", 1: "constructed"},
     # torch/_utils.py: Tensor._make_wrapper_subclass(cls, ...); param._backward_hooks = hooks
     "torch._utils._rebuild_wrapper_subclass": {0: "constructed"},
+    "torch._utils._rebuild_tensor_v2": {5: "values called"},  # tensor._backward_hooks
+    "torch._utils._rebuild_tensor_v3": {5: "values called"},
+    "torch._utils._rebuild_qtensor": {6: "values called"},
+    # numpy/_core/src/multiarray: _reconstruct(subtype, shape, dtype) makes a `subtype` array
+    "numpy.core.multiarray._reconstruct": {0: "constructed"},
+    "numpy._core.multiarray._reconstruct": {0: "constructed"},
     "torch._utils._rebuild_parameter_with_state": {2: "values called"},
     "torch._utils._rebuild_parameter": {2: "values called"},
     # numpy/random/_pickle.py: __bit_generator_ctor(cls) returns cls() for a class;

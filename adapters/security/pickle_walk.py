@@ -22,6 +22,7 @@ from typing import Any
 from . import verdicts
 from .restricted_pickle import (
     Placeholder,
+    _instance_of,
     _Restricted,
     check_state,
     construct_as_class,
@@ -55,9 +56,19 @@ class _Names(_Restricted):
         self._setup(allowed)
 
 
+class StopWalk(Exception):
+    """Raised by an ``after_build`` hook when the bytes that follow cannot be placed."""
+
+
 class Walk:
-    def __init__(self, allowed: Mapping[str, Any], persistent_load: Callable[[Any], Any] | None):
+    def __init__(
+        self,
+        allowed: Mapping[str, Any],
+        persistent_load: Callable[[Any], Any] | None,
+        after_build: Callable[[Walk, Any], None] | None = None,
+    ) -> None:
         self.names = _Names(allowed)
+        self.after_build = after_build
         self.persistent_load = persistent_load
         self.stack: list[Any] = []
         self.metastack: list[list[Any]] = []
@@ -117,13 +128,13 @@ class Walk:
         if isinstance(cls, Unknown):
             if cls.origin is not None:
                 construct_as_class(cls.origin if isinstance(cls.origin, Placeholder)
-                                   else result_type(cls.origin)(), "NEWOBJ")
+                                   else _instance_of(result_type(cls.origin)), "NEWOBJ")
             else:
                 self.unresolved("a value the reader could not follow is used as a class")
             return Unknown(cls.origin)
         if isinstance(cls, Placeholder):
             construct_as_class(cls, "NEWOBJ")
-            return result_type(type(cls))()
+            return _instance_of(result_type(type(cls)))
         if is_placeholder_type(cls):
             try:
                 return cls.__new__(cls, *args, **(kwargs if isinstance(kwargs, dict) else {}))
@@ -188,7 +199,7 @@ class Walk:
                     return
                 self.step(op.name, arg, pos)
         except (ValueError, EOFError, IndexError, KeyError, TypeError, OverflowError,
-                MemoryError, RecursionError, UnicodeDecodeError):
+                MemoryError, RecursionError, UnicodeDecodeError, StopWalk):
             return  # not opcodes any more (truncated or garbage): the walk ends
 
     def step(self, name: str, arg: Any, pos: int) -> None:  # noqa: C901 - one opcode table
@@ -293,6 +304,8 @@ class Walk:
         elif name == "BUILD":
             state = self.pop()
             self.build(self.top(), state)
+            if self.after_build is not None:
+                self.after_build(self, self.top())  # a stream's raw data after the object
         elif name in ("PERSID", "BINPERSID"):
             pid = arg if name == "PERSID" else self.pop()
             s.append(self._persistent(pid))
@@ -322,11 +335,30 @@ def _safe(make: Callable[[Any], Any], items: list[Any]) -> Any:
 
 
 def walk(
-    source: Any, allowed: Mapping[str, Any], persistent_load: Callable[[Any], Any] | None = None
+    source: Any,
+    allowed: Mapping[str, Any],
+    persistent_load: Callable[[Any], Any] | None = None,
+    after_build: Callable[[Walk, Any], None] | None = None,
 ) -> Walk:
     """Walk one pickle (bytes, or a file positioned at it) to its STOP; the result's
-    ``names.globals`` holds every global with its verdict, ``positions`` where each was named."""
-    w = Walk(allowed, persistent_load)
+    ``names.globals`` holds every global with its verdict, ``positions`` where each was named.
+    ``after_build(walk, obj)`` runs after each BUILD (a stream that writes raw data there, as
+    joblib does, moves the file past it)."""
+    w = Walk(allowed, persistent_load, after_build)
     w.run(source)
     w.names.check_handed_out()
     return w
+
+
+def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two views of one pickle's globals (``GlobalRef``s): the worse verdict of each name."""
+    out = dict(a)
+    for name, ref in b.items():
+        other = out.get(name)
+        if other is None or _rank(ref) > _rank(other):
+            out[name] = ref
+    return out
+
+
+def _rank(ref: Any) -> int:
+    return verdicts.RANK[ref.verdict.level] if ref.verdict else 0

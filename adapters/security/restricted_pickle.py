@@ -361,6 +361,13 @@ def _make_type(
     )
 
 
+def _instance_of(t: type[Placeholder]) -> Placeholder:
+    """An instance made without calling ``t`` (a use of it is recorded by the caller)."""
+    obj = object.__new__(t)
+    obj.args, obj.kwargs, obj.state, obj.items, obj.listitems = (), {}, None, None, None
+    return obj
+
+
 def result_type(cls: type[Placeholder]) -> type[Placeholder]:
     """The type of what calling an instance of ``cls`` returns (one per type and load)."""
     t = cls.__dict__.get("result")
@@ -388,7 +395,7 @@ def base_allowed() -> dict[str, Any]:
             return cls.__new__(cls)
         if isinstance(cls, Placeholder):
             construct_as_class(cls, "copyreg._reconstructor")
-            return result_type(type(cls))()
+            return _instance_of(result_type(type(cls)))
         raise PickleError(
             f"copyreg._reconstructor on {type(cls).__name__}, not a class of the file"
         )
@@ -399,7 +406,7 @@ def base_allowed() -> dict[str, Any]:
             return cls.__new__(cls, *args, **kwargs)
         if isinstance(cls, Placeholder):
             construct_as_class(cls, "copyreg.__newobj__")
-            return result_type(type(cls))()
+            return _instance_of(result_type(type(cls)))
         if cls in _PLAIN_TYPES and not args and not kwargs:
             return cls.__new__(cls)
         raise PickleError(f"copyreg.__newobj__ of {type(cls).__name__} is not modelled")
@@ -465,23 +472,14 @@ _PLAIN_TYPES = (object, dict, list, set, frozenset, tuple, collections.OrderedDi
 def scan_globals(data: bytes) -> list[tuple[str, int]]:
     """(dotted name, byte position) of every GLOBAL/INST/STACK_GLOBAL, without loading anything.
 
-    STACK_GLOBAL names are taken from the two most recent string arguments, as pickletools'
-    own annotations do. Pure Python and slow (~0.3 us per opcode): for audits and tests, not for
-    the read path, where :class:`RestrictedUnpickler` records the globals as it resolves them.
+    STACK_GLOBAL names are the two values below it on the stack, memo gets included (walked by
+    :mod:`.pickle_walk`, as pickletools decodes the opcodes). Pure Python and slow (~1 us per
+    opcode): for audits and tests, not for the read path, where :class:`RestrictedUnpickler`
+    records the globals as it resolves them.
     """
-    out: list[tuple[str, int]] = []
-    strings: list[str] = []
-    for op, arg, pos in pickletools.genops(data):
-        if op.name in ("GLOBAL", "INST"):
-            out.append((str(arg).replace(" ", ".", 1), pos))
-        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
-            out.append((f"{strings[-2]}.{strings[-1]}", pos))
-        if isinstance(arg, str):
-            strings.append(arg)
-            del strings[:-2]
-        if op.name == "STOP":
-            break
-    return out
+    from .pickle_walk import walk
+
+    return walk(data, {}).positions
 
 
 class _Restricted:
@@ -497,6 +495,7 @@ class _Restricted:
         self.uses: dict[str, set[str]] = {}
         # id of an allowed object handed out -> its dotted name (a BUILD aimed at it changes it)
         self.handed_out: dict[int, str] = {}
+        self._wrapped: dict[str, Callable[..., Any]] = {}
         self._defaults = {
             id(f): f.__defaults__ for f in allowed.values() if isinstance(f, types.FunctionType)
         }
@@ -519,6 +518,8 @@ class _Restricted:
             if dotted in NESTED_LOADERS:  # a stand-in too is judged by the bytes it loads
                 return self._examining(dotted, found)
             self.handed_out[id(found)] = dotted
+            if dotted in CALLS_ARGUMENT and not isinstance(found, type):
+                return self._calling(dotted, found)
             return found
         t = self._types.get(dotted)
         if t is None:
@@ -531,11 +532,27 @@ class _Restricted:
         process too, for every later caller."""
         for key, dotted in self.handed_out.items():
             obj = self._allowed.get(dotted)
+            if id(obj) != key:
+                obj = self._wrapped.get(dotted)
             if id(obj) != key or not isinstance(obj, types.FunctionType):
                 continue
             if obj.__dict__ or obj.__defaults__ != self._defaults.get(key):
                 record(self.uses, dotted, verdicts.MODIFIED,
                        changes="a BUILD sets attributes on the function itself")
+
+    def _calling(self, dotted: str, helper: Callable[..., Any]) -> Callable[..., Any]:
+        """``helper`` (an implementation of an allowlisted helper that calls or constructs its
+        arguments) behind the record of what it does with them (:func:`calls_arguments`), so
+        the verdict does not depend on which reader implemented it. One per name and load."""
+        wrapped = self._wrapped.get(dotted)
+        if wrapped is None:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                calls_arguments(dotted, args)
+                return helper(*args, **kwargs)
+
+            wrapped = self._wrapped[dotted] = call
+            self.handed_out[id(call)] = dotted
+        return wrapped
 
     def _examining(self, dotted: str, loader: Callable[..., Any]) -> Callable[..., Any]:
         """``loader`` (a reader's stand-in for a nested loader such as
@@ -668,7 +685,7 @@ def _whole_pickle(
     """Every global of a pickle the reader stopped in, with its verdict: the reader's own, and
     those :mod:`.pickle_walk` finds walking every opcode from the start (the worse of the two
     verdicts for a global both saw). The file is left where the reader stopped."""
-    from .pickle_walk import walk
+    from .pickle_walk import merge, walk
 
     seen = unpickler.globals
     if start is None:
@@ -685,16 +702,7 @@ def _whole_pickle(
     finally:
         if end is not None:
             file.seek(end)
-    out = dict(walked)
-    for name, g in seen.items():
-        other = out.get(name)
-        if other is None or _rank(g) > _rank(other):
-            out[name] = g
-    return out
-
-
-def _rank(g: GlobalRef) -> int:
-    return verdicts.RANK[g.verdict.level] if g.verdict else 0
+    return merge(walked, seen)
 
 
 _LOAD_ERRORS = (

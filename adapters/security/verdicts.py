@@ -148,7 +148,10 @@ def _what(full: str, use: str, ran: list[str]) -> str:
     does = effect(full)
     if not does:
         return ""
-    return f"; {does}" + (f" (`{full}.{ran[0]}`)" if ran else "")
+    where = [f"`{full}.{ran[0]}`"] if ran else []
+    if use == CONSTRUCTED:
+        where.append("`__del__` at collection")
+    return f"; {does}" + (f" ({', '.join(where)})" if where else "")
 
 
 def verdict(
