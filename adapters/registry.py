@@ -42,6 +42,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.mxnet",
     "inspector.adapters.numpy_npy",
     "inspector.adapters.keras",
+    "inspector.adapters.onnx",
     "inspector.adapters.directory",
 )
 # A file whose first bytes are one of these signatures is offered first to that module's
@@ -55,7 +56,7 @@ SIGNATURES = (
 )
 # Short names of the supported formats, for the one-line "not recognised" error.
 FORMATS_BRIEF = (
-    "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF, rau, Sockeye dirs"
+    "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras, ONNX; HF, rau, Sockeye dirs"
 )
 
 
