@@ -163,7 +163,6 @@ def test_several_checkpoints_names_the_candidates(cli):
 
 @pytest.mark.parametrize("target,what", [
     ("lookalikes/tiny.gguf", "GGUF"),
-    ("lookalikes/tiny.onnx", "ONNX"),
     ("lookalikes/pytorch_model.bin", "HTML page"),
     ("lookalikes/empty.pt", "empty"),
     ("tf_savedmodel", "TensorFlow SavedModel directory"),
