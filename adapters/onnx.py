@@ -86,7 +86,8 @@ DTYPES: dict[int, str] = {
 
 # Which typed field holds a data type's elements when raw_data is not used (onnx.proto's
 # comments on each field): a single packed run of fixed-width elements is a plain byte range.
-_FIXED_FIELDS = {4: ("float_data", 4), 10: ("double_data", 8)}
+_FIXED_FIELDS = {4: "float_data", 10: "double_data"}
+_FIXED_DTYPES = {4: ("float32", "complex64"), 10: ("float64", "complex128")}
 _VARINT_FIELDS = {5: "int32_data", 7: "int64_data", 11: "uint64_data"}
 _DATA_FIELDS = {4, 5, 6, 7, 10, 11}
 # dtype -> array typecode (unsigned: two's complement is taken by masking) for varint fields.
@@ -162,17 +163,17 @@ class _Wire:
                 self.fill(pos, 22)
                 buf, i = self.buf, 0
             lim = i + min(end - pos, len(buf) - i)
-            key, i = _varint(buf, i, lim, self, pos, what)
+            key, i = _varint(buf, i, lim, self, pos, end, what)
             number, wire = key >> 3, key & 7
             if number == 0:
                 raise self.fault(f"{what}: field number 0 (corrupt protobuf)", pos)
             if wire == 0:
-                value, i = _varint(buf, i, lim, self, pos, what)
+                value, i = _varint(buf, i, lim, self, pos, end, what)
                 pos = self.base + i
                 yield number, 0, value, 0
                 continue
             if wire == 2:
-                n, i = _varint(buf, i, lim, self, pos, what)
+                n, i = _varint(buf, i, lim, self, pos, end, what)
                 at = self.base + i
                 if n > end - at:
                     raise self.fault(
@@ -199,7 +200,7 @@ class _Wire:
         buf = self.bytes(at, n)
         out, i = [], 0
         while i < n:
-            value, i = _varint(buf, i, n, self, at, what)
+            value, i = _varint(buf, i, n, self, at, at + n, what)
             out.append(value)
         return out
 
@@ -208,17 +209,18 @@ def _eof(end: int, size: int) -> str:
     return "; the file is truncated" if end >= size else ""
 
 
-def _varint(buf: bytes, i: int, lim: int, wire: _Wire, pos: int, what: str) -> tuple[int, int]:
-    """The varint at ``buf[i]`` (at most 10 bytes, before ``lim``) and the index after it."""
-    b = buf[i] if i < lim else -1
-    if 0 <= b < 0x80:
+def _varint(buf: bytes, i: int, lim: int, wire: _Wire, pos: int, end: int,
+            what: str) -> tuple[int, int]:
+    """The varint at ``buf[i]`` (before ``lim``: the end of its message or of the window,
+    which holds at least the 22 bytes a tag and a length can take) and the index after it."""
+    b = buf[i] if i < lim else 0x80
+    if b < 0x80:
         return b, i + 1
     value, shift, j = 0, 0, i
     while True:
         if j >= lim:
-            raise wire.fault(f"{what}: varint runs past the end of its message"
-                             f"{_eof(pos + lim - i, wire.size) if lim < len(buf) else ''}"
-                             if j - i < 10 else f"{what}: varint longer than 10 bytes", pos)
+            raise wire.fault(f"{what}: a varint runs past the end of its message"
+                             f"{_eof(end, wire.size)}", pos)
         b = buf[j]
         value |= (b & 0x7F) << shift
         j += 1
@@ -226,7 +228,7 @@ def _varint(buf: bytes, i: int, lim: int, wire: _Wire, pos: int, what: str) -> t
             return value & _MASK64, j
         shift += 7
         if shift >= 70:
-            raise wire.fault(f"{what}: varint longer than 10 bytes (corrupt protobuf)", pos)
+            raise wire.fault(f"{what}: a varint longer than 10 bytes (corrupt protobuf)", pos)
 
 
 def _signed(v: int) -> int:
@@ -323,35 +325,48 @@ class _Walk:
 
     # GraphProto
     def graph_proto(self, start: int, end: int, path: str, depth: int, top: bool = False) -> None:
+        """The graph's initializers, then its sparse initializers, then those of the graphs in
+        its nodes' attributes (depth first, in node order: the order onnx's loader gives)."""
         if depth > MAX_MESSAGE_DEPTH:
             raise self.w.fault(f"messages nested more than {MAX_MESSAGE_DEPTH} deep "
                                "(protobuf's own limit)", start)
         w = self.w
         inputs: list[dict[str, Any]] = []
         outputs: list[dict[str, Any]] = []
+        sparse: list[tuple[int, int]] = []
+        subgraphs: list[tuple[int, int, str]] = []
         name = None
+        nodes = 0
         for number, wire, a, n in w.fields(start, end, "GraphProto"):
             if wire != 2:
                 continue
             if number == 5:
                 self.tensors.append((self.tensor_proto(a, a + n, depth + 1), path, None, None))
             elif number == 1:
-                self.node_proto(a, a + n, path, depth + 1)
+                nodes += 1
+                self.node_proto(a, a + n, path, subgraphs)
             elif number == 15:
-                self.sparse_proto(a, a + n, path, depth + 1)
+                sparse.append((a, n))
             elif not top:
                 continue
             elif number == 2:
                 name = w.text(a, n, "graph name")
             elif number in (11, 12):
                 (inputs if number == 11 else outputs).append(self.value_info(a, n, depth + 1))
+        for a, n in sparse:
+            self.sparse_proto(a, a + n, path, depth + 1)
         if top:
             if name is not None:
                 self.graph["name"] = name
             self.graph["inputs"] = inputs
             self.graph["outputs"] = outputs
+            self.graph["nodes"] = nodes
+        for a, n, label in subgraphs:  # graph > node > attribute > graph
+            self.graph_proto(a, a + n, label, depth + 3)
 
-    def node_proto(self, start: int, end: int, path: str, depth: int) -> None:
+    def node_proto(self, start: int, end: int, path: str,
+                   subgraphs: list[tuple[int, int, str]]) -> None:
+        """Counts the node's op; adds the graphs in its attributes to ``subgraphs``."""
         w = self.w
         self.nodes += 1
         op = name = ""
@@ -369,9 +384,10 @@ class _Walk:
         if op == "Constant":
             self.constants += 1
         for a, n in attrs:
-            self.attribute(a, a + n, f"{path}{name or op}/", depth + 1)
+            self.attribute(a, a + n, f"{path}{name or op}/", subgraphs)
 
-    def attribute(self, start: int, end: int, path: str, depth: int) -> None:
+    def attribute(self, start: int, end: int, path: str,
+                  subgraphs: list[tuple[int, int, str]]) -> None:
         w = self.w
         graphs = []
         name = ""
@@ -385,19 +401,19 @@ class _Walk:
         for i, (a, n) in enumerate(graphs):
             self.subgraphs += 1
             label = f"{path}{name}" + (f"[{i}]" if len(graphs) > 1 else "")
-            self.graph_proto(a, a + n, label + "/", depth + 1)
+            subgraphs.append((a, n, label + "/"))
 
     def function_proto(self, start: int, end: int) -> None:
         w = self.w
         name = ""
-        nodes = []
+        subgraphs: list[tuple[int, int, str]] = []
         for number, wire, a, n in w.fields(start, end, "FunctionProto"):
             if number == 1 and wire == 2:
                 name = w.text(a, n, "function name")
             elif number == 7 and wire == 2:
-                nodes.append((a, n))
-        for a, n in nodes:
-            self.node_proto(a, a + n, f"function {name}/", 3)
+                self.node_proto(a, a + n, "", subgraphs)
+        for a, n, label in subgraphs:  # model > function > node > attribute > graph
+            self.graph_proto(a, a + n, f"function {name}/{label}", 5)
 
     def tensor_proto(self, start: int, end: int, depth: int) -> _Tensor:
         if depth > MAX_MESSAGE_DEPTH:
@@ -549,6 +565,9 @@ def _entries(walk: _Walk, source: Source, findings: list[Finding],
                 extra["indices"] = {"shape": list(indices.dims), "dtype": idt}
                 inb = dtype_nbytes(idt, _prod(indices.dims))
                 entry_nbytes = None if entry_nbytes is None or inb is None else entry_nbytes + inb
+            for part in (t, indices):
+                if part is not None and part.location == 1:
+                    _safe_location(part, where)
             values.why[name] = "sparse initializer"
         else:
             offset, file, why = _locate(t, dtype, entry_nbytes, name, source, files, extra,
@@ -598,15 +617,13 @@ def _locate(t: _Tensor, dtype: str, size: int | None, name: str, source: Source,
         return None, None, "no data field"
     fields = {f for f, _, _, _ in t.typed}
     number = t.typed[0][0]
-    label = _FIXED_FIELDS.get(number, (_VARINT_FIELDS.get(number, "string_data"), 0))[0]
+    label = _FIXED_FIELDS.get(number) or _VARINT_FIELDS.get(number, "string_data")
     extra["data"] = label
     if len(fields) > 1:
         return None, None, "several typed data fields"
     if number in _FIXED_FIELDS:
-        width = _FIXED_FIELDS[number][1]
-        (f, wire, at, n), *more = t.typed
-        if not more and wire == 2 and size is not None and n == size \
-                and (size // max(1, _prod(t.dims))) % width == 0:
+        (_, wire, at, n), *more = t.typed
+        if not more and wire == 2 and n == size and dtype in _FIXED_DTYPES[number]:
             return at, None, ""
         return None, None, f"{label} not stored as one packed run of {size} bytes"
     if number in _VARINT_FIELDS and dtype in _VARINT_CODES:
@@ -625,11 +642,7 @@ def _external(t: _Tensor, size: int | None, name: str, source: Source,
         findings.append(Finding("warning", f"initializer {t.name!r}: external data without a "
                                 "location", path or None, t.name))
         return None, None, "external data without a location"
-    try:
-        check_relative(location, where)
-    except FormatError:
-        raise FormatError(f"initializer {t.name!r}: external data location {location!r} "
-                          "leaves the model's directory: refused", where) from None
+    _safe_location(t, where)
     numbers = {}
     for key in ("offset", "length"):
         text = info.get(key)
@@ -663,6 +676,21 @@ def _external(t: _Tensor, size: int | None, name: str, source: Source,
                                 path or None, t.name))
         return None, None, f"external length {numbers['length']}, not {size}"
     return offset, location, ""
+
+
+def _safe_location(t: _Tensor, where: str) -> None:
+    """Refuse an external data location that is not a plain relative path inside the model's
+    directory (absolute, ``..``, backslashes): onnx refuses them too (its C++
+    ``_open_external_data`` checks), and a listing must never point a reader outside."""
+    location = dict(t.external).get("location")
+    if location is None:
+        return
+    try:
+        check_relative(location, where)
+    except FormatError:
+        raise FormatError(f"initializer {t.name!r}: external data location {location!r} is "
+                          "not a relative path inside the model's directory: refused",
+                          where) from None
 
 
 def _file_size(source: Source, location: str) -> int | None:
@@ -814,12 +842,14 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     hyper["summary"] = _summary(hyper)
     metadata: dict[str, Any] = {
         "ir_version": walk.model.get("ir_version"),
-        "nodes": walk.nodes,
+        "nodes": graph.get("nodes", 0),
         "ops": dict(sorted(walk.ops.items(), key=lambda kv: (-kv[1], kv[0]))),
         "initializers": len(tensors),
     }
     if len(inputs) != len(real_inputs):
         metadata["initializers_as_inputs"] = len(inputs) - len(real_inputs)
+    if walk.nodes != metadata["nodes"]:
+        metadata["all_nodes"] = walk.nodes  # with those of subgraphs and functions
     if walk.subgraphs:
         metadata["subgraphs"] = walk.subgraphs
     if walk.constants:

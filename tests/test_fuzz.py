@@ -44,6 +44,8 @@ SEEDS = {
     "mxnet-1.9.1": FIXTURES / "mxnet" / "mxnet-1.9.1" / "all_dtypes.params",
     "mxnet-sparse": FIXTURES / "mxnet" / "mxnet-1.9.1" / "csr.params",
     "mxnet-0.11.0": FIXTURES / "mxnet" / "mxnet-0.11.0" / "dict3.params",
+    "onnx-zoo": FIXTURES / "onnx" / "dtype_zoo.onnx",
+    "onnx-external": FIXTURES / "onnx" / "lstm_external" / "lstm.onnx",
 }
 KERAS_SEEDS = {
     "keras-weights-h5": FIXTURES / "keras" / "lstm.weights.h5",

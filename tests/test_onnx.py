@@ -1,0 +1,340 @@
+"""ONNX models: listings and values against onnx's own loader (the truth files written by
+fixtures/onnx/make_fixtures.py with ``onnx.load`` and ``numpy_helper.to_array``), and hostile
+files, built here from scratch with a few lines of protobuf encoding, refused in one line."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inspector.adapters import onnx as onnx_adapter
+from inspector.adapters.errors import FormatError, InspectorError
+from inspector.adapters.registry import detect, load
+from inspector.adapters.source import LocalSource
+from inspector.values import NUMPY_DTYPES, ValuesUnavailable, iter_values
+
+from conftest import FIXTURES, load_truth, run_cli
+
+ONNX = FIXTURES / "onnx"
+MODELS = ["dtype_zoo.onnx", "transformer_legacy.onnx", "transformer_dynamo.onnx",
+          "transformer_fp16.onnx", "lstm_external/lstm.onnx"]
+
+
+def _truth(model: str) -> dict:
+    return load_truth(ONNX / f"{model}.truth.json")
+
+
+# -- listings and values against onnx ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_listing_is_onnx_initializers(model):
+    truth = _truth(model)
+    ckpt = load(ONNX / model)
+    assert ckpt.format == "onnx"
+    assert [t.stored_name for t in ckpt.tensors] == [t["stored_name"] for t in truth["tensors"]]
+    for got, want in zip(ckpt.tensors, truth["tensors"], strict=True):
+        assert list(got.shape) == want["shape"], got.stored_name
+        assert got.dtype == want["dtype"], got.stored_name
+        assert got.numel == want["numel"], got.stored_name
+        assert got.extra.get("graph") == want.get("graph"), got.stored_name
+        if want.get("sparse"):
+            assert got.stored_numel == want["stored_numel"]
+        external = want.get("external_data")
+        if external:
+            assert got.file == external["location"]
+            assert got.offset == int(external.get("offset", 0))
+            assert got.nbytes == int(external["length"])
+        else:
+            assert got.file is None
+            assert got.extra.get("data", "none") in (want.get("data_field"), "string_data", "none")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_model_facts_are_onnx_own(model):
+    truth = _truth(model)
+    ckpt = load(ONNX / model)
+    hp = ckpt.hyperparameters
+    assert hp["ir_version"] == truth["ir_version"]
+    assert hp["opset_import"] == truth["opset_import"]
+    assert hp.get("producer_name", "") == truth["producer_name"]
+    assert hp.get("producer_version", "") == truth["producer_version"]
+    assert hp["graph_name"] == truth["graph_name"]
+    assert hp.get("metadata_props", {}) == truth["metadata_props"]
+    assert hp.get("functions", 0) == truth["functions"]
+    assert [o["name"] for o in hp["outputs"]] == truth["outputs"]
+    initializers = {t["stored_name"] for t in truth["tensors"]}
+    assert [i["name"] for i in hp["inputs"]] == [n for n in truth["inputs"]
+                                                  if n not in initializers]
+    assert ckpt.metadata["nodes"] == truth["nodes"]
+
+
+def _canonical_sha(chunks: list[np.ndarray]) -> str:
+    a = np.concatenate([c.reshape(-1) for c in chunks]) if chunks else np.zeros(0)
+    if a.dtype.kind == "c":
+        a = a.astype(np.complex128)
+    elif a.dtype.kind in "iub":
+        a = a.astype(np.int64)
+    else:
+        a = a.astype(np.float64)
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_values_are_numpy_helpers(model):
+    """Every tensor whose dtype the value passes read gives exactly numpy_helper.to_array's
+    values (raw_data, packed float/double fields, varint fields, external data); the others
+    are refused with a reason, never read wrong."""
+    truth = {t["stored_name"]: t for t in _truth(model)["tensors"]}
+    ckpt = load(ONNX / model)
+    read = 0
+    for entry in ckpt.tensors:
+        want = truth[entry.stored_name]
+        if entry.dtype in NUMPY_DTYPES and not want.get("sparse"):
+            got = _canonical_sha(list(iter_values(ckpt, entry)))
+            assert got == want["values"]["sha256"], entry.stored_name
+            read += 1
+        else:
+            with pytest.raises(ValuesUnavailable):
+                list(iter_values(ckpt, entry))
+    assert read >= len(ckpt.tensors) - 12
+
+
+def test_zoo_reads_every_data_field_kind():
+    ckpt = load(ONNX / "dtype_zoo.onnx")
+    fields = {t.extra.get("data") for t in ckpt.tensors}
+    assert {"raw_data", "float_data", "double_data", "int32_data", "int64_data",
+            "uint64_data", "string_data"} <= fields
+    assert ckpt["then_w"].extra["graph"] == "pick/then_branch"
+
+
+def test_stats_and_diff_values_through_the_cli():
+    proc = run_cli("stats", str(ONNX / "lstm_external" / "lstm.onnx"))
+    assert proc.returncode == 0, proc.stderr
+    assert "onnx::LSTM_195" in proc.stdout
+    proc = run_cli("diff", "--values", str(ONNX / "transformer_legacy.onnx"),
+                   str(ONNX / "transformer_dynamo.onnx"))
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "values equal" in proc.stdout
+
+
+def test_torch_module_names_are_kept_and_grouped():
+    ckpt = load(ONNX / "transformer_dynamo.onnx")
+    torch_names = set(_truth("transformer_dynamo.onnx")["torch_parameter_names"])
+    assert "encoder.layers.1.self_attn.out_proj.weight" in ckpt
+    assert {t.name for t in ckpt.tensors} & torch_names
+    proc = run_cli("show", "--groups", str(ONNX / "transformer_dynamo.onnx"))
+    assert proc.returncode == 0, proc.stderr
+    assert "attention" in proc.stdout and "transformer-lm" in proc.stdout
+
+
+# -- a few lines of protobuf ---------------------------------------------------------------------
+
+
+def _varint(v: int) -> bytes:
+    v &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _f(number: int, value: int | bytes | str) -> bytes:
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def _tensor(name: str, dims: list[int], raw: bytes | None = None, data_type: int = 1,
+            external: dict[str, str] | None = None) -> bytes:
+    out = b"".join(_f(1, d) for d in dims) + _f(2, data_type) + _f(8, name)
+    if raw is not None:
+        out += _f(9, raw)
+    if external is not None:
+        out += b"".join(_f(13, _f(1, k) + _f(2, v)) for k, v in external.items()) + _f(14, 1)
+    return out
+
+
+def _model(*initializers: bytes, nodes: tuple[bytes, ...] = ()) -> bytes:
+    graph = b"".join(_f(1, n) for n in nodes) + _f(2, "g")
+    graph += b"".join(_f(5, t) for t in initializers)
+    return _f(1, 9) + _f(2, "hostile") + _f(7, graph) + _f(8, _f(2, 21))
+
+
+def _write(tmp_path: Path, data: bytes, name: str = "model.onnx") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def _refused(path: Path, *needles: str) -> str:
+    with pytest.raises(InspectorError) as e:
+        load(path)
+    message = str(e.value)
+    assert "\n" not in message and path.name in message, message
+    for needle in needles:
+        assert needle in message, message
+    return message
+
+
+def test_built_model_lists(tmp_path):
+    w = np.arange(6, dtype=np.float32)
+    path = _write(tmp_path, _model(_tensor("w", [2, 3], w.tobytes())))
+    ckpt = load(path)
+    assert [(t.name, t.shape, t.dtype) for t in ckpt.tensors] == [("w", (2, 3), "float32")]
+    assert np.array_equal(np.concatenate(list(iter_values(ckpt, ckpt["w"]))), w)
+
+
+def test_truncated_anywhere_is_one_line(tmp_path):
+    data = _model(_tensor("w", [4, 4], bytes(64)), _tensor("b", [4], bytes(16)))
+    claimed = 0
+    for cut in range(len(data) - 1, 3, -7):
+        path = _write(tmp_path, data[:cut])
+        try:
+            adapter, variant = detect(LocalSource(path))
+        except InspectorError as e:  # too short to say it is ONNX: refused as unknown
+            assert "\n" not in str(e)
+            continue
+        assert adapter.name == "onnx"
+        _refused(path, "truncated")
+        claimed += 1
+    assert claimed > len(data) // 7 - 3
+    path = _write(tmp_path, data[:40])
+    proc = run_cli("show", str(path))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "truncated" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("length", [2**31, 2**62, 2**64 - 1])
+def test_huge_length_varint(tmp_path, length):
+    tensor = _f(8, "w") + _f(2, 1) + _varint(9 << 3 | 2) + _varint(length) + b"\0" * 8
+    path = _write(tmp_path, _model(tensor))
+    _refused(path, "runs past the end")
+
+
+def test_overlong_varint_and_bad_wire_type(tmp_path):
+    path = _write(tmp_path, _model(_f(8, "w") + _varint(1 << 3) + b"\xff" * 11 + b"\x01"))
+    _refused(path, "longer than 10 bytes")
+    path = _write(tmp_path, _model(_f(8, "w") + bytes([2 << 3 | 7, 0])))
+    _refused(path, "wire type 7")
+
+
+def _if_node(graph: bytes) -> bytes:
+    """An If node whose then_branch is ``graph``."""
+    attribute = _f(1, "then_branch") + _f(20, 5) + _f(6, graph)
+    return _f(1, "cond") + _f(2, "out") + _f(4, "If") + _f(5, attribute)
+
+
+def test_deep_nesting_is_refused_as_protobuf_refuses_it(tmp_path):
+    graph = _f(2, "leaf") + _f(5, _tensor("deep", [1], bytes(4)))
+    for _ in range(40):  # 40 graphs inside If nodes: 3 messages each, over protobuf's 100
+        graph = _f(1, _if_node(graph)) + _f(2, "g")
+    data = _f(1, 9) + _f(7, graph) + _f(8, _f(2, 21))
+    _refused(_write(tmp_path, data), "nested more than 100 deep")
+
+
+def test_nested_subgraphs_within_the_limit_are_listed(tmp_path):
+    graph = _f(2, "leaf") + _f(5, _tensor("deep", [1], bytes(4)))
+    for _ in range(20):
+        graph = _f(1, _if_node(graph)) + _f(2, "g")
+    ckpt = load(_write(tmp_path, _f(1, 9) + _f(7, graph) + _f(8, _f(2, 21))))
+    assert [t.name for t in ckpt.tensors] == ["deep"]
+    assert ckpt["deep"].extra["graph"].count("then_branch") == 20
+
+
+@pytest.mark.parametrize("location", ["../../etc/passwd", "/etc/passwd", "sub/../../x.bin",
+                                      "..", "C:\\Windows\\x.bin"])
+def test_external_location_leaving_the_directory_is_refused(tmp_path, location):
+    tensor = _tensor("w", [2], external={"location": location, "offset": "0", "length": "8"})
+    path = _write(tmp_path, _model(tensor))
+    _refused(path, "external data location", repr(location), "refused")
+    proc = run_cli("show", str(path))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert repr(location) in proc.stderr
+
+
+def test_external_symlink_pointing_out_is_refused(tmp_path):
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(bytes(64))
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    os.symlink(outside, model_dir / "weights.bin")
+    tensor = _tensor("w", [2], external={"location": "weights.bin"})
+    _refused(_write(model_dir, _model(tensor)), "weights.bin", "outside")
+
+
+def test_external_data_problems_are_findings_and_values_refused(tmp_path):
+    (tmp_path / "w.bin").write_bytes(np.arange(4, dtype=np.float32).tobytes())
+    tensors = [
+        _tensor("ok", [4], external={"location": "w.bin", "offset": "0", "length": "16"}),
+        _tensor("past_end", [4], external={"location": "w.bin", "offset": "8"}),
+        _tensor("missing", [4], external={"location": "gone.bin"}),
+        _tensor("short_raw", [4], bytes(12)),
+    ]
+    ckpt = load(_write(tmp_path, _model(*tensors)))
+    assert np.array_equal(np.concatenate(list(iter_values(ckpt, ckpt["ok"]))), np.arange(4))
+    subjects = {f.subject for f in ckpt.findings}
+    assert subjects == {"past_end", "missing", "short_raw"}
+    for name in ("past_end", "missing", "short_raw"):
+        with pytest.raises(ValuesUnavailable):
+            list(iter_values(ckpt, ckpt[name]))
+    with pytest.raises(FormatError, match="not a non-negative integer"):
+        load(_write(tmp_path, _model(_tensor("w", [1], external={
+            "location": "w.bin", "offset": "-4"})), "bad.onnx"))
+
+
+def test_not_claimed_protobufs_and_lookalikes(tmp_path):
+    # a TF SavedModel: field 1 varint, field 2 message: no graph (field 7)
+    saved = _f(1, 1) + _f(2, _f(1, _f(1, "serve")) * 50)
+    # the first bytes of a model, then noise where the graph should start
+    noise = _f(1, 9) + _f(2, "x") + bytes([7 << 3 | 2, 5]) + b"\xff\xff\xff\xff\xff"
+    for data in (saved, noise, b"\x08\x00\x00\x00{\"a\": 1}", b"\x08" + os.urandom(64)):
+        path = _write(tmp_path, data, "x.pb")
+        assert onnx_adapter.sniff(data[:4096], LocalSource(path)) is None
+    # the fixtures of other formats are never claimed
+    for other in ("safetensors", "torch", "mxnet", "keras"):
+        for p in sorted((FIXTURES / other).rglob("*"))[:20]:
+            if p.is_file() and p.stat().st_size:
+                head = p.read_bytes()[:4096]
+                assert onnx_adapter.sniff(head, LocalSource(p)) is None, p
+
+
+class _CountingSource(LocalSource):
+    """A local source whose views count the bytes sliced out of them."""
+
+    sliced = 0
+
+    @contextmanager
+    def view(self):
+        with super().view() as v:
+            outer = self
+
+            class Counting:
+                def __len__(self):
+                    return len(v)
+
+                def __getitem__(self, key):
+                    data = v[key]
+                    outer.sliced += len(data)
+                    return data
+
+            yield Counting()
+
+
+def test_listing_reads_the_structure_not_the_bytes(tmp_path):
+    """Three 4 MiB initializers inline: the listing slices a few KiB of the 12 MiB file."""
+    big = [_tensor(f"layer{i}.weight", [1024, 1024], bytes(4 << 20)) for i in range(3)]
+    path = _write(tmp_path, _model(*big))
+    source = _CountingSource(path)
+    ckpt = load(source)
+    assert len(ckpt.tensors) == 3 and ckpt.totals()["parameters"] == 3 << 20
+    assert source.sliced < 16 << 10, source.sliced
