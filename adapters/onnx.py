@@ -18,10 +18,13 @@ the varint fields (``int32_data``, ``int64_data``, ``uint64_data``) are decoded 
 
 from __future__ import annotations
 
+import gc
 import io
 import sys
 from array import array
+from types import MappingProxyType
 
+from .dtypes import BITS
 from .dtypes import nbytes as dtype_nbytes
 from .errors import FormatError, InspectorError
 from .model import ByteRange, Checkpoint, Finding, Role, Stream, TensorEntry
@@ -30,7 +33,7 @@ from .source import Source, check_relative
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
     from contextlib import ExitStack
     from typing import Any
 
@@ -101,9 +104,12 @@ _VARINT_CODES = {"bool": "B", "uint8": "B", "int8": "B", "uint16": "H", "int16":
 MAX_MESSAGE_DEPTH = 100
 MAX_STRING = 1 << 20  # a name, key or value longer than this is refused, not allocated
 MIN_WINDOW = 1 << 10  # bytes read after a skip
+SMALL_MESSAGE = 4 << 10  # a message this small is read whole (raw data of tiny tensors too)
 MAX_WINDOW = 1 << 20  # read-ahead cap while the structure is dense
 SNIFF_STEPS = 64  # top-level fields the sniff walks before it has seen the graph
 _MASK64 = (1 << 64) - 1
+_SIGN, _TWO64 = 1 << 63, 1 << 64
+_RAW_DATA = MappingProxyType({"data": "raw_data"})  # the extra of most entries, shared
 
 _MODEL_WIRE = {1: 0, 2: 2, 3: 2, 4: 2, 5: 0, 6: 2, 7: 2, 8: 2, 14: 2, 20: 2, 25: 2, 26: 2}
 _GRAPH_WIRE = {1: 2, 2: 2, 5: 2, 10: 2, 11: 2, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2}
@@ -143,6 +149,9 @@ class _Wire:
         return self.buf[i:i + n]
 
     def text(self, pos: int, n: int, what: str) -> str:
+        i = pos - self.base
+        if 0 <= i and i + n <= len(self.buf):  # most names: inside the window
+            return self.buf[i:i + n].decode("utf-8", "replace")
         if n > MAX_STRING:
             raise FormatError(f"{what} of {n} bytes is over the {MAX_STRING}-byte limit",
                               self.where, f"offset {pos}")
@@ -151,49 +160,124 @@ class _Wire:
     def fault(self, message: str, pos: int) -> FormatError:
         return FormatError(message, self.where, f"offset {pos}")
 
-    def fields(self, start: int, end: int, what: str) -> Iterator[tuple[int, int, int, int]]:
+    def fields(self, start: int, end: int, what: str) -> Iterable[tuple[int, int, int, int]]:
         """The fields of the message at ``[start, end)``: ``(number, wire type, a, b)`` with
         ``a`` the value of a varint, else the absolute offset of the value; ``b`` its length
-        (8, 4, or the length-delimited field's). The caller reads, descends or skips."""
+        (8, 4, or the length-delimited field's). The caller reads, descends or skips. A message
+        inside the window (or small enough to read whole) is scanned at once into a list;
+        a longer one is walked field by field, its long fields skipped unread."""
+        if self.holds(start, end):
+            return self._scan(self.buf, start - self.base, end - self.base, self.base, what)
+        return self._walk(start, end, what)
+
+    def holds(self, start: int, end: int) -> bool:
+        """Whether the window holds ``[start, end)``, after reading it if it is small."""
+        base = self.base
+        if base <= start and end <= base + len(self.buf):
+            return True
+        if end - start <= SMALL_MESSAGE:
+            self.fill(start, end - start)
+            return True
+        return False
+
+    def _scan(self, buf: bytes, i: int, lim: int, base: int,
+              what: str) -> list[tuple[int, int, int, int]]:
+        """The fields of a message held in ``buf[i:lim]``: one tight loop, single-byte tags,
+        values and lengths inline."""
+        out = []
+        append = out.append
+        end = base + lim
+        while i < lim:
+            at = i
+            key = buf[i]
+            if key < 0x80:
+                i += 1
+            else:
+                key, i = _varint(buf, i, lim, self, base + at, end, what)
+            wire = key & 7
+            if key < 8:
+                raise self.fault(f"{what}: field number 0 (corrupt protobuf)", base + at)
+            if wire == 2:
+                n = buf[i] if i < lim else 0x80
+                if n < 0x80:
+                    i += 1
+                else:
+                    n, i = _varint(buf, i, lim, self, base + at, end, what)
+                if n > lim - i:
+                    raise self.fault(
+                        f"{what}: field {key >> 3} of {n} bytes runs past the end of its "
+                        f"message ({lim - i} bytes left{_eof(end, self.size)})", base + at)
+                append((key >> 3, 2, base + i, n))
+                i += n
+            elif wire == 0:
+                value = buf[i] if i < lim else 0x80
+                if value < 0x80:
+                    i += 1
+                else:
+                    value, i = _varint(buf, i, lim, self, base + at, end, what)
+                append((key >> 3, 0, value, 0))
+            else:
+                pos = base + i
+                self._fixed(key, pos, end, what, base + at)
+                n = 8 if wire == 1 else 4
+                i += n
+                append((key >> 3, wire, pos, n))
+        return out
+
+    def _walk(self, start: int, end: int, what: str) -> Iterator[tuple[int, int, int, int]]:
+        """The fields of a long message, read through the window as they come."""
         pos = start
         while pos < end:
-            i = pos - self.base
-            buf = self.buf
-            if i < 0 or len(buf) - i < min(22, end - pos):
+            buf, base = self.buf, self.base  # a caller may have moved the window
+            i = pos - base
+            avail = len(buf) - i
+            if i < 0 or (avail < 22 and avail < end - pos):
                 self.fill(pos, 22)
-                buf, i = self.buf, 0
-            lim = i + min(end - pos, len(buf) - i)
-            key, i = _varint(buf, i, lim, self, pos, end, what)
+                buf, base, i = self.buf, self.base, 0
+                avail = len(buf)
+            lim = i + (end - pos if end - pos < avail else avail)
+            key = buf[i]
+            if key < 0x80:
+                i += 1
+            else:
+                key, i = _varint(buf, i, lim, self, pos, end, what)
             number, wire = key >> 3, key & 7
             if number == 0:
                 raise self.fault(f"{what}: field number 0 (corrupt protobuf)", pos)
-            if wire == 0:
-                value, i = _varint(buf, i, lim, self, pos, end, what)
-                pos = self.base + i
-                yield number, 0, value, 0
-                continue
             if wire == 2:
-                n, i = _varint(buf, i, lim, self, pos, end, what)
-                at = self.base + i
+                n = buf[i] if i < lim else 0x80
+                if n < 0x80:
+                    i += 1
+                else:
+                    n, i = _varint(buf, i, lim, self, pos, end, what)
+                at = base + i
                 if n > end - at:
                     raise self.fault(
                         f"{what}: field {number} of {n} bytes runs past the end of its message "
                         f"({end - at} bytes left{_eof(end, self.size)})", pos)
                 pos = at + n
                 yield number, 2, at, n
-                continue
-            if wire == 1 or wire == 5:
+            elif wire == 0:
+                value, i = _varint(buf, i, lim, self, pos, end, what)
+                pos = base + i
+                yield number, 0, value, 0
+            else:
+                at = base + i
+                self._fixed(key, at, end, what, pos)
                 n = 8 if wire == 1 else 4
-                at = self.base + i
-                if n > end - at:
-                    raise self.fault(f"{what}: fixed-width field {number} runs past the end "
-                                     f"of its message{_eof(end, self.size)}", pos)
                 pos = at + n
                 yield number, wire, at, n
-                continue
-            raise self.fault(
-                f"{what}: field {number} has wire type {wire}, which ONNX messages do not use "
-                "(corrupt protobuf)", pos)
+
+    def _fixed(self, key: int, at: int, end: int, what: str, pos: int) -> None:
+        """Check a fixed-width field (wire type 1 or 5) fits its message; refuse the wire
+        types ONNX never uses (groups, 6, 7)."""
+        wire = key & 7
+        if wire != 1 and wire != 5:
+            raise self.fault(f"{what}: field {key >> 3} has wire type {wire}, which ONNX "
+                             "messages do not use (corrupt protobuf)", pos)
+        if (8 if wire == 1 else 4) > end - at:
+            raise self.fault(f"{what}: fixed-width field {key >> 3} runs past the end of its "
+                             f"message{_eof(end, self.size)}", pos)
 
     def packed_varints(self, at: int, n: int, what: str) -> list[int]:
         """The varints of a packed field (a short one: dims, shape lists)."""
@@ -231,6 +315,88 @@ def _varint(buf: bytes, i: int, lim: int, wire: _Wire, pos: int, end: int,
             raise wire.fault(f"{what}: a varint longer than 10 bytes (corrupt protobuf)", pos)
 
 
+def _fast_node(buf: bytes, i: int, lim: int) -> tuple[int, int, int, int, list] | None:
+    """A NodeProto in ``buf[i:lim]`` whose fields are all length-delimited with one-byte tags
+    and lengths below 2**14 (every node an exporter writes): (op_type index, length, name
+    index, length, attribute spans); None for anything else: the generic walk decides."""
+    op_i = op_n = name_i = name_n = -1
+    attrs = []
+    while i < lim:
+        key = buf[i]
+        if key >= 0x80 or key & 7 != 2 or i + 1 >= lim:
+            return None
+        n = buf[i + 1]
+        i += 2
+        if n >= 0x80:
+            if i >= lim or buf[i] >= 0x80:
+                return None
+            n = (n & 0x7F) | buf[i] << 7
+            i += 1
+        if n > lim - i:
+            return None
+        if key == 0x22:  # op_type (4)
+            op_i, op_n = i, n
+        elif key == 0x1A:  # name (3)
+            name_i, name_n = i, n
+        elif key == 0x2A:  # attribute (5)
+            attrs.append((i, n))
+        i += n
+    if op_i < 0:
+        return None
+    return op_i, op_n, name_i, name_n, attrs
+
+
+def _fast_tensor(buf: bytes, i: int, lim: int, base: int) -> _Tensor | None:
+    """A TensorProto in ``buf[i:lim]`` holding only dims (unpacked), data_type, name and
+    raw_data (every initializer an exporter writes inline), with short varints; None for
+    anything else: the generic walk decides."""
+    t = _Tensor()
+    dims = t.dims
+    while i < lim:
+        key = buf[i]
+        i += 1
+        if key == 0x08 or key == 0x10:  # dims (1), data_type (2): varints
+            v, shift = 0, 0
+            while True:
+                if i >= lim or shift > 56:
+                    return None
+                b = buf[i]
+                i += 1
+                v |= (b & 0x7F) << shift
+                if b < 0x80:
+                    break
+                shift += 7
+            if v >= 1 << 31:  # a negative or huge dimension or type: the generic walk's
+                return None
+            if key == 0x08:
+                dims.append(v)
+            else:
+                t.data_type = v
+            continue
+        if key != 0x42 and key != 0x4A:  # name (8), raw_data (9)
+            return None
+        n, shift = 0, 0
+        while True:
+            if i >= lim or shift > 56:
+                return None
+            b = buf[i]
+            i += 1
+            n |= (b & 0x7F) << shift
+            if b < 0x80:
+                break
+            shift += 7
+        if n > lim - i:
+            return None
+        if key == 0x42:
+            if n > MAX_STRING:
+                return None
+            t.name = buf[i:i + n].decode("utf-8", "replace")
+        else:
+            t.raw = (base + i, n)
+        i += n
+    return t
+
+
 def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
@@ -248,8 +414,10 @@ class _Tensor:
         self.dims: list[int] = []
         self.data_type = 0
         self.raw: tuple[int, int] | None = None
-        self.typed: list[tuple[int, int, int, int]] = []  # (field, wire, a, b)
-        self.external: list[tuple[str, str]] = []
+        # (field, wire, a, b) of the typed data fields; external_data's (key, value) pairs:
+        # a list once the generic walk finds one (most tensors have neither)
+        self.typed: list[tuple[int, int, int, int]] | tuple[()] = ()
+        self.external: list[tuple[str, str]] | tuple[()] = ()
         self.location = 0
         self.segment = False
 
@@ -263,7 +431,6 @@ class _Walk:
         self.nodes = 0
         self.ops: dict[str, int] = {}
         self.subgraphs = 0
-        self.constants = 0
         self.model: dict[str, Any] = {}
         self.graph: dict[str, Any] = {}
 
@@ -369,7 +536,21 @@ class _Walk:
         """Counts the node's op; adds the graphs in its attributes to ``subgraphs``."""
         w = self.w
         self.nodes += 1
-        op = name = ""
+        if w.holds(start, end):
+            fast = _fast_node(w.buf, start - w.base, end - w.base)
+            if fast is not None:
+                base = w.base
+                op = w.buf[fast[0]:fast[0] + fast[1]].decode("utf-8", "replace")
+                ops = self.ops
+                ops[op] = ops.get(op, 0) + 1
+                if fast[4]:
+                    label = w.text(base + fast[2], fast[3], "node name") if fast[2] >= 0 else ""
+                    for a, n in fast[4]:
+                        self.attribute(base + a, base + a + n, f"{path}{label or op}/",
+                                       subgraphs)
+                return
+        op = ""
+        name = None
         attrs = []
         for number, wire, a, n in w.fields(start, end, "NodeProto"):
             if wire != 2:
@@ -377,14 +558,15 @@ class _Walk:
             if number == 4:
                 op = w.text(a, n, "op_type")
             elif number == 3:
-                name = w.text(a, n, "node name")
+                name = (a, n)
             elif number == 5:
                 attrs.append((a, n))
-        self.ops[op] = self.ops.get(op, 0) + 1
-        if op == "Constant":
-            self.constants += 1
-        for a, n in attrs:
-            self.attribute(a, a + n, f"{path}{name or op}/", subgraphs)
+        ops = self.ops
+        ops[op] = ops.get(op, 0) + 1
+        if attrs:
+            label = w.text(*name, "node name") if name else ""
+            for a, n in attrs:
+                self.attribute(a, a + n, f"{path}{label or op}/", subgraphs)
 
     def attribute(self, start: int, end: int, path: str,
                   subgraphs: list[tuple[int, int, str]]) -> None:
@@ -420,11 +602,16 @@ class _Walk:
             raise self.w.fault(f"messages nested more than {MAX_MESSAGE_DEPTH} deep "
                                "(protobuf's own limit)", start)
         w = self.w
+        if w.holds(start, end):
+            t = _fast_tensor(w.buf, start - w.base, end - w.base, w.base)
+            if t is not None:
+                return t
         t = _Tensor()
+        dims = t.dims
         for number, wire, a, n in w.fields(start, end, "TensorProto"):
             if number == 1:
                 if wire == 0:
-                    t.dims.append(_signed(a))
+                    dims.append(a if a < _SIGN else a - _TWO64)
                 elif wire == 2:
                     t.dims.extend(_signed(v) for v in w.packed_varints(a, n, "dims"))
             elif number == 2 and wire == 0:
@@ -434,8 +621,12 @@ class _Walk:
             elif number == 9 and wire == 2:
                 t.raw = (a, n)
             elif number in _DATA_FIELDS:
+                if not t.typed:
+                    t.typed = []
                 t.typed.append((number, wire, a, n))
             elif number == 13 and wire == 2:
+                if not t.external:
+                    t.external = []
                 t.external.append(self.entry(a, n, "external_data"))
             elif number == 14 and wire == 0:
                 t.location = a
@@ -534,6 +725,17 @@ def _entries(walk: _Walk, source: Source, findings: list[Finding],
     parameter = Role.PARAMETER
     for t, path, indices, sparse_dims in walk.tensors:
         dtype = DTYPES.get(t.data_type)
+        raw, name, dims = t.raw, t.name, t.dims
+        if raw is not None and not path and sparse_dims is None and t.location != 1 \
+                and name not in taken and name and dtype in BITS and not t.segment \
+                and (not dims or min(dims) >= 0):
+            # the common case: a named tensor of a sized type in raw_data
+            size = (_prod(dims) * BITS[dtype] + 7) // 8
+            if raw[1] == size:
+                taken.add(name)
+                out.append(TensorEntry(name, name, tuple(dims), dtype, parameter, nbytes=size,
+                                       offset=raw[0], extra=_RAW_DATA))
+                continue
         if dtype is None:
             dtype = f"onnx_type_{t.data_type}"
             findings.append(Finding("warning", f"initializer {t.name!r}: data type "
@@ -822,14 +1024,22 @@ def _reader(ckpt: Checkpoint, source: Source, values: _Values) -> Any:
 def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     if variant != "model":
         raise FormatError(f"unsupported ONNX variant {variant!r}", source.where)
-    with source.view() as view:
-        walk = _Walk(_Wire(view, source.size, source.where))
-        walk.model_proto()
-    if "ir_version" not in walk.model:
-        raise FormatError("no ir_version: not an ONNX ModelProto", source.where)
-    findings: list[Finding] = []
-    values = _Values()
-    tensors, files = _entries(walk, source, findings, values)
+    # The walk makes a few small acyclic records per initializer: the cyclic GC would only
+    # traverse them again and again (as in commands.show); reference counting frees them.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with source.view() as view:
+            walk = _Walk(_Wire(view, source.size, source.where))
+            walk.model_proto()
+        if "ir_version" not in walk.model:
+            raise FormatError("no ir_version: not an ONNX ModelProto", source.where)
+        findings: list[Finding] = []
+        values = _Values()
+        tensors, files = _entries(walk, source, findings, values)
+    finally:
+        if was_enabled:
+            gc.enable()
     graph = walk.graph
     init_names = {t.stored_name for t in tensors}
     inputs = graph.get("inputs", [])
@@ -852,8 +1062,8 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         metadata["all_nodes"] = walk.nodes  # with those of subgraphs and functions
     if walk.subgraphs:
         metadata["subgraphs"] = walk.subgraphs
-    if walk.constants:
-        metadata["constant_nodes"] = walk.constants
+    if walk.ops.get("Constant"):
+        metadata["constant_nodes"] = walk.ops["Constant"]
     if files:
         metadata["external_data"] = files
     ckpt = Checkpoint(

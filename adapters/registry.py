@@ -36,13 +36,13 @@ BUILTIN_MODULES = (
     "inspector.adapters.rau_dir",
     "inspector.adapters.keras_sharded",
     "inspector.adapters.safetensors",
+    "inspector.adapters.onnx",  # before the pickle readers: an ONNX file never imports them
     "inspector.adapters.torch.torchscript",
     "inspector.adapters.pickled",
     "inspector.adapters.torch",
     "inspector.adapters.mxnet",
     "inspector.adapters.numpy_npy",
     "inspector.adapters.keras",
-    "inspector.adapters.onnx",
     "inspector.adapters.directory",
 )
 # A file whose first bytes are one of these signatures is offered first to that module's
