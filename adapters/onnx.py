@@ -105,7 +105,10 @@ MAX_MESSAGE_DEPTH = 100
 MAX_STRING = 1 << 20  # a name, key or value longer than this is refused, not allocated
 MIN_WINDOW = 1 << 10  # bytes read after a skip
 SMALL_MESSAGE = 4 << 10  # a message this small is read whole (raw data of tiny tensors too)
+SCAN_MESSAGE = 64 << 10  # a message up to this size in the window is scanned into one list
 MAX_WINDOW = 1 << 20  # read-ahead cap while the structure is dense
+MAX_SPANS = 1 << 16  # unpacked typed data elements kept per tensor (packed runs: one each)
+MAX_RANK = 1024  # numpy stops at 64 dimensions; more than this is a corrupt tensor
 SNIFF_STEPS = 64  # top-level fields the sniff walks before it has seen the graph
 _MASK64 = (1 << 64) - 1
 _SIGN, _TWO64 = 1 << 63, 1 << 64
@@ -166,7 +169,7 @@ class _Wire:
         (8, 4, or the length-delimited field's). The caller reads, descends or skips. A message
         inside the window (or small enough to read whole) is scanned at once into a list;
         a longer one is walked field by field, its long fields skipped unread."""
-        if self.holds(start, end):
+        if end - start <= SCAN_MESSAGE and self.holds(start, end):
             return self._scan(self.buf, start - self.base, end - self.base, self.base, what)
         return self._walk(start, end, what)
 
@@ -280,7 +283,9 @@ class _Wire:
                              f"message{_eof(end, self.size)}", pos)
 
     def packed_varints(self, at: int, n: int, what: str) -> list[int]:
-        """The varints of a packed field (a short one: dims, shape lists)."""
+        """The varints of a packed field (a short one: dims)."""
+        if n > MAX_RANK * 10:
+            raise self.fault(f"{what}: a packed field of {n} bytes (corrupt?)", at)
         buf = self.bytes(at, n)
         out, i = [], 0
         while i < n:
@@ -369,6 +374,8 @@ def _fast_tensor(buf: bytes, i: int, lim: int, base: int) -> _Tensor | None:
             if v >= 1 << 31:  # a negative or huge dimension or type: the generic walk's
                 return None
             if key == 0x08:
+                if len(dims) == MAX_RANK:
+                    return None
                 dims.append(v)
             else:
                 t.data_type = v
@@ -407,7 +414,8 @@ def _signed(v: int) -> int:
 class _Tensor:
     """What a TensorProto says about itself (its data fields as spans, never read)."""
 
-    __slots__ = ("name", "dims", "data_type", "raw", "typed", "external", "location", "segment")
+    __slots__ = ("name", "dims", "data_type", "raw", "typed", "external", "location", "segment",
+                 "spans")
 
     def __init__(self) -> None:
         self.name = ""
@@ -420,6 +428,7 @@ class _Tensor:
         self.external: list[tuple[str, str]] | tuple[()] = ()
         self.location = 0
         self.segment = False
+        self.spans = 0  # typed data fields seen (kept: the first MAX_SPANS)
 
 
 class _Walk:
@@ -613,7 +622,9 @@ class _Walk:
                 if wire == 0:
                     dims.append(a if a < _SIGN else a - _TWO64)
                 elif wire == 2:
-                    t.dims.extend(_signed(v) for v in w.packed_varints(a, n, "dims"))
+                    dims.extend(_signed(v) for v in w.packed_varints(a, n, "dims"))
+                if len(dims) > MAX_RANK:
+                    raise w.fault(f"a tensor with over {MAX_RANK} dimensions (corrupt?)", a)
             elif number == 2 and wire == 0:
                 t.data_type = _signed(a) & 0xFFFFFFFF
             elif number == 8 and wire == 2:
@@ -621,9 +632,12 @@ class _Walk:
             elif number == 9 and wire == 2:
                 t.raw = (a, n)
             elif number in _DATA_FIELDS:
-                if not t.typed:
-                    t.typed = []
-                t.typed.append((number, wire, a, n))
+                # unpacked elements are one field each: keep a bounded number of them
+                t.spans += 1
+                if t.spans <= MAX_SPANS:
+                    if not t.typed:
+                        t.typed = []
+                    t.typed.append((number, wire, a, n))
             elif number == 13 and wire == 2:
                 if not t.external:
                     t.external = []
@@ -647,6 +661,9 @@ class _Walk:
                     dims.append(_signed(a))
                 elif wire == 2:
                     dims.extend(_signed(v) for v in self.w.packed_varints(a, n, "dims"))
+                if len(dims) > MAX_RANK:
+                    raise self.w.fault(f"a sparse tensor with over {MAX_RANK} dimensions "
+                                       "(corrupt?)", a)
         if values is None:
             raise self.w.fault("a sparse initializer without its values tensor", start)
         self.tensors.append((values, path, indices, dims))
@@ -702,6 +719,8 @@ class _Walk:
                     elif g == 2 and gt == 2:
                         dim = w.text(c, k, "dim_param")
                 dims.append(dim)
+                if len(dims) > MAX_RANK:
+                    raise w.fault(f"a shape with over {MAX_RANK} dimensions (corrupt?)", b)
         return dims
 
 
@@ -727,6 +746,7 @@ def _entries(walk: _Walk, source: Source, findings: list[Finding],
         dtype = DTYPES.get(t.data_type)
         raw, name, dims = t.raw, t.name, t.dims
         if raw is not None and not path and sparse_dims is None and t.location != 1 \
+                and len(dims) <= MAX_RANK \
                 and name not in taken and name and dtype in BITS and not t.segment \
                 and (not dims or min(dims) >= 0):
             # the common case: a named tensor of a sized type in raw_data
@@ -742,6 +762,8 @@ def _entries(walk: _Walk, source: Source, findings: list[Finding],
                                     f"{t.data_type} is not one onnx.proto defines", path or None,
                                     t.name))
         dims = t.dims if sparse_dims is None else sparse_dims
+        if len(dims) > MAX_RANK:
+            raise FormatError(f"initializer {t.name!r}: {len(dims)} dimensions (corrupt?)", where)
         if any(d < 0 for d in dims):
             raise FormatError(f"initializer {t.name!r}: negative dimension in {dims}", where)
         name = t.name
@@ -796,6 +818,9 @@ def _locate(t: _Tensor, dtype: str, size: int | None, name: str, source: Source,
     if t.segment:
         extra["segment"] = True
         return None, None, "a segment of a larger tensor (TensorProto.segment)"
+    if t.spans > MAX_SPANS:
+        extra["data"] = "unpacked"
+        return None, None, f"{t.spans} unpacked data fields (over {MAX_SPANS})"
     if t.location == 1:
         return _external(t, size, name, source, files, extra, findings, path)
     if dtype == "string":

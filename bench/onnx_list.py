@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -78,23 +80,23 @@ onnx.save_model(helper.make_model(graph, producer_name="bench"), os.path.join(ou
 ONNX_WAY = r'''
 import sys, time, json
 import onnx
-t0 = time.perf_counter()
+t0 = time.process_time()
 m = onnx.load(sys.argv[1], load_external_data=False)
 rows = [(t.name, list(t.dims), t.data_type) for t in m.graph.initializer]
-print(json.dumps({"seconds": time.perf_counter() - t0, "tensors": len(rows)}))
+print(json.dumps({"seconds": time.process_time() - t0, "tensors": len(rows)}))
 '''
 
 INSPECTOR_WAY = r'''
 import sys, time, json
-t0 = time.perf_counter()
 from inspector.adapters.registry import load
+t0 = time.process_time()
 ckpt = load(sys.argv[1])
-print(json.dumps({"seconds": time.perf_counter() - t0, "tensors": len(ckpt.tensors)}))
+print(json.dumps({"seconds": time.process_time() - t0, "tensors": len(ckpt.tensors)}))
 '''
 
 FLOOR_WAY = r'''
 import sys, time, json, mmap
-t0 = time.perf_counter()
+t0 = time.process_time()
 
 def varint(b, i):
     v = s = 0
@@ -118,27 +120,41 @@ def fields(b, i, end):
         else:
             yield key >> 3, 5, i, 4; i += 4
 
+def graph(b, a, end, rows):
+    for f, w, c, k in fields(b, a, end):
+        if f == 5 and w == 2:  # initializer: name, dims, data_type
+            name, dims, dt = "", [], 0
+            for f3, w3, d, m in fields(b, c, c + k):
+                if f3 == 1 and w3 == 0: dims.append(d)
+                elif f3 == 2: dt = d
+                elif f3 == 8: name = b[d:d + m].decode()
+            rows.append((name, dims, dt))
+        elif f == 1 and w == 2:  # node > attribute > g / graphs
+            for f3, w3, d, m in fields(b, c, c + k):
+                if f3 == 5 and w3 == 2:
+                    for f4, w4, e, n in fields(b, d, d + m):
+                        if f4 in (6, 11) and w4 == 2:
+                            graph(b, e, e + n, rows)
+
 with open(sys.argv[1], "rb") as f:
     b = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     rows = []
     for f1, w1, a, n in fields(b, 0, len(b)):
         if f1 == 7 and w1 == 2:
-            for f2, w2, c, k in fields(b, a, a + n):
-                if f2 == 5 and w2 == 2:
-                    name, dims, dt = "", [], 0
-                    for f3, w3, d, m in fields(b, c, c + k):
-                        if f3 == 1 and w3 == 0: dims.append(d)
-                        elif f3 == 2: dt = d
-                        elif f3 == 8: name = b[d:d + m].decode()
-                    rows.append((name, dims, dt))
-print(json.dumps({"seconds": time.perf_counter() - t0, "tensors": len(rows)}))
+            graph(b, a, a + n, rows)
+print(json.dumps({"seconds": time.process_time() - t0, "tensors": len(rows)}))
 '''
 
 
-def run(cmd: list[str]) -> tuple[float, dict]:
+def run(cmd: list[str]) -> tuple[float, float, dict]:
+    """(wall seconds, CPU seconds of the child, what it printed last as JSON)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[:3]} failed:\n{proc.stderr[-2000:]}")
     last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "{}"
@@ -146,7 +162,7 @@ def run(cmd: list[str]) -> tuple[float, dict]:
         inner = json.loads(last)
     except ValueError:
         inner = {}
-    return wall, inner
+    return wall, cpu, inner if isinstance(inner, dict) else {}
 
 
 def main() -> None:
@@ -181,24 +197,33 @@ def main() -> None:
             "floor (plain-Python protobuf walk)": lambda p: [args.python, "-c", FLOOR_WAY,
                                                              str(p)],
         }
-        print("| file | size | tensors | way | in-process (s) | whole process (s) |")
-        print("|---|---:|---:|---|---:|---:|")
+        print("| file | size | tensors | way | in-process CPU (s) | process wall (s) "
+              "| process CPU (s) |")
+        print("|---|---:|---:|---|---:|---:|---:|")
         for label, path in cases:
             size = sum(f.stat().st_size for f in path.parent.iterdir()
                        if f.is_file() and f.name.startswith(path.name))
-            samples: dict[str, list[tuple[float, dict]]] = {w: [] for w in ways}
-            for way, cmd in ways.items():
+            samples: dict[str, list[tuple[float, float, dict]]] = {w: [] for w in ways}
+            for cmd in ways.values():
                 run(cmd(path))  # warm-up (page cache, pyc)
             for _ in range(args.runs):
                 for way, cmd in ways.items():
                     samples[way].append(run(cmd(path)))
+            inner_by_way = {}
             for way, got in samples.items():
-                wall = statistics.median(w for w, _ in got)
-                inner = [i["seconds"] for _, i in got if "seconds" in i]
-                tensors = got[0][1].get("tensors", "")
-                inner_text = f"{statistics.median(inner):.4f}" if inner else ""
+                wall = statistics.median(w for w, _, _ in got)
+                cpu = statistics.median(c for _, c, _ in got)
+                inner = [i["seconds"] for _, _, i in got if "seconds" in i]
+                tensors = next((i["tensors"] for _, _, i in got if "tensors" in i), "")
+                inner_by_way[way] = statistics.median(inner) if inner else None
+                inner_text = f"{inner_by_way[way]:.4f}" if inner else ""
                 print(f"| {label} | {size / 2**20:.1f} MiB | {tensors} | {way} | {inner_text} "
-                      f"| {wall:.3f} |", flush=True)
+                      f"| {wall:.3f} | {cpu:.3f} |", flush=True)
+            ours = inner_by_way["inspector registry.load"]
+            floor = inner_by_way["floor (plain-Python protobuf walk)"]
+            theirs = inner_by_way["onnx.load(load_external_data=False)"]
+            print(f"| {label} | | | registry.load / floor = {ours / floor:.1f}x; "
+                  f"onnx.load / registry.load = {theirs / ours:.1f}x | | | |", flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -338,3 +338,24 @@ def test_listing_reads_the_structure_not_the_bytes(tmp_path):
     ckpt = load(source)
     assert len(ckpt.tensors) == 3 and ckpt.totals()["parameters"] == 3 << 20
     assert source.sliced < 16 << 10, source.sliced
+
+
+def test_typed_fields_packed_unpacked_and_too_many(tmp_path):
+    """int64_data packed, int64_data unpacked (one field per element), and more unpacked
+    elements than are kept: the first two read as written, the third listed, values refused."""
+    packed = _f(1, 3) + _f(2, 7) + _f(8, "packed") + _f(7, b"".join(_varint(v) for v in
+                                                               (-1, 2**40, 3)))
+    unpacked = _f(1, 3) + _f(2, 7) + _f(8, "unpacked") + b"".join(_f(7, v) for v in (5, -6, 7))
+    n = onnx_adapter.MAX_SPANS + 1
+    many = _f(1, n) + _f(2, 7) + _f(8, "many") + _f(7, 1) * n
+    ckpt = load(_write(tmp_path, _model(packed, unpacked, many)))
+    assert np.concatenate(list(iter_values(ckpt, ckpt["packed"]))).tolist() == [-1, 2**40, 3]
+    assert np.concatenate(list(iter_values(ckpt, ckpt["unpacked"]))).tolist() == [5, -6, 7]
+    assert ckpt["many"].shape == (n,)
+    with pytest.raises(ValuesUnavailable, match="unpacked data fields"):
+        list(iter_values(ckpt, ckpt["many"]))
+
+
+def test_absurd_rank_is_refused(tmp_path):
+    tensor = b"".join(_f(1, 1) for _ in range(onnx_adapter.MAX_RANK + 1)) + _f(2, 1) + _f(8, "w")
+    _refused(_write(tmp_path, _model(tensor)), "dimensions")
