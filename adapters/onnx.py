@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from contextlib import ExitStack
     from typing import Any
 
+    from .security.examination import FileResult
+
 NAME = "onnx"
 
 # Field numbers, from onnx/onnx.proto (onnx/onnx, onnx/onnx.in.proto at f7546912, 2026-08-22):
@@ -1139,6 +1141,45 @@ def _summary(hyper: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def examine(source: Source, variant: str, result: FileResult) -> None:
+    """``inspector scan``: loading an ONNX model runs no code from the file (onnx.load parses a
+    protobuf; operators are the runtime's own). What a loader does follow is each external
+    data ``location``: one that is absolute or climbs out of the model's directory (or a
+    symlink that resolves outside it) would have a reader take another file as weights
+    (CVE-2024-27318; onnx >= 1.16 refuses it): dangerous, naming it. Data files inside the
+    directory are listed as safe items; a corrupt model is an error."""
+    from .security.examination import DANGEROUS, ERROR, SAFE
+
+    result.kind = NAME
+    try:
+        with source.view() as view:
+            walk = _Walk(_Wire(view, source.size, source.where))
+            walk.model_proto()
+    except InspectorError as e:
+        result.add(ERROR, e.message, e.where)
+        return
+    seen: set[str] = set()
+    for t, path, indices, _ in walk.tensors:
+        for part in (t, indices):
+            if part is None or part.location != 1:
+                continue
+            location = dict(part.external).get("location")
+            if location is None or location in seen:
+                continue
+            seen.add(location)
+            where = f"initializer {part.name!r}" + (f" in {path.rstrip('/')}" if path else "")
+            try:
+                check_relative(location, source.where)
+                source.sibling(location)
+            except FormatError:
+                result.add(DANGEROUS, f"external data location {location!r} points outside "
+                           "the model's directory: a loader that follows it reads that file as "
+                           "weights (onnx before 1.16: CVE-2024-27318; newer onnx refuses it)",
+                           where)
+                continue
+            result.add(SAFE, f"external data in {location!r}", where)
+
+
 def sniff(head: bytes, source: Source) -> str | None:
     """'model' for a file whose top-level protobuf fields read as an ONNX ModelProto: a first
     field ``ir_version`` (field 1, a small varint), then ModelProto's own fields with their own
@@ -1201,4 +1242,5 @@ ADAPTER = Adapter(
     sniff=sniff,
     open=open_checkpoint,
     default_variant="model",
+    examine=examine,
 )

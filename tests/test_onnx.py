@@ -359,3 +359,24 @@ def test_typed_fields_packed_unpacked_and_too_many(tmp_path):
 def test_absurd_rank_is_refused(tmp_path):
     tensor = b"".join(_f(1, 1) for _ in range(onnx_adapter.MAX_RANK + 1)) + _f(2, 1) + _f(8, "w")
     _refused(_write(tmp_path, _model(tensor)), "dimensions")
+
+
+def test_scan_verdicts(tmp_path):
+    """scan: an exported model is safe, its external data named; a location leaving the
+    directory is dangerous (onnx before 1.16 read it, CVE-2024-27318); a corrupt one an error."""
+    from inspector.adapters.security.scan import scan_file
+
+    res = scan_file(ONNX / "lstm_external" / "lstm.onnx")
+    assert (res.kind, res.verdict) == ("onnx", "safe")
+    assert "lstm.onnx.data" in res.items[0].text
+    assert scan_file(ONNX / "transformer_dynamo.onnx").verdict == "safe"
+    evil = _write(tmp_path, _model(
+        _tensor("w", [2], external={"location": "../../etc/passwd"}),
+        _tensor("v", [2], external={"location": "/etc/shadow"})))
+    res = scan_file(evil)
+    assert res.verdict == "dangerous"
+    assert ["../../etc/passwd" in res.items[0].text, "/etc/shadow" in res.items[1].text] == [
+        True, True]
+    data = _model(_tensor("w", [4, 4], bytes(64)))
+    res = scan_file(_write(tmp_path, data[:40], "cut.onnx"))
+    assert res.verdict == "error" and "truncated" in res.items[0].text
