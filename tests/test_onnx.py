@@ -380,3 +380,31 @@ def test_scan_verdicts(tmp_path):
     data = _model(_tensor("w", [4, 4], bytes(64)))
     res = scan_file(_write(tmp_path, data[:40], "cut.onnx"))
     assert res.verdict == "error" and "truncated" in res.items[0].text
+
+
+def test_over_http_requests_grow_with_initializers_not_bytes(tmp_path):
+    """16 inline 1 MiB initializers served with Range: one request for the head and one per
+    initializer (the next header lies past each skipped raw_data), 64 KiB each, never the
+    16 MiB; a model with external data lists in a request or two plus the data file's size."""
+    import shutil
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from remote_servers import RangeServer
+
+    tensors = [_tensor(f"layers.{i}.weight", [512, 512], bytes(1 << 20)) for i in range(16)]
+    _write(tmp_path, _model(*tensors))
+    shutil.copytree(ONNX / "lstm_external", tmp_path / "lstm")
+    with RangeServer(tmp_path) as server:
+        ckpt = load(f"{server.url}/model.onnx")
+        assert [t.name for t in ckpt.tensors] == [f"layers.{i}.weight" for i in range(16)]
+        gets = [r for r in server.log if r.method == "GET"]
+        assert len(gets) <= 1 + 16, [(r.range, r.sent) for r in gets]
+        assert server.bytes_sent() <= (1 + 16) * 64 << 10, server.bytes_sent()
+        server.reset()
+        ckpt = load(f"{server.url}/lstm/lstm.onnx")
+        assert ckpt["onnx::LSTM_195"].file == "lstm.onnx.data"
+        assert len(server.log) <= 3, [(r.method, r.path, r.range) for r in server.log]
+        values = np.concatenate(list(iter_values(ckpt, ckpt["encoder.weight"])))
+        want = {t["stored_name"]: t for t in _truth("lstm_external/lstm.onnx")["tensors"]}
+        assert _canonical_sha([values]) == want["encoder.weight"]["values"]["sha256"]
