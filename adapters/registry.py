@@ -31,12 +31,12 @@ GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 # Order matters only where two sniffs could both match; the most specific comes first.
 # Model directories of a known layout come first; a directory of one loose checkpoint file last.
 BUILTIN_MODULES = (
-    "inspector.adapters.onnx",  # strict structural sniff, cheap import: ONNX skips the rest
     "inspector.adapters.sockeye",
     "inspector.adapters.hf_dir",
     "inspector.adapters.rau_dir",
     "inspector.adapters.keras_sharded",
     "inspector.adapters.safetensors",
+    "inspector.adapters.onnx",  # before the pickle readers: ONNX files never import them
     "inspector.adapters.torch.torchscript",
     "inspector.adapters.pickled",
     "inspector.adapters.torch",
