@@ -41,8 +41,10 @@ if TYPE_CHECKING:
 
 NAME = "onnx"
 
-# Field numbers, from onnx/onnx.proto (onnx/onnx, onnx/onnx.in.proto at f7546912, 2026-08-22):
-# message -> {field name: number}. The code below binds the ones it reads.
+# Field numbers, from onnx/onnx.proto (onnx/onnx, onnx/onnx.in.proto at f7546912, and the
+# onnx.proto of onnx 1.23.2): message -> {field name: number}. The walk below uses them as
+# literals (each with its name beside it); tests/test_onnx.py checks this table against the
+# descriptors of onnx's own generated classes (fixtures/onnx/onnx_proto.json).
 FIELDS: dict[str, dict[str, int]] = {
     "ModelProto": {"ir_version": 1, "producer_name": 2, "producer_version": 3, "domain": 4,
                    "model_version": 5, "doc_string": 6, "graph": 7, "opset_import": 8,
@@ -87,6 +89,7 @@ DTYPES: dict[int, str] = {
     14: "complex64", 15: "complex128", 16: "bfloat16", 17: "float8_e4m3fn",
     18: "float8_e4m3fnuz", 19: "float8_e5m2", 20: "float8_e5m2fnuz", 21: "uint4", 22: "int4",
     23: "float4_e2m1fn", 24: "float8_e8m0fnu", 25: "uint2", 26: "int2",
+    27: "float6_e2m3fn", 28: "float6_e3m2fn",  # packed 4 in 3 bytes: ceil(6 n / 8) bytes
 }
 
 # Which typed field holds a data type's elements when raw_data is not used (onnx.proto's

@@ -408,3 +408,16 @@ def test_over_http_requests_grow_with_initializers_not_bytes(tmp_path):
         values = np.concatenate(list(iter_values(ckpt, ckpt["encoder.weight"])))
         want = {t["stored_name"]: t for t in _truth("lstm_external/lstm.onnx")["tensors"]}
         assert _canonical_sha([values]) == want["encoder.weight"]["values"]["sha256"]
+
+
+def test_field_numbers_and_data_types_are_onnx_own():
+    """The reader's table of field numbers and data types equals what onnx's generated
+    classes say (recorded by make_fixtures.make_proto_facts from their descriptors)."""
+    facts = load_truth(ONNX / "onnx_proto.json")
+    for message, fields in onnx_adapter.FIELDS.items():
+        assert fields.items() <= facts["fields"][message].items(), message
+    numpy_names = {"object": "string"}  # STRING: numpy_helper's object arrays
+    for name, rec in facts["data_types"].items():
+        spelled = onnx_adapter.DTYPES[rec["number"]]
+        assert spelled == numpy_names.get(rec["numpy"], rec["numpy"]), name
+    assert len(onnx_adapter.DTYPES) == len(facts["data_types"])
