@@ -92,17 +92,19 @@ def test_values_are_numpy_helpers(model):
     are refused with a reason, never read wrong."""
     truth = {t["stored_name"]: t for t in _truth(model)["tensors"]}
     ckpt = load(ONNX / model)
-    read = 0
+    unread = set()
     for entry in ckpt.tensors:
         want = truth[entry.stored_name]
         if entry.dtype in NUMPY_DTYPES and not want.get("sparse"):
             got = _canonical_sha(list(iter_values(ckpt, entry)))
             assert got == want["values"]["sha256"], entry.stored_name
-            read += 1
         else:
             with pytest.raises(ValuesUnavailable):
                 list(iter_values(ckpt, entry))
-    assert read >= len(ckpt.tensors) - 12
+            unread.add("sparse" if want.get("sparse") else entry.dtype)
+    # what the value passes do not decode: packed sub-byte types, strings, sparse layouts
+    assert unread <= {"int4", "uint4", "int2", "uint2", "float4_e2m1fn", "float6_e2m3fn",
+                      "float6_e3m2fn", "string", "sparse"}
 
 
 def test_zoo_reads_every_data_field_kind():
