@@ -423,3 +423,13 @@ def test_field_numbers_and_data_types_are_onnx_own():
         spelled = onnx_adapter.DTYPES[rec["number"]]
         assert spelled == numpy_names.get(rec["numpy"], rec["numpy"]), name
     assert len(onnx_adapter.DTYPES) == len(facts["data_types"])
+
+
+def test_sniff_reads_past_a_long_doc_string(tmp_path):
+    """Fields before the graph longer than the 4 KiB head (a doc_string) are skipped by
+    ranged reads; opset_import before the graph (declaration order) is accepted too."""
+    graph = _f(2, "g") + _f(5, _tensor("w", [2], bytes(8)))
+    data = _f(1, 9) + _f(8, _f(2, 21)) + _f(6, "d" * 20000) + _f(7, graph)
+    path = _write(tmp_path, data)
+    assert onnx_adapter.sniff(data[:4096], LocalSource(path)) == "model"
+    assert [t.name for t in load(path).tensors] == ["w"]
