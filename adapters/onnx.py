@@ -437,7 +437,8 @@ class _Tensor:
 
 
 class _Walk:
-    """One pass over a model: initializers in stored order, the graph facts, findings."""
+    """One pass over a model: its initializers (graph, sparse, subgraphs), the model's and the
+    main graph's facts, node and op counts."""
 
     def __init__(self, wire: _Wire) -> None:
         self.w = wire
@@ -474,12 +475,14 @@ class _Walk:
                 for f, wt, b, m in w.fields(a, a + n, "TrainingInfoProto"):
                     if f in (1, 2) and wt == 2:
                         part = ("initialization", "algorithm")[f - 1]
-                        self.graph_proto(b, b + m, f"training_info.{part}", 3)
+                        self.graph_proto(b, b + m, f"training_info.{part}/", 3)
             elif number == 25 and wire == 2:
                 functions += 1
                 self.function_proto(a, a + n)
-        if "ir_version" in model:
-            model["ir_version"] = model.pop("ir_version")
+        if "ir_version" in model:  # first, as onnx.proto lists it
+            ordered = {"ir_version": model.pop("ir_version"), **model}
+            model.clear()
+            model.update(ordered)
         model["opset_import"] = opsets
         if props:
             model["metadata_props"] = props

@@ -433,3 +433,22 @@ def test_sniff_reads_past_a_long_doc_string(tmp_path):
     path = _write(tmp_path, data)
     assert onnx_adapter.sniff(data[:4096], LocalSource(path)) == "model"
     assert [t.name for t in load(path).tensors] == ["w"]
+
+
+def test_training_info_and_function_subgraphs_are_listed(tmp_path):
+    """Initializers of a TrainingInfoProto's algorithm graph and of a graph inside a
+    model-local function's node are listed, with the graph they belong to; a name that a
+    subgraph repeats gets its graph path as its canonical name."""
+    algorithm = _f(2, "train") + _f(5, _tensor("lr", [], bytes(4)))
+    sub = _f(2, "then") + _f(5, _tensor("w", [1], bytes(4)))
+    function = _f(1, "F") + _f(7, _if_node(sub))
+    graph = _f(2, "g") + _f(5, _tensor("w", [2], bytes(8)))
+    data = (_f(1, 9) + _f(7, graph) + _f(8, _f(2, 21)) + _f(20, _f(2, algorithm))
+            + _f(25, function))
+    ckpt = load(_write(tmp_path, data))
+    assert [(t.stored_name, t.name, t.extra.get("graph")) for t in ckpt.tensors] == [
+        ("w", "w", None),
+        ("lr", "lr", "training_info.algorithm"),
+        ("w", "function F/If/then_branch/w", "function F/If/then_branch"),
+    ]
+    assert ckpt.hyperparameters["functions"] == 1
