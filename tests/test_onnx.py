@@ -452,3 +452,29 @@ def test_training_info_and_function_subgraphs_are_listed(tmp_path):
         ("w", "function F/If/then_branch/w", "function F/If/then_branch"),
     ]
     assert ckpt.hyperparameters["functions"] == 1
+
+
+def test_escape_that_old_onnx_followed_is_refused_and_never_read(monkeypatch):
+    """fixtures/onnx/hostile: onnx 1.15.0 loaded the outside file as the tensor's values
+    (recorded by make_hostile.py, CVE-2024-27318); the tool refuses the listing, scan calls it
+    dangerous, and neither ever opens the outside file."""
+    hostile = ONNX / "hostile"
+    record = load_truth(hostile / "model" / "escape.onnx.loaders.json")
+    old, new = record["loaders"]
+    assert old["onnx"] == "1.15.0" and old["loaded"] and old["values"] == record["secret_values"]
+    assert not new["loaded"] and "outside" in new["error"]
+
+    opened: list[str] = []
+    for method in ("read", "open", "view"):
+        original = getattr(LocalSource, method)
+
+        def spy(self, *args, _original=original, **kwargs):
+            opened.append(self.path.name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(LocalSource, method, spy)
+    from inspector.adapters.security.scan import scan_file
+
+    _refused(hostile / "model" / "escape.onnx", record["location"], "refused")
+    assert scan_file(hostile / "model" / "escape.onnx").verdict == "dangerous"
+    assert opened and "secret.bin" not in opened
