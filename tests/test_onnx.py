@@ -455,10 +455,10 @@ def test_training_info_and_function_subgraphs_are_listed(tmp_path):
 
 
 def test_escape_that_old_onnx_followed_is_refused_and_never_read(monkeypatch):
-    """fixtures/onnx/hostile: onnx 1.15.0 loaded the outside file as the tensor's values
-    (recorded by make_hostile.py, CVE-2024-27318); the tool refuses the listing, scan calls it
-    dangerous, and neither ever opens the outside file."""
-    hostile = ONNX / "hostile"
+    """tests/corpus/onnx_escape: onnx 1.15.0 loaded the outside file as the tensor's values
+    (recorded by make_onnx_escape.py, CVE-2024-27318); the tool refuses the listing, scan
+    calls it dangerous, and neither ever opens the outside file."""
+    hostile = Path(__file__).parent / "corpus" / "onnx_escape"
     record = load_truth(hostile / "model" / "escape.onnx.loaders.json")
     old, new = record["loaders"]
     assert old["onnx"] == "1.15.0" and old["loaded"] and old["values"] == record["secret_values"]
