@@ -1,7 +1,7 @@
 """What an input that matches no supported format is, said in a few words for the error line.
 
 Only magic bytes and directory entries are looked at (the formats' own signatures: GGML's
-``ggjt`` magic, ONNX's ``ModelProto`` field layout, TF SavedModel's ``saved_model.pb``, ...);
+``ggjt`` magic, TF SavedModel's ``saved_model.pb``, ...);
 nothing is parsed beyond the first bytes.
 """
 
@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from .source import Source
 
-# ONNX ModelProto field tags that can follow ir_version (field 1, varint): producer_name (2),
-# producer_version (3), domain (4), model_version (5), doc_string (6), graph (7), opset_import (8).
-_ONNX_NEXT_TAGS = frozenset(b"\x12\x1a\x22\x28\x32\x3a\x42")
 _SHOWN = 3
 
 
@@ -25,8 +22,6 @@ def describe_file(head: bytes, source: Source) -> str:
         return "a TensorFlow Lite flatbuffer"
     if name == "saved_model.pb":
         return "a TensorFlow SavedModel graph"
-    if len(head) >= 3 and head[0] == 0x08 and 1 <= head[1] <= 0x20 and head[2] in _ONNX_NEXT_TAGS:
-        return "an ONNX model (protobuf)"
     if text.startswith((b"<!doctype html", b"<html", b"<head", b"<!--")):
         return "an HTML page"
     if text.startswith((b"{", b"[")):

@@ -41,6 +41,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.dcp",
     "inspector.adapters.safetensors",
     "inspector.adapters.gguf",
+    "inspector.adapters.onnx",  # before the pickle readers: ONNX files never import them
     "inspector.adapters.torch.torchscript",
     "inspector.adapters.pickled",
     "inspector.adapters.torch",

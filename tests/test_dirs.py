@@ -162,7 +162,6 @@ def test_several_checkpoints_names_the_candidates(cli):
 
 
 @pytest.mark.parametrize("target,what", [
-    ("lookalikes/tiny.onnx", "ONNX"),
     ("lookalikes/pytorch_model.bin", "HTML page"),
     ("lookalikes/empty.pt", "empty"),
     ("no_checkpoint", "README.txt"),

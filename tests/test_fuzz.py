@@ -47,6 +47,8 @@ SEEDS = {
     "tf-index-tf2": FIXTURES / "tf" / "tf2_lm" / "ckpt-1.index",
     "tf-index-tf1": FIXTURES / "tf" / "tf1_graph" / "model.ckpt.index",
     "gguf": FIXTURES / "gguf" / "kv_zoo_v2.gguf",
+    "onnx-zoo": FIXTURES / "onnx" / "dtype_zoo.onnx",
+    "onnx-external": FIXTURES / "onnx" / "lstm_external" / "lstm.onnx",
 }
 KERAS_SEEDS = {
     "keras-weights-h5": FIXTURES / "keras" / "lstm.weights.h5",
