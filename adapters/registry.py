@@ -36,12 +36,14 @@ BUILTIN_MODULES = (
     "inspector.adapters.rau_dir",
     "inspector.adapters.keras_sharded",
     "inspector.adapters.safetensors",
+    # before torch: a .keras zip may hold a data.pkl (Keras loads it as Keras, torch as torch;
+    # its config.json must be examined), and a Keras HDF5 file may open with any user block
+    "inspector.adapters.keras",
     "inspector.adapters.torch.torchscript",
     "inspector.adapters.pickled",
     "inspector.adapters.torch",
     "inspector.adapters.mxnet",
     "inspector.adapters.numpy_npy",
-    "inspector.adapters.keras",
     "inspector.adapters.directory",
 )
 # A file whose first bytes are one of these signatures is offered first to that module's
