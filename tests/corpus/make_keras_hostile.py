@@ -78,11 +78,14 @@ PICKLE_PAYLOAD = (b"\x80\x02cos\nsystem\nX" + len(f"touch {MARKER}.pickle").to_b
                   + f"touch {MARKER}.pickle".encode() + b"\x85R.")
 
 LOADER = """
-import sys, keras
+import sys, keras, numpy as np
 path, safe = sys.argv[1], sys.argv[2] == "safe"
 try:
-    keras.saving.load_model(path, safe_mode=safe)
+    model = keras.saving.load_model(path, safe_mode=safe)
     print("loaded")
+    if sys.argv[3] == "loss":  # a loss runs when the model is evaluated or trained
+        model.evaluate(np.zeros((2, 4)), np.zeros((2, 2)), verbose=0)
+        print("loaded, evaluated")
 except Exception as e:
     print("refused:", type(e).__name__, str(e)[:200])
 """
@@ -91,7 +94,8 @@ except Exception as e:
 def load(path: Path, variant: str, safe: bool) -> dict:
     marker = Path(f"{MARKER}.{variant}")
     marker.unlink(missing_ok=True)
-    proc = subprocess.run([sys.executable, "-c", LOADER, str(path), "safe" if safe else "unsafe"],
+    proc = subprocess.run([sys.executable, "-c", LOADER, str(path), "safe" if safe else "unsafe",
+                           variant],
                           capture_output=True, text=True, timeout=300)
     ran = marker.exists()
     marker.unlink(missing_ok=True)
@@ -124,7 +128,7 @@ def derive(variant: str) -> list[Path]:
             for k in src:
                 src.copy(src[k], dst, name=k)
         with open(userblock, "r+b") as f:
-            f.write(b"plain text notes\n" * 240)
+            f.write((b"plain text notes\n" * 241)[:4096])  # the whole user block is text
         out += [extra, prepended, userblock]
     return out
 
