@@ -164,10 +164,15 @@ def sniff(head: bytes, source: Source) -> str | None:
     Keras find it)."""
     if source.is_dir():
         return None
-    if not head.startswith(ZIP_LOCAL_MAGIC) and _superblock_offset(head, source) is not None:
-        return "hdf5"
-    if not head.startswith(ZIP_LOCAL_MAGIC) and not _zip_end_record(source):
-        return None
+    if not head.startswith(ZIP_LOCAL_MAGIC):
+        # A remote file that opens as a pickle (torch's legacy format, a plain pickle) is not
+        # searched past its first cached block: each further read is a request.
+        far = source.local_path is not None or not _pickle_head(head)
+        limit = source.size if far else REMOTE_SEARCH
+        if superblock_offset(head, min(source.size, limit), source.read) is not None:
+            return "hdf5"
+        if not far or not _zip_end_record(source):
+            return None
     if not _names_keras_members(source):
         return None
     import zipfile  # only for a zip: an HDF5 file's detection does without
@@ -182,6 +187,13 @@ def sniff(head: bytes, source: Source) -> str | None:
     if KERAS_WEIGHTS_MEMBER in names or {KERAS_CONFIG_MEMBER, KERAS_METADATA_MEMBER} <= names:
         return "keras"
     return None
+
+
+REMOTE_SEARCH = 64 << 10  # a remote source's first block (remote.py reads it whole)
+
+
+def _pickle_head(head: bytes) -> bool:
+    return len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
 ZIP_END = struct.Struct("<4s4H2IH")  # end of central directory record, APPNOTE 4.3.16
@@ -210,9 +222,16 @@ def _names_keras_members(source: Source) -> bool:
     if cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF:
         return True  # zip64: zipfile decides
     end = start + at
-    directory = source.read(max(0, end - cd_size), min(cd_size, end))
-    return KERAS_CONFIG_MEMBER.encode() in directory or (
-        KERAS_WEIGHTS_MEMBER.encode() in directory)
+    first = max(0, end - cd_size)
+    names = (KERAS_CONFIG_MEMBER.encode(), KERAS_WEIGHTS_MEMBER.encode())
+    if source.local_path is not None:
+        import mmap
+
+        with source.view() as mm:  # searched in place: a 50,000-member directory is ~4 MB
+            if isinstance(mm, mmap.mmap):
+                return any(mm.find(n, first, end) >= 0 for n in names)
+    directory = source.read(first, end - first)
+    return any(n in directory for n in names)
 
 
 def _superblock_offset(head: bytes, source: Source) -> int | None:
