@@ -14,13 +14,15 @@ import json
 import random
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from inspector.adapters.errors import InspectorError
+from inspector.adapters.errors import InspectorError, UnsafeContentError
 from inspector.adapters.registry import load
 from inspector.adapters.security.examination import LEVELS
+from inspector.adapters.security.policy import load_checked
 from inspector.adapters.security.scan import scan_file
 
 from conftest import FIXTURES, ROOT, run_cli
@@ -259,3 +261,34 @@ def test_mutated_hdf5_scan_short(tmp_path):
 @pytest.mark.slow
 def test_mutated_hdf5_scan_long(tmp_path):
     _fuzz(tmp_path, 2000, 11)
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_external_storage_inside_a_keras_archive(tmp_path, secret, compression):
+    """The weights member of a Keras-written .keras replaced by one whose kernel's raw data is
+    the secret file (stored as Keras writes it, and deflated): found in the member, refused,
+    never read."""
+    weights = tmp_path / "w.h5"
+    with zipfile.ZipFile(FIXTURES / "keras" / "batch_norm.keras") as z:
+        weights.write_bytes(z.read("model.weights.h5"))
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    with h5py.File(weights, "r+") as f:
+        kernel = "layers/dense/vars/0"
+        shape, dtype = f[kernel].shape, f[kernel].dtype
+        del f[kernel]
+        f.create_dataset(kernel, shape, dtype, external=[(str(secret), 0, 96)])
+    members["model.weights.h5"] = weights.read_bytes()
+    path = tmp_path / "m.keras"
+    with zipfile.ZipFile(path, "w", compression) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    r = scan_file(path)
+    assert r.kind == "keras" and r.verdict == "dangerous", r.to_dict()
+    assert [(i.where, str(secret) in i.text) for i in r.items if i.level == "dangerous"] == [
+        ("model.weights.h5", True)]
+    with pytest.raises(UnsafeContentError, match="external file"):
+        load_checked(path, None, allow_unsafe=False)
+    ckpt = load_checked(path, None, allow_unsafe=True)
+    entry = next(e for e in ckpt.tensors if e.stored_name == "/" + kernel)
+    with pytest.raises(InspectorError, match="not read"):
+        ckpt.reader(entry)
