@@ -241,6 +241,17 @@ def test_module_references(ref, level):
     assert [lvl for lvl, _ in items] == ([level] if level else []), items
 
 
+@pytest.mark.parametrize("vocabulary,level", [
+    ("/etc/passwd", "dangerous"), ("../../secrets/tokens.txt", "dangerous"),
+    ("vocab.txt", "foreign"), (["a", "b"], None),
+])
+def test_lookup_vocabulary_file(vocabulary, level):
+    """``StringLookup(vocabulary=path)``: Keras reads the file when it builds the layer."""
+    items = config_items({"module": "keras.layers", "class_name": "StringLookup",
+                          "config": {"name": "lookup", "vocabulary": vocabulary}})
+    assert [lvl for lvl, _ in items] == ([level] if level else []), items
+
+
 def test_config_walk_is_bounded():
     deep: list = []
     node = deep

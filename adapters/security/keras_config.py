@@ -22,6 +22,9 @@ Read in Keras 3.15.1's ``saving/serialization_lib.py`` (``deserialize_keras_obje
   (CVE-2025-1550), so such a reference is judged as a pickle global is: a function reference is
   *called* (off the allowlist: dangerous), a class *constructed* through ``from_config``
   (foreign).
+* **Files read at load.** A lookup layer's ``vocabulary`` given as a path (``StringLookup``,
+  ``IntegerLookup``, ``TextVectorization``) is read when the layer is built: dangerous when the
+  path is absolute or climbs out, foreign otherwise.
 """
 
 from __future__ import annotations
@@ -111,6 +114,9 @@ def config_items(config: Any) -> list[tuple[str, str]]:
             if (isinstance(fn, list) and fn and isinstance(fn[0], str)
                     and "function_type" not in conf):
                 out.append((DANGEROUS, _bytecode(owner, "function", fn, "Keras 2 func_dump")))
+        vocabulary = conf.get("vocabulary") if isinstance(conf, dict) else None
+        if isinstance(vocabulary, str):
+            out.append(_vocabulary_file(owner, vocabulary))
         ref = _reference(node)
         if ref is not None:
             out.append((ref[0], f"{owner}{_at(field)}: {ref[1]}"))
@@ -148,6 +154,16 @@ def _bytecode(owner: str, field: str, conf: Any, how: str) -> str:
     size = len(str(conf))
     return (f"{owner}{_at(field)} holds marshalled Python bytecode ({how}, {size:,} chars): "
             "Keras runs it when it loads the model")
+
+
+def _vocabulary_file(owner: str, path: str) -> tuple[str, str]:
+    """A lookup layer's ``vocabulary`` given as a path: Keras reads that file when it builds
+    the layer (``IndexLookup.set_vocabulary`` through ``tf.io.gfile``; Keras 3.12+ only
+    outside safe mode): dangerous when absolute or climbing out, as HDF5 external data."""
+    from .hdf5 import target_level
+
+    level = target_level(path) or FOREIGN
+    return level, f"{owner} (vocabulary) reads the file {path!r} when Keras builds the layer"
 
 
 def _keras2_lambda(node: dict, owner: str, out: list[tuple[str, str]]) -> None:
