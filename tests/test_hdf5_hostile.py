@@ -293,3 +293,23 @@ def test_external_storage_inside_a_keras_archive(tmp_path, secret, compression):
     entry = next(e for e in ckpt.tensors if e.stored_name == "/" + kernel)
     with pytest.raises(InspectorError, match="not read"):
         ckpt.reader(entry)
+
+
+def test_libhdf5_hang_is_an_error_and_the_scan_goes_on(tmp_path, monkeypatch):
+    """``hdf5_hang.h5.hang``: a Keras legacy .h5 whose global heap's free-space size is 0;
+    h5py reading its ``model_config`` loops in C (the truth file records it still running
+    after 60 s). The examination's child is stopped at its time budget (2 s here): the file is
+    `error` and the scan reaches the next file."""
+    from inspector.adapters.security import hdf5 as hdf5_examination
+    from inspector.adapters.security.scan import scan
+
+    truth = json.loads((CORPUS / "hdf5_hang.truth.json").read_text())
+    assert truth["reader_finished_within_60_s"] is False
+    monkeypatch.setattr(hdf5_examination, "SECONDS", 2.0)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.h5").write_bytes((CORPUS / "hdf5_hang.h5.hang").read_bytes())
+    (tree / "b.pkl").write_bytes(b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00true\x85R.")
+    first, second = scan([str(tree)])
+    assert first.verdict == "error" and "did not finish" in first.items[0].text
+    assert second.verdict == "dangerous"
