@@ -78,6 +78,7 @@ KERAS_BUILTIN_FUNCTIONS = frozenset({
     "sparse_sigmoid", "sparse_top_k_categorical_accuracy", "sparsemax", "squared_hinge",
     "squareplus", "tanh", "tanh_shrink", "threshold", "top_k_categorical_accuracy", "tversky",
 })
+MODEL_CLASSES = frozenset({"Functional", "Sequential", "Model"})
 LAMBDA_TYPE_KEYS = {"function_type": "function", "output_shape_type": "output_shape",
                     "mask_type": "mask"}  # Keras 2 Lambda: <field>_type "lambda" -> <field>
 
@@ -104,7 +105,8 @@ def config_items(config: Any) -> list[tuple[str, str]]:
         is_owner = isinstance(cls, str) and isinstance(conf, dict) and isinstance(
             conf.get("name"), str)
         if is_owner:
-            owner, field = f"{cls} layer {conf['name']!r}", ""
+            kind = "model" if cls in MODEL_CLASSES else f"{cls} layer"
+            owner, field = f"{kind} {conf['name']!r}", ""
         if cls == "__lambda__":
             out.append((DANGEROUS, _bytecode(owner, field, conf, "Keras 3 __lambda__")))
             continue
@@ -152,8 +154,10 @@ def _at(field: str) -> str:
 
 def _bytecode(owner: str, field: str, conf: Any, how: str) -> str:
     size = len(str(conf))
+    when = ("when it compiles, evaluates or trains the model" if field.startswith(
+        "compile_config") else "when it loads the model")
     return (f"{owner}{_at(field)} holds marshalled Python bytecode ({how}, {size:,} chars): "
-            "Keras runs it when it loads the model")
+            f"Keras runs it {when}")
 
 
 def _vocabulary_file(owner: str, path: str) -> tuple[str, str]:
