@@ -3,6 +3,8 @@
 Names follow PyTorch's spelling without the ``torch.`` prefix (float32, bfloat16,
 float8_e4m3fn, ...), which is also what NumPy and ml_dtypes use for the common types.
 Sizes are in bits because some formats pack elements below a byte (safetensors F4, F6_*).
+Block-quantized types (ggml's Q4_0, Q4_K, IQ2_XXS, MXFP4, ...) have no size per element: a block
+of ``block_size`` elements takes ``type_size`` bytes (:data:`BLOCKS`), under ggml's own type names.
 """
 
 from __future__ import annotations
@@ -64,11 +66,48 @@ BITS: dict[str, int] = {
 }
 
 
+# ggml's block-quantized types, by ggml's type name (``ggml_type_name``): (elements per block,
+# bytes per block). Source: gguf-py 0.19.0 ``gguf/constants.py`` GGML_QUANT_SIZES (QK_K = 256),
+# the same table as ggml's ``type_traits`` blck_size / type_size.
+BLOCKS: dict[str, tuple[int, int]] = {
+    "q4_0": (32, 2 + 16),
+    "q4_1": (32, 2 + 2 + 16),
+    "q5_0": (32, 2 + 4 + 16),
+    "q5_1": (32, 2 + 2 + 4 + 16),
+    "q8_0": (32, 2 + 32),
+    "q8_1": (32, 4 + 4 + 32),
+    "q2_K": (256, 2 + 2 + 256 // 16 + 256 // 4),
+    "q3_K": (256, 2 + 256 // 4 + 256 // 8 + 12),
+    "q4_K": (256, 2 + 2 + 256 // 2 + 12),
+    "q5_K": (256, 2 + 2 + 256 // 2 + 256 // 8 + 12),
+    "q6_K": (256, 2 + 256 // 2 + 256 // 4 + 256 // 16),
+    "q8_K": (256, 4 + 256 + 256 // 8),
+    "iq2_xxs": (256, 2 + 256 // 4),
+    "iq2_xs": (256, 2 + 256 // 4 + 256 // 32),
+    "iq3_xxs": (256, 2 + 256 // 4 + 256 // 8),
+    "iq1_s": (256, 2 + 256 // 8 + 256 // 16),
+    "iq4_nl": (32, 2 + 16),
+    "iq3_s": (256, 2 + 256 // 4 + 256 // 8 + 256 // 32 + 4),
+    "iq2_s": (256, 2 + 256 // 4 + 256 // 16),
+    "iq4_xs": (256, 2 + 2 + 256 // 2 + 256 // 64),
+    "iq1_m": (256, 256 // 8 + 256 // 16 + 256 // 32),
+    "tq1_0": (256, 2 + 4 * 13),
+    "tq2_0": (256, 2 + 64),
+    "mxfp4": (32, 1 + 16),
+    "nvfp4": (64, 4 + 32),
+    "q1_0": (128, 2 + 16),
+}
+
+
 def nbytes(dtype: str, numel: int) -> int | None:
-    """Bytes that ``numel`` elements of ``dtype`` occupy (rounded up), None if unknown."""
+    """Bytes that ``numel`` elements of ``dtype`` occupy (rounded up; whole blocks for a
+    block-quantized type), None if unknown."""
     bits = BITS.get(dtype)
     if bits is None:
-        return None
+        block = BLOCKS.get(dtype)
+        if block is None:
+            return None
+        return -(-numel // block[0]) * block[1]
     return (numel * bits + 7) // 8
 
 

@@ -1121,107 +1121,47 @@ def _major(version: Any) -> int:
 
 # ---------------------------------------------------------------- security examination
 
-MAX_MEMBERS = 200_000  # zip members examined (as inspector scan's generic zip walk)
-
 
 def examine(source: Source, variant: str, result: FileResult) -> None:
     """``inspector scan``'s examination of a file this adapter claims: an HDF5 file's links,
     external storage, virtual sources and Keras config attributes (libhdf5 isolated); a
-    ``.keras`` archive's ``config.json``, every HDF5 member, and every other member through
-    the generic member examination (a pickle in ``assets/`` is read as a pickle)."""
+    ``.keras`` archive's members as any zip's (:func:`~inspector.adapters.security.examination.
+    examine_zip_members`: pickles, object ``.npy`` arrays, every copy of a name), its root
+    ``config.json`` and every HDF5 member by :func:`_examine_keras_member`."""
+    from .security.examination import examine_zip_members
     from .security.hdf5 import examine_hdf5
 
     if variant == "hdf5":
         result.kind = "hdf5"
         examine_hdf5(source, result, None)
         return
-    import zipfile
-
-    from .zip_errors import ZIP_ERRORS
-
     result.kind = "keras"
-    try:
-        with source.open() as raw, zipfile.ZipFile(raw) as z:
-            infos = z.infolist()
-            if len(infos) > MAX_MEMBERS:
-                result.add("error", f"{len(infos):,} members (limit {MAX_MEMBERS:,}): not "
-                                    "examined")
-                return
-            rest = []
-            for info in infos:
-                if info.is_dir():
-                    continue
-                try:
-                    if not _examine_keras_member(z, raw, info, result):
-                        rest.append(info)
-                except InspectorError as e:
-                    result.add("error", e.message, info.filename)
-                except ZIP_ERRORS as e:
-                    result.add("error", _one_line(e), info.filename)
-            _examine_other_members(z, rest, result)
-    except InspectorError:
-        raise
-    except ZIP_ERRORS as e:
-        result.add("error", f"not a readable .keras zip ({_one_line(e)})")
+    examine_zip_members(source, result, _examine_keras_member)
 
 
-def _examine_keras_member(z: zipfile.ZipFile, raw: BinaryIO, info: zipfile.ZipInfo,
-                          result: FileResult) -> bool:
-    """Examine ``config.json`` or an HDF5 member; False for any other member."""
+def _examine_keras_member(name: str, data: bytes, result: FileResult) -> None:
+    """A member that is neither a pickle nor ``.npy``: the root ``config.json`` (what Keras
+    reads), or HDF5 by its superblock at any user-block offset."""
     import io
-    import zipfile
 
     from .security.hdf5 import examine_hdf5
     from .security.keras_config import examine_keras_config
 
-    name = info.filename
-    if info.flag_bits & 0x1:
-        return False  # encrypted: the generic walk says so
     if name == KERAS_CONFIG_MEMBER:
+        if len(data) > MAX_JSON_MEMBER:
+            result.add("error", f"{name} is {len(data):,} bytes (cap {MAX_JSON_MEMBER:,}): not "
+                                "examined", name)
+            return
         try:
-            config = _json_member(z, {name: info}, name, result.path)
-        except FormatError as e:
-            result.add("error", e.message, name)
-            return True
+            config = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as e:
+            result.add("error", f"{name} is not valid JSON ({e})", name)
+            return
         examine_keras_config(config, result, name)
-        return True
-    if info.compress_type == zipfile.ZIP_STORED:
-        window = _Window(raw, _member_data_offset(raw, info, result.path), info.file_size)
-        if superblock_offset(window.read_at(0, 4096), info.file_size, window.read_at) is None:
-            return False
-        examine_hdf5(window, result, name, size=info.file_size)  # type: ignore[arg-type]
-    else:
-        with z.open(info) as m:
-            data = m.read(min(info.file_size, MAX_COMPRESSED_H5) + 1)
-        if superblock_offset(data[:4096], len(data), lambda o, n: data[o : o + n]) is None:
-            return False
-        if len(data) > MAX_COMPRESSED_H5:
-            result.add("error", f"compressed HDF5 member past {MAX_COMPRESSED_H5:,} bytes: "
-                                "not examined", name)
-            return True
+    elif superblock_offset(data[:4096], len(data), lambda o, n: data[o : o + n]) is not None:
         examine_hdf5(io.BytesIO(data), result, name, size=len(data))
-    if result.kind == "keras-h5":
-        result.kind = "keras"
-    return True
-
-
-def _examine_other_members(z: zipfile.ZipFile, infos: list[zipfile.ZipInfo],
-                           result: FileResult) -> None:
-    """Members Keras does not read itself (assets, extra files) through scan's generic
-    member examination: pickles, object ``.npy`` arrays."""
-    if not infos:
-        return
-    from .security import scan as generic
-    from .security.examination import FileResult as Result
-
-    found = Result(result.path, kind="zip")
-    for info in infos:
-        try:
-            generic._scan_member(z, info, found)
-        except Exception as e:  # noqa: BLE001 - one member's failure is an error item
-            found.add("error", _one_line(e), info.filename)
-    result.items.extend(found.items)
-    result.globals.extend(found.globals)
+        if result.kind == "keras-h5":
+            result.kind = "keras"
 
 
 ADAPTER = Adapter(

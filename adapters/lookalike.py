@@ -1,7 +1,7 @@
 """What an input that matches no supported format is, said in a few words for the error line.
 
-Only magic bytes and directory entries are looked at (the formats' own signatures: GGUF's
-``GGUF`` magic, ONNX's ``ModelProto`` field layout, TF SavedModel's ``saved_model.pb``, ...);
+Only magic bytes and directory entries are looked at (the formats' own signatures: GGML's
+``ggjt`` magic, ONNX's ``ModelProto`` field layout, TF SavedModel's ``saved_model.pb``, ...);
 nothing is parsed beyond the first bytes.
 """
 
@@ -19,8 +19,6 @@ def describe_file(head: bytes, source: Source) -> str:
     """A short phrase for a file no adapter recognised (``head`` is non-empty)."""
     name = source.name
     text = head.lstrip()[:64].lower()
-    if head.startswith(b"GGUF"):
-        return "a GGUF file (llama.cpp)"
     if head.startswith(b"GGML") or head.startswith(b"ggjt") or head.startswith(b"ggml"):
         return "a GGML file (llama.cpp)"
     if len(head) >= 8 and head[4:8] == b"TFL3":

@@ -415,6 +415,47 @@ class Checkpoint:
         out["all"] = sum(by_role.values())
         return out
 
+    @property
+    def flat_hyperparameters(self) -> dict[str, Any]:
+        """The hyperparameters as one flat mapping: a producer's nested records (an HF
+        ``config``, Sockeye's ``config``/``args``, a training dict's ``args``/``hparams``) are
+        lifted to the top under their own keys (``flat["model_type"]``), deeper ones under dotted
+        paths (``flat["text_config.hidden_size"]``); a key found at several places keeps its
+        first (outermost) value. ``hyperparameters`` keeps the producer's nesting."""
+        out: dict[str, Any] = {}
+        stack: list[tuple[str, Any, int]] = [("", self.hyperparameters, 0)]
+        while stack:
+            prefix, node, depth = stack.pop(0)
+            for key, value in node.items():
+                key = str(key)
+                if isinstance(value, Mapping) and depth < 8:
+                    lifted = depth == 0 and key in _LIFTED
+                    stack.append(("" if lifted else f"{prefix}{key}.", value, depth + 1))
+                    continue
+                out.setdefault(prefix + key, value)
+        return out
+
+    def _repr_html_(self) -> str:
+        """A notebook's display: format, path, totals and the first tensors."""
+        from html import escape
+
+        totals = self.totals()
+        rows = "".join(
+            f"<tr><td><code>{escape(t.name)}</code></td><td>{escape(str(t.shape))}</td>"
+            f"<td>{escape(str(t.dtype))}</td><td style='text-align:right'>{t.numel:,}</td>"
+            f"<td>{escape(str(t.role))}</td></tr>"
+            for t in self.tensors[:_HTML_ROWS]
+        )
+        more = len(self.tensors) - _HTML_ROWS
+        tail = f"<tr><td colspan=5>... {more:,} more</td></tr>" if more > 0 else ""
+        return (
+            f"<div><b>{escape(self.format)}</b> <code>{escape(self.path)}</code>: "
+            f"{len(self.tensors):,} tensors, {totals['parameters']:,} parameters, "
+            f"{totals['buffers']:,} buffer elements, {totals['optimizer']:,} optimizer state"
+            "<table><thead><tr><th>name</th><th>shape</th><th>dtype</th><th>numel</th>"
+            f"<th>role</th></tr></thead><tbody>{rows}{tail}</tbody></table></div>"
+        )
+
     def bytes_by_dtype(self, unique: Iterable[TensorEntry] | None = None) -> dict[str, int]:
         """Stored bytes per dtype over ``unique`` (default: every tensor, tied ones once);
         unknown sizes are left out."""
@@ -423,6 +464,11 @@ class Checkpoint:
             if t.nbytes is not None:
                 out[t.dtype] = out.get(t.dtype, 0) + t.nbytes
         return dict(sorted(out.items()))
+
+
+# producer records whose keys are hyperparameters themselves (flat_hyperparameters lifts them)
+_LIFTED = frozenset({"config", "args", "hparams", "hyper_parameters", "kwargs", "opt", "cfg"})
+_HTML_ROWS = 50
 
 
 class SharedWith(Mapping[str, tuple[str, ...]]):

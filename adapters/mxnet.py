@@ -319,11 +319,19 @@ def _entry(stored_name: str, rec: dict, default_role: Role) -> TensorEntry:
     )
 
 
+def examine(source: Source, variant: str, res: object) -> None:
+    """``scan``: an NDArray file holds arrays only (nothing a loader runs); its records are
+    walked as the listing walks them, so a damaged file is an error."""
+    res.kind = "mxnet"  # type: ignore[attr-defined]
+    open_checkpoint(source, variant)
+
+
 ADAPTER = Adapter(
     name=NAME,
     description="MXNet NDArray file: mx.nd.save, Gluon save_parameters/export, Sockeye 1/2 params",
     extensions=(".params", ".nd"),
     sniff=sniff,
     open=open_checkpoint,
+    examine=examine,  # type: ignore[arg-type]
     default_variant="list",
 )

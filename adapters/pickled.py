@@ -52,13 +52,45 @@ def sniff(head: bytes, source: Source) -> str | None:
     inflates to one (joblib ``compress=``)."""
     if source.is_dir() or not head:
         return None
-    if head[:1] == b"\x78" and head[1:2] in (b"\x01", b"\x5e", b"\x9c", b"\xda"):
+    from .torch.tar_legacy import is_tar
+
+    if is_tar(head):
+        return None  # torch.load reads a tar as its pre-0.4 format: the torch adapter's
+    kind = compression(head)
+    if kind is not None:
         try:
-            inflated = zlib.decompressobj().decompress(head, 64)
-        except zlib.error:
+            inflated = _decompressor(kind)(head, 64)
+        except (zlib.error, OSError, EOFError, ValueError):
             return None
-        return "zlib" if _is_pickle(inflated) else None
+        return kind if _is_pickle(inflated) else None
     return "pickle" if _is_pickle(head) else None
+
+
+def compression(head: bytes) -> str | None:
+    """The compressor joblib's ``compress=`` wrote (joblib/compressor.py prefixes): zlib,
+    gzip, bz2 or xz; None for anything else."""
+    if head[:1] == b"\x78" and head[1:2] in (b"\x01", b"\x5e", b"\x9c", b"\xda"):
+        return "zlib"
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith(b"BZh"):
+        return "bz2"
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz"
+    return None
+
+
+def _decompressor(kind: str) -> Any:
+    """``f(data, limit)``: at most ``limit`` decompressed bytes of ``data`` (a prefix of the
+    stream is enough)."""
+    import bz2
+    import lzma
+
+    if kind == "bz2":
+        return bz2.BZ2Decompressor().decompress
+    if kind == "xz":
+        return lzma.LZMADecompressor().decompress
+    return zlib.decompressobj(zlib.MAX_WBITS | (16 if kind == "gzip" else 0)).decompress
 
 
 def _is_pickle(head: bytes) -> bool:
@@ -202,21 +234,67 @@ def _itemsize(dtype: str) -> int:
     return ITEMSIZE[dtype]
 
 
-def open_checkpoint(source: Source, variant: str) -> Checkpoint:
+def _stream_bytes(source: Source, variant: str) -> bytes:
+    """The pickle stream of the file (inflated for the 'zlib' variant), within the size cap."""
     where = source.where
     if source.size > MAX_PICKLE_BYTES:
         raise FormatError(f"pickle of {source.size} bytes exceeds the {MAX_PICKLE_BYTES} limit",
                           where)
     data = source.read(0, source.size)
-    if variant == "zlib":
-        d = zlib.decompressobj()
+    if variant in COMPRESSED:
         try:
-            data = d.decompress(data, MAX_PICKLE_BYTES + 1)
-        except zlib.error as e:
-            raise FormatError(f"zlib stream is corrupt ({e})", where) from None
-        if len(data) > MAX_PICKLE_BYTES or d.unconsumed_tail:
+            data = _decompressor(variant)(data, MAX_PICKLE_BYTES + 1)
+        except (zlib.error, OSError, EOFError, ValueError) as e:
+            raise FormatError(f"{variant} stream is corrupt ({e})", where) from None
+        if len(data) > MAX_PICKLE_BYTES:
             raise FormatError(f"inflates to more than {MAX_PICKLE_BYTES} bytes", where)
-    stream = _Stream(data, addressable=variant != "zlib")
+    return data
+
+
+COMPRESSED = ("zlib", "gzip", "bz2", "xz")
+
+
+def examine(source: Source, variant: str, res: Any) -> None:
+    """``scan``: the same stream :func:`open_checkpoint` reads, every pickle in it."""
+    from .security.examination import examine_pickles
+
+    data = _stream_bytes(source, variant)
+    res.kind = "compressed-pickle" if variant in COMPRESSED else "pickle"
+    examine_pickles(res, io.BytesIO(data), len(data))
+
+
+def _further_pickles(f: Any, size: int, globals_: dict[str, Any]) -> int:
+    """The pickles after the first one's STOP, as further ``pickle.load`` calls would read
+    them: their globals join ``globals_`` (the worse verdict of a name wins). Returns their
+    number."""
+    from .security.examination import MAX_PICKLES, SAMPLE, _could_start_pickle
+    from .security.restricted_pickle import base_allowed
+    from .security.verdicts import RANK
+
+    count = 0
+    while count < MAX_PICKLES and f.tell() < size:
+        start = f.tell()
+        if not _could_start_pickle(f.read(SAMPLE)):
+            break
+        f.seek(start)
+        try:
+            _, more = unpickle(f, base_allowed())
+        except PickleError as e:
+            more = e.globals or {}
+            size = 0  # stop after this one
+        count += 1
+        for k, g in more.items():
+            old = globals_.get(k)
+            if old is None or (g.verdict and old.verdict and
+                               RANK[g.verdict.level] > RANK[old.verdict.level]):
+                globals_[k] = g
+    return count
+
+
+def open_checkpoint(source: Source, variant: str) -> Checkpoint:
+    where = source.where
+    data = _stream_bytes(source, variant)
+    stream = _Stream(data, addressable=variant not in COMPRESSED)
     table = Builder().allowed()
     table.update(numpy_allowed())
     table["torch.storage._load_from_bytes"] = _load_from_bytes([0])
@@ -227,12 +305,15 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         obj = resolve(_unwrap_joblib(obj, wrapper))
     except PickleError as e:
         raise FormatError(str(e), where) from None
+    further = _further_pickles(stream.file, stream.size, globals_)
     joblib = JOBLIB_WRAPPER in {g.resolved for g in globals_.values()}
     meta: dict[str, Any] = {
         "pickle_protocol": data[1] if data[:1] == b"\x80" and len(data) > 1 else None,
-        "compressed": variant == "zlib",
+        "compressed": variant in COMPRESSED,
         "producer": "joblib" if joblib else "pickle",
     }
+    if further:
+        meta["further_pickles"] = further  # read for their globals only
     ckpt = build_checkpoint(source, "joblib" if joblib else NAME, obj, globals_, meta, "pickle",
                             len(data))
     flat = meta.get("container") == "state_dict"
@@ -295,6 +376,7 @@ ADAPTER = Adapter(
     sniff=sniff,
     open=open_checkpoint,
     default_variant="pickle",
+    examine=examine,
 )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 from .errors import FormatError, InspectorError, NotFoundError, UnknownFormatError
 from .model import ByteRange, Checkpoint, TensorEntry, ValueLocation, ValueReader
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from .security.examination import FileResult
 
 ENTRY_POINT_GROUP = "inspector.adapters"
+# The allow_unsafe of the load in progress, for the loads a directory adapter makes inside it.
+_allow_unsafe: ContextVar[bool | None] = ContextVar("allow_unsafe", default=None)
 SNIFF_BYTES = 4096
 GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
@@ -35,7 +38,9 @@ BUILTIN_MODULES = (
     "inspector.adapters.hf_dir",
     "inspector.adapters.rau_dir",
     "inspector.adapters.keras_sharded",
+    "inspector.adapters.dcp",
     "inspector.adapters.safetensors",
+    "inspector.adapters.gguf",
     # before torch: a .keras zip may hold a data.pkl (Keras loads it as Keras, torch as torch;
     # its config.json must be examined), and a Keras HDF5 file may open with any user block
     "inspector.adapters.keras",
@@ -44,6 +49,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.torch",
     "inspector.adapters.mxnet",
     "inspector.adapters.numpy_npy",
+    "inspector.adapters.tf_checkpoint",
     "inspector.adapters.directory",
 )
 # A file whose first bytes are one of these signatures is offered first to that module's
@@ -54,11 +60,9 @@ BUILTIN_MODULES = (
 SIGNATURES = (
     (b"\x89HDF\r\n\x1a\n", "inspector.adapters.keras"),  # H5F_SIGNATURE at offset 0
     (b"\x93NUMPY", "inspector.adapters.numpy_npy"),  # the .npy magic
+    (b"GGUF", "inspector.adapters.gguf"),  # GGUF's magic (llama.cpp)
 )
-# Short names of the supported formats, for the one-line "not recognised" error.
-FORMATS_BRIEF = (
-    "torch, TorchScript, pickle, safetensors, NumPy, MXNet, Keras; HF, rau, Sockeye dirs"
-)
+
 
 
 class Adapter:
@@ -200,7 +204,7 @@ def detect(path: str | Path | Source, format: str | None = None) -> tuple[Adapte
 
     found = describe_dir(source, source.list()) if source.is_dir() else describe_file(head, source)
     raise UnknownFormatError(
-        f"{found}, not a checkpoint; supported: {FORMATS_BRIEF}", source.where
+        f"{found}, not a checkpoint ('inspector formats' lists the formats read)", source.where
     )
 
 
@@ -227,9 +231,30 @@ def claim(source: Source) -> tuple[Adapter, str] | None:
     return None
 
 
-def load(path: str | Path | Source, format: str | None = None) -> Checkpoint:
+def load(path: str | Path | Source, format: str | None = None,
+         allow_unsafe: bool | None = None) -> Checkpoint:
     """Open a checkpoint of any supported format, reading metadata only. ``path`` is a local
-    path or a :class:`~inspector.adapters.source.Source`."""
+    path or a :class:`~inspector.adapters.source.Source`.
+
+    The one policy (:mod:`inspector.adapters.security.policy`): a checkpoint holding anything
+    ``inspector scan`` calls dangerous raises
+    :class:`~inspector.adapters.errors.UnsafeContentError` unless ``allow_unsafe`` (nothing from
+    the file runs either way; its findings say what a loader would run). ``None``: as the
+    enclosing load decided (a model directory's inner files), else False."""
+    outer = _allow_unsafe.get()
+    allow = allow_unsafe if allow_unsafe is not None else bool(outer)
+    token = _allow_unsafe.set(allow)
+    try:
+        ckpt = _load(path, format)
+    finally:
+        _allow_unsafe.reset(token)
+    from .security.policy import refuse_if_unsafe
+
+    refuse_if_unsafe(ckpt, allow)
+    return ckpt
+
+
+def _load(path: str | Path | Source, format: str | None) -> Checkpoint:
     source = as_source(path)
     adapter, variant = detect(source, format)
     try:

@@ -367,11 +367,23 @@ def shard_source(index: Source, shard: str, where: str) -> Source:
         ) from None
 
 
+def examine(source: Source, variant: str, res: object) -> None:
+    """``scan``: nothing in a safetensors file runs; its header is checked by the same walk the
+    listing uses (length against the file size and the cap, JSON, dtypes, offsets inside the
+    buffer, no holes or overlaps): a violation is an error."""
+    res.kind = "safetensors"  # type: ignore[attr-defined]
+    if variant != "file":  # a shard index: JSON text naming files, each scanned on its own
+        res.kind = "safetensors-index"  # type: ignore[attr-defined]
+        return
+    open_checkpoint(source, variant)
+
+
 ADAPTER = Adapter(
     name=NAME,
     description="safetensors file (JSON header only), or a sharded *.safetensors.index.json",
     extensions=(".safetensors", ".safetensors.index.json"),
     sniff=sniff,
     open=open_checkpoint,
+    examine=examine,  # type: ignore[arg-type]
     default_variant="file",
 )

@@ -40,9 +40,41 @@ _EXPORTS = {
     "load": "inspector.adapters.registry",
     "formats": "inspector.adapters.registry",
     "listing": "inspector.reports.listing",
+    "get_tensor": "inspector.arrays",
 }
 
 __all__ = sorted(_EXPORTS)
+
+
+def _source_tree_adapters() -> None:
+    """In the repository checkout, ``adapters/`` sits beside ``inspector/`` (it installs as
+    ``inspector.adapters``, so nothing named ``adapters`` reaches site-packages). When this
+    package is that source tree (a shell in the repository root imports it before the installed
+    one), ``inspector.adapters`` is found there too."""
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    if os.path.isdir(os.path.join(here, "adapters")):
+        return  # installed: the adapters are inside the package
+    sibling = os.path.join(os.path.dirname(here), "adapters")
+    if os.path.isfile(os.path.join(sibling, "registry.py")):
+        import importlib.util
+        import sys
+
+        if "inspector.adapters" not in sys.modules:
+            spec = importlib.util.spec_from_file_location(
+                "inspector.adapters", os.path.join(sibling, "__init__.py"),
+                submodule_search_locations=[sibling],
+            )
+            if spec is not None and spec.loader is not None:
+                module = importlib.util.module_from_spec(spec)
+                sys.modules["inspector.adapters"] = module
+                spec.loader.exec_module(module)
+                globals()["adapters"] = module
+
+
+_source_tree_adapters()
+
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)

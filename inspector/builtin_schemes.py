@@ -3,7 +3,8 @@
 the size and CRC-32 recorded here makes the loader parse the YAML instead."""
 
 # ruff: noqa: E501
-SOURCES = {'keras': (1663, 124389619),
+SOURCES = {'gguf': (1690, 2597979621),
+ 'keras': (1663, 124389619),
  'prefix': (730, 1555535732),
  'rau': (1512, 872090551),
  'sockeye-cnn': (605, 1752351563),
@@ -12,7 +13,54 @@ SOURCES = {'keras': (1663, 124389619),
  'torch-rnn': (814, 3950244123),
  'transformer-lm': (2653, 2234668471)}
 
-SCHEMES = {'keras': {'description': 'Keras models (Keras 3 variable paths, Keras 2 weight names): one group '
+SCHEMES = {'gguf': {'description': "llama.cpp's GGUF tensor names (gguf-py constants.py TENSOR_NAMES): "
+                         'token_embd, blk.N.attn_*, blk.N.ffn_*, the experts ffn_*_exps and shared '
+                         'experts ffn_*_shexp, norms, output; per layer (block = enc/dec for '
+                         "encoder-decoder models). Group names follow transformer-lm's, so a GGUF "
+                         'file and its Hugging Face source group alike.',
+          'detect': [('^(?:(?:enc|dec)\\.)?blk\\.\\d+\\.(?:attn|ffn)_', 10, False, 'blk.'),
+                     ('^token_embd\\.weight$', 5, False, 'token_embd.weight'),
+                     ('^gguf$', 5, True, 'gguf')],
+          'groups': [('token_embedding', ('^token_embd\\.',), (), True),
+                     ('token_type_embedding', ('^token_types\\.',), (), True),
+                     ('position_embedding',
+                      ('^position_embd\\.', '^rope_(?:freqs|factors_long|factors_short)\\.'),
+                      (),
+                      True),
+                     ('norms',
+                      ('^(?:(?P<block>enc|dec)\\.)?blk\\.(?P<layer>\\d+)\\.\\w*norm\\w*\\.',
+                       '^(?:(?:enc|dec)\\.)?\\w*norm\\w*\\.'),
+                      (),
+                      False),
+                     ('attention',
+                      ('^(?:(?P<block>enc|dec)\\.)?blk\\.(?P<layer>\\d+)\\.(?:attn|cross_attn)_',),
+                      (),
+                      False),
+                     ('router',
+                      ('^(?:(?P<block>enc|dec)\\.)?blk\\.(?P<layer>\\d+)\\.(?:ffn_gate_inp(?:_shexp)?|exp_probs_b)\\.',),
+                      (),
+                      False),
+                     ('experts',
+                      ('^(?:(?P<block>enc|dec)\\.)?blk\\.(?P<layer>\\d+)\\.ffn_\\w+_exps\\.',),
+                      (),
+                      False),
+                     ('shared_experts',
+                      ('^(?:(?P<block>enc|dec)\\.)?blk\\.(?P<layer>\\d+)\\.ffn_\\w+_shexp\\.',),
+                      (),
+                      False),
+                     ('mlp',
+                      ('^(?:(?P<block>enc|dec)\\.)?blk\\.(?P<layer>\\d+)\\.ffn_',),
+                      (),
+                      False),
+                     ('lm_head', ('^output\\.', '^cls(?:\\.output)?\\.'), (), False),
+                     ('{kind}',
+                      ('^(?:(?P<block>enc|dec)\\.)?blk\\.(?P<layer>\\d+)\\.(?P<kind>[a-z0-9]+)',),
+                      ('kind',),
+                      False),
+                     ('{top}', ('^(?P<top>[^.]+)\\.',), ('top',), False)],
+          'min_score': 10,
+          'parameters': {}},
+ 'keras': {'description': 'Keras models (Keras 3 variable paths, Keras 2 weight names): one group '
                           "per layer, in the order the file lists its layers; a nested model's "
                           'layers appear with their path (inner_model/dense); recurrent cells, '
                           'Bidirectional directions and TimeDistributed wrappers stay with their '

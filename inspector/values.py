@@ -7,7 +7,11 @@ object that slices (an HDF5 dataset). Peak memory is bounded by one chunk of
 :data:`CHUNK_ELEMENTS` elements per side (plus the float64 copies of it), not by the tensor or the
 file.
 
-NumPy is imported here and only here (lazily, when values are compared).
+ggml's block-quantized types are dequantized as ggml defines them (:mod:`inspector.dequantize`:
+q8_0, q4_0); the others are named as not decoded, never guessed.
+
+NumPy is imported here and in :mod:`inspector.dequantize` (only from here), lazily, when values
+are read.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from inspector.adapters.dtypes import BLOCKS
 from inspector.adapters.errors import FormatError, UsageError
 from inspector.adapters.model import Blocks, ByteRange, Checkpoint, Stream, TensorEntry
 
@@ -325,7 +330,10 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
     extra = entry.extra
     if extra.get("stype") or entry.stored_numel is not None or extra.get("indices"):
         raise _refuse(entry, where, f"sparse {extra.get('stype') or 'layout'} is not supported")
-    if entry.dtype not in NUMPY_DTYPES:
+    block = entry.dtype in BLOCKS
+    if block:
+        _decodable(entry, where)
+    elif entry.dtype not in NUMPY_DTYPES:
         raise _refuse(entry, where, f"dtype {entry.dtype} is not supported")
     if entry.numel == 0:
         return iter(())
@@ -345,13 +353,17 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
                 f"tensor {entry.stored_name!r}: its bytes end at {end}, past the end of the "
                 f"file ({size} bytes)", loc.source.where)
         f = stack.enter_context(loc.source.open())
-        if loc.stride is not None and loc.stride != _c_strides(entry.shape):
+        if block:
+            it = _block_values(f, entry, loc, chunk, where)
+        elif loc.stride is not None and loc.stride != _c_strides(entry.shape):
             it = _strided(
                 f, entry, loc.source.where, loc.stride, loc.big_endian, chunk, loc.offset
             )
         else:
             it = _contiguous(f, loc.offset, entry.dtype, entry.numel, loc.big_endian, chunk)
         return _same_size(it, f, size, loc.source.where)
+    if block:
+        raise _refuse(entry, where, f"{entry.dtype} blocks are decoded from byte ranges only")
     if isinstance(loc, Stream):
         f = loc.open(stack)
         if not loc.fortran or len(entry.shape) < 2:
@@ -362,8 +374,41 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
     raise _refuse(entry, where, f"unknown value location {type(loc).__name__}")
 
 
+def _decodable(entry: TensorEntry, where: str) -> None:
+    """A block-quantized tensor's values are read only where the dequantization is known."""
+    from inspector.dequantize import DECODERS
+
+    if entry.dtype not in DECODERS:
+        raise _refuse(entry, where, f"{entry.dtype} values are not decoded (block "
+                                    f"dequantization is implemented for {', '.join(DECODERS)})")
+
+
+def _block_values(f: BinaryIO, entry: TensorEntry, loc: ByteRange, chunk: int,
+                  where: str) -> Iterator[Any]:
+    """A block-quantized tensor's elements as float32, whole blocks per chunk."""
+    from inspector.dequantize import DECODERS
+
+    if loc.big_endian:
+        raise _refuse(entry, where, f"big-endian {entry.dtype} blocks are not decoded")
+    if loc.stride is not None and loc.stride != _c_strides(entry.shape):
+        raise _refuse(entry, where, f"a strided view of {entry.dtype} blocks")
+    per, size = BLOCKS[entry.dtype]
+    decode = DECODERS[entry.dtype]
+    blocks = -(-entry.numel // per)
+    step = max(1, chunk // per)
+    f.seek(loc.offset)
+    done = 0
+    while done < blocks:
+        n = min(step, blocks - done)
+        yield decode(_read_exact(f, n * size, f"data at offset {f.tell()}"))
+        done += n
+
+
 def _end(entry: TensorEntry, loc: ByteRange) -> int:
     """One past the last byte the tensor's elements occupy."""
+    if entry.dtype in BLOCKS:
+        per, size = BLOCKS[entry.dtype]
+        return loc.offset + -(-entry.numel // per) * size
     span = entry.numel
     if loc.stride is not None and entry.shape:
         span = 1 + sum((d - 1) * st for d, st in zip(entry.shape, loc.stride, strict=True))

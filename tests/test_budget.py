@@ -143,7 +143,8 @@ def test_cli_table(capsys):
     out = capsys.readouterr().out
     assert "constraint applied: d_model must be divisible by num_heads" in out
     assert "tie: feedforward_size = 4*d_model" in out
-    assert "64         256                 154,176       exact" in out
+    assert [line.split() for line in out.splitlines() if line.endswith("exact")] == [
+        ["64", "256", "154,176", "exact"]]
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -166,3 +167,20 @@ def test_target_forms():
         103_360, 103_360, 150_000, 1_500_000, 1_000_000]
     with pytest.raises(UsageError):
         parse_target("lots")
+
+
+def test_budget_tables_right_align_numbers():
+    """Counts and deviations line up on their last digit, as numbers do in a table."""
+    from conftest import run_cli
+
+    out = run_cli("budget", "--arch", "rau-lstm", "--set", "vocab_size=64", "--set",
+                  "num_layers=3", "--target", "103360", "--solve", "hidden_units").stdout
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == ["hidden_units"])
+    block = lines[start:start + 7]  # header, rule, five candidates
+    ends = {len(line.rstrip()) for line in block if line.strip()}
+    assert len(ends) == 1, block
+    for col in ("parameters", "deviation"):
+        right = block[0].index(col) + len(col)
+        for row in block[2:]:
+            assert row[right - 1] != " ", (col, row)

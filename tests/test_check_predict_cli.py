@@ -24,7 +24,7 @@ def test_check_json_flags_the_dependent_groups_and_exits_1():
     rep = json.loads(r.stdout)
     assert rep["schema"] == "inspector.check/1" and rep["status"] == "mismatch"
     assert rep["verdict"] == "mismatch" and rep["parts"] == [] and rep["findings"] == []
-    assert rep["hyperparameters"]["rnn_num_hidden"] == {"value": 20, "source": "set"}
+    assert rep["hyperparameters"]["rnn_num_hidden"] == {"value": 20, "source": "set", "used": True}
     bad = {g["name"] for g in rep["groups"] if g["status"] == "mismatch"}
     assert bad == {"enc2decinit", "hidden", "decoder_lx", "birnn", "io", "attention"}
     row = next(t for t in rep["tensors"] if t["name"] == "decoder_rnn_l0_i2h_weight")
@@ -82,3 +82,33 @@ def test_archs_lists_hyperparameters_and_defaults():
     assert "sockeye-rnn" in r.stdout and "sockeye-transformer" in r.stdout
     one = run_cli("archs", "sockeye-rnn").stdout
     assert "rnn_attention_type" in one and "mlp" in one
+    # the list is one line per architecture; the hyperparameters come with a name or --verbose
+    from inspector.formulas import archs
+
+    names = [a.name for a in archs()]
+    assert "rnn_attention_type" not in r.stdout
+    assert [line.split()[0] for line in r.stdout.splitlines()[: len(names)]] == names
+    every = run_cli("archs", "--verbose").stdout
+    assert all(h.name in every for a in archs() for h in a.hparams)
+
+
+def test_check_shows_the_hyperparameters_the_formula_read():
+    """The quickstart model's config holds Transformer and convolution options too; the formula
+    for an RNN model reads none of them: they are listed with --verbose and in JSON only."""
+    path = "fixtures/sockeye/sockeye1_rnn_lstm_l2-2_e8-8_h16_mlp_ctxgate_init-last_residual"
+    plain = run_cli("check", path)
+    verbose = run_cli("check", path, "--verbose")
+    rep = json.loads(run_cli("check", path, "--format", "json").stdout)
+    hp = rep["hyperparameters"]
+    assert hp["rnn_num_hidden"]["used"] and hp["num_embed"]["used"]
+    assert not hp["transformer_model_size"]["used"] and not hp["conv_embed_num_filters"]["used"]
+    for name, h in hp.items():
+        shown_plain = any(line.split()[:1] == [name] for line in plain.stdout.splitlines())
+        shown_verbose = any(line.split()[:1] == [name] for line in verbose.stdout.splitlines())
+        assert shown_verbose, name
+        assert shown_plain == h["used"], name
+    # changing an unused hyperparameter leaves the verdict alone; a used one does not
+    unused = run_cli("check", path, "--set", "transformer_model_size=64:64")
+    used = run_cli("check", path, "--set", "rnn_num_hidden=20")
+    assert (unused.returncode, used.returncode) == (0, 1)
+    assert "transformer_model_size" in unused.stdout  # a value given with --set is shown

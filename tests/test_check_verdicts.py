@@ -119,7 +119,7 @@ def test_sockeye_config_names_and_command_line_names_are_accepted():
     ok = run_cli("check", str(MLP), "--set", "vocab_source_size=24", "--format", "json")
     assert ok.returncode == 0, ok.stderr
     rep = json.loads(ok.stdout)
-    assert rep["hyperparameters"]["source_vocab_size"] == {"value": 24, "source": "set"}
+    assert rep["hyperparameters"]["source_vocab_size"] == {"value": 24, "source": "set", "used": True}
     bad = run_cli("check", str(MLP), "--set", "vocab_target_size=30")
     assert bad.returncode == 1 and "MISMATCH" in bad.stdout
     assert run_cli("check", str(MLP), "--set", "rnn-num-hidden=16").returncode == 0

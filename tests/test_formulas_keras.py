@@ -359,3 +359,29 @@ def test_unset_spec_variable() -> None:
     with pytest.raises(UsageError, match="h is used but not set"):
         predict(layers="LSTM(h)", input_shape="None,3")
     assert predict(layers="LSTM(2*h)", input_shape="None,x", h=1, x=3).total() == 48
+
+
+def test_a_layer_that_cannot_be_placed_is_not_modelled_never_a_mismatch(tmp_path: Path) -> None:
+    """A real tf.keras 2 model holding a model, with the head's input pointed at a node its
+    encoder never produced: the head cannot be placed, so its variables are not modelled and
+    the verdict is incomplete (exit 3), not mismatch."""
+    import json
+    import shutil
+
+    import h5py
+
+    from inspector.adapters.registry import load
+    from inspector.formulas.check import check
+
+    path = tmp_path / "unplaceable.h5"
+    shutil.copy(KERAS / "keras2_nested_functional_head.h5", path)
+    with h5py.File(path, "r+") as f:
+        config = json.loads(f.attrs["model_config"])
+        head = next(e for e in config["config"]["layers"] if e["name"] == "head")
+        head["inbound_nodes"] = [[["encoder", 5, 0, {}]]]
+        f.attrs["model_config"] = json.dumps(config)
+    result = check(load(path))
+    assert result.verdict == "incomplete"
+    assert not [i for i in result.issues if i.mismatch]
+    assert {i.name for i in result.issues if i.status == "not_modelled"} == {
+        "head/kernel", "head/bias"}

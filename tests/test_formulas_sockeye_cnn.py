@@ -33,7 +33,7 @@ def test_cli_check_passes_with_args_yaml():
     rep = json.loads(r.stdout)
     assert rep["status"] == "ok" and rep["arch"] == "sockeye-cnn"
     assert rep["totals"]["predicted"] == TRUTH["sockeye_logged_parameter_count"] == 8246
-    assert rep["hyperparameters"]["cnn_kernel_width"] == {"value": "3:3", "source": "checkpoint"}
+    assert rep["hyperparameters"]["cnn_kernel_width"] == {"value": "3:3", "source": "checkpoint", "used": True}
 
 
 def test_prediction_is_the_stored_tensor_list():

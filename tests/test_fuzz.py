@@ -44,6 +44,9 @@ SEEDS = {
     "mxnet-1.9.1": FIXTURES / "mxnet" / "mxnet-1.9.1" / "all_dtypes.params",
     "mxnet-sparse": FIXTURES / "mxnet" / "mxnet-1.9.1" / "csr.params",
     "mxnet-0.11.0": FIXTURES / "mxnet" / "mxnet-0.11.0" / "dict3.params",
+    "tf-index-tf2": FIXTURES / "tf" / "tf2_lm" / "ckpt-1.index",
+    "tf-index-tf1": FIXTURES / "tf" / "tf1_graph" / "model.ckpt.index",
+    "gguf": FIXTURES / "gguf" / "kv_zoo_v2.gguf",
 }
 KERAS_SEEDS = {
     "keras-weights-h5": FIXTURES / "keras" / "lstm.weights.h5",

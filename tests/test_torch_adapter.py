@@ -607,9 +607,14 @@ def test_plain_pickle_is_read_for_its_globals(tmp_path):
 
 
 def test_tar_format_is_refused_clearly(tmp_path):
-    head = b"sys_info".ljust(257, b"\0") + b"ustar\x0000" + b"\0" * 300
+    import io
+    import tarfile
+
     path = tmp_path / "old.tar"
-    path.write_bytes(head)
+    with tarfile.open(path, "w") as tar:  # a real tar header (checksum), as torch.load needs
+        info = tarfile.TarInfo("sys_info")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"}"))
     assert T.sniff(read_head(LocalSource(path)), LocalSource(path)) == "tar"
     with pytest.raises(FormatError, match="tar"):
         T.open_checkpoint(LocalSource(path), "tar")

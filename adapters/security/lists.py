@@ -267,7 +267,127 @@ INSPECTOR: dict[str, str | tuple[str, ...]] = {
     "functools": ALL,  # partial/reduce call their arguments
     "itertools": ("starmap",),  # calls its function argument
     "builtins.type": ALL,  # type(name, bases, dict) makes classes; __subclasses__
+    # -- issue 26: classes whose methods the unpickler itself calls (BUILD -> __setstate__,
+    # SETITEM -> __setitem__, APPEND -> append, __del__ at collection) and that touch files:
+    "mailbox": ALL,  # Maildir/MH/mbox.__setitem__ writes a message file at a chosen path
+    "dbm": ALL,  # dbm.dumb._Database.__del__ -> close -> _commit writes and renames its files
+    "wave": ("Wave_write", "open"),  # __del__ -> close writes the header to its file
+    "aifc": ("Aifc_write", "open"),  # ditto
+    "sunau": ("Au_write", "open"),  # ditto
+    "gzip": ("GzipFile", "open"),  # opens files; close (IOBase.__del__) writes the trailer
+    "bz2": ("BZ2File", "open"),  # opens files
+    "lzma": ("LZMAFile", "open"),  # opens files
+    "tkinter": ALL,  # Tk() starts a Tcl interpreter; Tcl().eval runs Tcl code
+    "rlcompleter": ALL,  # Completer.attr_matches evaluates the text before the dot
+    "pstats": ("Stats",),  # load_stats reads marshal files
+    "xml.sax": ("make_parser",),  # imports the modules it is given by name
+    # typing evaluates the strings of annotations (eval in the owner's globals)
+    "typing": ("get_type_hints", "_eval_type", "ForwardRef._evaluate", "ForwardRef.evaluate",
+               "evaluate_forward_ref", "_type_convert"),
+    "annotationlib": ALL,  # call_annotate_function / get_annotations(eval_str) evaluate
 }  # fmt: skip
+
+# What a listed global does, by dotted prefix (the longest prefix wins): the phrase a verdict
+# says *why* with ("calls `os.system` (reaches the operating system)").
+EFFECTS: dict[str, str] = {
+    **dict.fromkeys(("os", "posix", "nt"), "reaches the operating system (commands, files)"),
+    **dict.fromkeys(("posixpath.expanduser", "sys", "signal", "_signal",
+                     "platform", "resource", "mmap", "gc", "ctypes", "_ctypes", "inspect",
+                     "builtins.getattr", "builtins.setattr", "builtins.delattr",
+                     "builtins.globals", "builtins.locals", "builtins.vars", "torch._C",
+                     "numpy.ctypeslib", "_thread", "threading", "_xxsubinterpreters",
+                     "_interpreters", "builtins.memoryview"),
+                    "reaches interpreter internals"),
+    **dict.fromkeys(("subprocess", "_posixsubprocess", "pty", "commands", "popen2", "pexpect",
+                     "multiprocessing", "torch.multiprocessing", "concurrent", "asyncio",
+                     "torch.utils.collect_env", "uuid", "_osx_support", "_aix_support",
+                     "pip", "ensurepip", "venv", "torch.testing._internal"),
+                    "runs processes"),
+    **dict.fromkeys(("socket", "ssl", "http", "httplib", "urllib", "urllib2", "urllib3",
+                     "requests", "httpx", "aiohttp", "smtplib", "ftplib", "poplib", "imaplib",
+                     "nntplib", "telnetlib", "xmlrpc", "socketserver", "webbrowser", "paramiko",
+                     "fabric", "boto3", "botocore", "torch.hub", "torch.distributed",
+                     "antigravity", "select", "selectors"),
+                    "reaches the network"),
+    **dict.fromkeys(("mailbox", "dbm", "shelve", "tempfile", "zipfile", "tarfile", "shutil",
+                     "sqlite3", "_sqlite3", "logging", "wave", "aifc", "sunau", "filecmp",
+                     "distutils", "numpy.save", "numpy.savez", "numpy.tofile", "numpy.memmap",
+                     "numpy.lib.format.write_array", "numpy.lib.format.open_memmap",
+                     "torch.save", "torch.serialization.save", "scipy.io", "syslog",
+                     "pathlib.Path.write_text", "pathlib.Path.write_bytes", "pathlib.Path.unlink",
+                     "pathlib.Path.touch", "pathlib.Path.mkdir", "pathlib.Path.rmdir",
+                     "pathlib.Path.rename", "pathlib.Path.replace", "pathlib.Path.symlink_to",
+                     "pathlib.Path.chmod"),
+                    "writes files"),
+    **dict.fromkeys(("io", "_io", "codecs", "gzip", "bz2", "lzma", "fileinput", "glob",
+                     "linecache", "builtins.open", "builtins.file", "pstats", "pathlib",
+                     "numpy.fromfile", "builtins.input"),
+                    "opens files"),
+    **dict.fromkeys(("builtins.eval", "builtins.exec", "builtins.compile", "builtins.execfile",
+                     "typing", "annotationlib", "pandas.eval", "rlcompleter", "jinja2", "yaml",
+                     "code", "codeop", "torch._dynamo", "torch.fx", "tkinter"),
+                    "evaluates strings"),
+    **dict.fromkeys(("runpy", "pdb", "bdb", "timeit", "cProfile", "profile", "trace",
+                     "doctest", "pydoc", "idlelib", "lib2to3", "unittest", "test", "IPython",
+                     "marshal", "torch.jit", "torch._inductor", "torch.compile", "torch.package",
+                     "torch.utils.cpp_extension", "torch.ops", "numba", "Cython", "numpy.f2py",
+                     "numpy.distutils", "numpy.testing", "builtins.breakpoint", "builtins.help",
+                     "sched", "atexit", "weakref.finalize", "contextlib", "operator",
+                     "_operator", "functools", "itertools.starmap", "builtins.apply"),
+                    "runs code it is given"),
+    **dict.fromkeys(("pickle", "_pickle", "dill", "cloudpickle", "joblib", "numpy.load",
+                     "numpy.loads", "numpy.lib.npyio", "numpy.lib.format.read_array",
+                     "pandas.read_pickle", "pandas.io.pickle", "torch.load",
+                     "torch.serialization.load", "torch.serialization._load",
+                     "torch.serialization._legacy_load", "torch.storage._load_from_bytes",
+                     "torch.utils._config_module"),
+                    "loads a pickle (code) inside the pickle"),
+    **dict.fromkeys(("importlib", "builtins.__import__", "__import__", "_frozen_importlib",
+                     "_frozen_importlib_external", "_imp", "imp", "pkgutil", "zipimport", "site",
+                     "xml.sax.make_parser", "this"),
+                    "imports code"),
+    **dict.fromkeys(("builtins.type", "types", "copyreg"), "builds classes or changes pickling"),
+}  # fmt: skip
+
+# Dangerous when a loader calls or constructs them (they build a class: a metaclass runs, and
+# the bases' __init_subclass__ and the namespace's __set_name__ with it); only named, a type
+# reference is data. Checked after the lists, before the allowlist.
+BUILDS_CLASS: dict[str, str] = {
+    "abc.ABCMeta": "a metaclass",
+    "enum.EnumMeta": "a metaclass",
+    "enum.EnumType": "a metaclass",
+    "enum.Enum": "Enum('Name', 'A B') builds an Enum class",
+    "enum.IntEnum": "the functional API builds a class",
+    "enum.StrEnum": "the functional API builds a class",
+    "enum.Flag": "the functional API builds a class",
+    "enum.IntFlag": "the functional API builds a class",
+    "typing.NamedTuple": "builds a class",
+    "typing.NamedTupleMeta": "a metaclass",
+    "typing.TypedDict": "builds a class",
+    "typing._TypedDictMeta": "a metaclass",
+    "typing._ProtocolMeta": "a metaclass",
+    "typing.Protocol": "builds a class",
+    "typing.Generic": "builds a class",
+    "dataclasses.make_dataclass": "builds a class and runs the code it generates",
+    "collections.namedtuple": "builds a class and runs the code it generates",
+}
+
+# Python's own special names (the data model's methods and attributes) that a BUILD state must
+# not set on an object: a loader, copy, the next pickling, or a BUILD on a class use them. The
+# names defined by the builtin types are added at import (verdicts.SPECIAL_NAMES); a library's
+# own dunder data (torch's `__overloads__`) is not among them.
+SPECIAL_NAMES: tuple[str, ...] = (
+    "__getattr__", "__call__", "__index__", "__iter__", "__next__", "__enter__", "__exit__",
+    "__del__", "__set_name__", "__init_subclass__", "__class_getitem__", "__instancecheck__",
+    "__subclasscheck__", "__missing__", "__fspath__", "__await__", "__aiter__", "__anext__",
+    "__aenter__", "__aexit__", "__length_hint__", "__bytes__", "__complex__", "__round__",
+    "__trunc__", "__floor__", "__ceil__", "__get__", "__set__", "__delete__", "__copy__",
+    "__deepcopy__", "__getinitargs__", "__getnewargs__", "__getnewargs_ex__", "__annotations__",
+    "__slots__", "__weakref__", "__setstate__", "__getstate__", "__reduce__", "__reduce_ex__",
+    "__class__", "__dict__", "__bool__", "__len__", "__contains__", "__getitem__",
+    "__setitem__", "__delitem__", "__hash__", "__eq__", "__format__", "__str__", "__repr__",
+    "__globals__", "__code__", "__closure__", "__defaults__", "__kwdefaults__", "__builtins__",
+)  # fmt: skip
 
 # Dunder attributes whose presence anywhere in a dotted chain reaches interpreter internals
 # (function globals, builtins, subclass lists, frames, code): `nn.Module.__init__.__globals__`.
@@ -304,6 +424,29 @@ INERT_CALLABLES: dict[str, str] = {
     "builtins.bytes": "bytes from bytes or (str, encoding); size-capped by the reader",
     "builtins.bytearray": "bytearray from bytes or (str, encoding); size-capped by the reader",
     "builtins.range": "lazy integer range",
+    # pure builtins: computed on plain values by the reader; on an object of the file they call
+    # its class's special method (__index__, __len__, __hash__, ...), recorded on that class
+    "builtins.len": "length of a plain value",
+    "builtins.abs": "absolute value",
+    "builtins.min": "smallest of plain values (no key function: REDUCE passes no keywords)",
+    "builtins.max": "largest of plain values (ditto)",
+    "builtins.sum": "sum of plain numbers",
+    "builtins.round": "rounded number",
+    "builtins.divmod": "quotient and remainder",
+    "builtins.all": "truth of plain values",
+    "builtins.any": "truth of plain values",
+    "builtins.hash": "hash of a plain value",
+    "builtins.repr": "text of a plain value",
+    "builtins.ascii": "text of a plain value",
+    "builtins.format": "text of a plain value",
+    "builtins.ord": "code point",
+    "builtins.chr": "character",
+    "builtins.hex": "text of an int",
+    "builtins.oct": "text of an int",
+    "builtins.bin": "text of an int",
+    "builtins.sorted": "sorted plain values",
+    "builtins.reversed": "reversed sequence",
+    "builtins.iter": "iterator over a plain value",
     # -- the pickle protocol's own helpers
     "_codecs.encode": "protocol 2 spells bytes as encode(str, 'latin1'); text codecs only",
     "copyreg._reconstructor": "protocol 0/1 NEWOBJ: constructs `cls`; a foreign `base` is "
@@ -347,9 +490,27 @@ INERT_CALLABLES: dict[str, str] = {
     "numpy.dtype": "dtype from a type code; no code runs",
     "numpy.core.numeric._frombuffer": "array from bytes (NumPy >= 1.24 pickles)",
     "numpy._core.numeric._frombuffer": "same, NumPy 2 module path",
+    # numpy/random/_pickle.py (numpy 2.2.6, read): each helper builds from a bit generator
+    # *name*; given a class or a ctor argument it calls it: CALLS_ARGUMENT says which, so the
+    # argument's own verdict decides (an allowlisted bit generator below, or a dangerous callable)
     "numpy.random._pickle.__randomstate_ctor": "RandomState of a named bit generator",
     "numpy.random._pickle.__bit_generator_ctor": "bit generator of a named kind",
     "numpy.random._pickle.__generator_ctor": "Generator of a named bit generator",
+    # the bit generators `__bit_generator_ctor(cls)` calls with no argument (np.random.
+    # default_rng(0) pickles PCG64 this way): __init__(seed=None) seeds from a SeedSequence, the
+    # BUILD state goes to their `state` setter, which checks the dict (numpy/random/_pcg64.pyx,
+    # _mt19937.pyx, _philox.pyx, _sfc64.pyx, bit_generator.pyx)
+    "numpy.random._pcg64.PCG64": "bit generator; state set from a checked dict",
+    "numpy.random._pcg64.PCG64DXSM": "bit generator; state set from a checked dict",
+    "numpy.random._mt19937.MT19937": "bit generator; state set from a checked dict",
+    "numpy.random._philox.Philox": "bit generator; state set from a checked dict",
+    "numpy.random._sfc64.SFC64": "bit generator; state set from a checked dict",
+    # SeedSequence has no __reduce__: Cython generates `__pyx_unpickle_SeedSequence(type,
+    # checksum, state)`, which checks the checksum, calls SeedSequence.__new__(type) (no
+    # __init__) and assigns the typed fields of `state` (Cython/Compiler/ParseTreeTransforms.py,
+    # the pickle injection, read); the class is its `type` argument
+    "numpy.random.bit_generator.__pyx_unpickle_SeedSequence": "SeedSequence from its fields",
+    "numpy.random.bit_generator.SeedSequence": "the class __pyx_unpickle_SeedSequence builds",
     # -- torch: the rebuild functions torch.save writes, with the reader's own implementations
     "torch._utils._rebuild_tensor": "tensor view of a storage (metadata only)",
     "torch._utils._rebuild_tensor_v2": "tensor view of a storage (metadata only)",
@@ -374,6 +535,42 @@ INERT_CALLABLES: dict[str, str] = {
     "torch.Size": "tuple of ints",
     "torch.device": "device name",
     "torch.serialization._get_layout": "layout constant by name",
+    # -- torch Distributed Checkpoint `.metadata` (torch 2.13 torch/distributed/checkpoint/
+    # metadata.py, filesystem.py, planner.py, read; the globals of real dcp.save and
+    # torch_save_to_dcp output). Plain dataclasses: NEWOBJ + BUILD fills __dict__; the only
+    # __setstate__ (TensorProperties) unpacks a 5-tuple and maps an enum to a memory format.
+    "torch.distributed.checkpoint.metadata.Metadata": "dataclass: state dict metadata",
+    "torch.distributed.checkpoint.metadata.StorageMeta": "dataclass: checkpoint id, save id",
+    "torch.distributed.checkpoint.metadata.TensorStorageMetadata": "dataclass: properties, "
+    "size, chunks",
+    "torch.distributed.checkpoint.metadata.BytesStorageMetadata": "empty dataclass",
+    "torch.distributed.checkpoint.metadata.ChunkStorageMetadata": "dataclass: offsets, sizes",
+    "torch.distributed.checkpoint.metadata.TensorProperties": "dataclass; __setstate__ unpacks "
+    "(dtype, layout, requires_grad, memory format enum, pin_memory)",
+    "torch.distributed.checkpoint.metadata.MetadataIndex": "frozen dataclass: fqn, offset",
+    "torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING": "Enum member by value",
+    "torch.distributed.checkpoint.filesystem._StorageInfo": "dataclass: relative path, offset, "
+    "length (a path the loader opens under the checkpoint directory, never at unpickling)",
+    "torch.distributed.checkpoint.filesystem._StoragePrefix": "dataclass: file name prefix",
+    "torch.distributed.checkpoint.planner.WriteItemType": "Enum member by value",
+    "torch.distributed.checkpoint.planner.LoadItemType": "Enum member by value",
+    "torch.distributed.checkpoint.planner.BytesIOWriteData": "frozen dataclass: nbytes",
+    "torch.distributed.checkpoint.planner.TensorWriteData": "frozen dataclass: chunk, "
+    "properties, size",
+    "torch.distributed.checkpoint.planner.WriteItem": "frozen dataclass: index, type, data",
+    "torch.distributed.checkpoint.planner.ReadItem": "frozen dataclass: indices and sizes",
+    "torch.distributed.checkpoint.planner.SavePlan": "frozen dataclass: items, plan data",
+    "torch.distributed.checkpoint.planner.LoadPlan": "dataclass: items, plan data",
+    # -- DeepSpeed optimizer/model states (deepspeed 0.19.8, read: runtime/zero/config.py,
+    # utils/tensor_fragment.py, runtime/fp16/loss_scaler.py, runtime/config_utils.py; the
+    # globals of real ZeRO stage 0-3 checkpoints, fp32 and bf16, written on CPU). No
+    # __setstate__/__reduce__: an int Enum by value, dataclasses and plain objects whose BUILD
+    # fills __dict__.
+    "deepspeed.runtime.zero.config.ZeroStageEnum": "int Enum member by value",
+    "deepspeed.utils.tensor_fragment.fragment_address": "dataclass: numel, start",
+    "deepspeed.runtime.fp16.loss_scaler.LossScaler": "plain object (cur_scale, dynamic)",
+    "deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler": "plain object (scale counters); "
+    "fp16 runs pickle it in place of LossScaler",
     "joblib.numpy_pickle.NumpyArrayWrapper": "joblib's array header (shape, dtype, order); the "
     "array's bytes follow it raw (fickling lists all of joblib for joblib.load)",
     "torch.storage.UntypedStorage": "storage type tag in a persistent id (torch >= 2.0)",
@@ -410,14 +607,34 @@ TORCH_CONSTANT_NAMES: tuple[str, ...] = (
     "per_channel_symmetric", "per_channel_affine_float_qparams",
 )  # fmt: skip
 
-# Allowlisted callables that call (or construct and initialise) one of their arguments: the
-# argument's global is recorded as called. Position of that argument in the call.
-CALLS_ARGUMENT: dict[str, int] = {
-    "copyreg._reconstructor": 1,  # base.__new__(cls, state); base.__init__(obj, state)
-    "copyreg._reconstruct": 1,  # ditto
-    "torch._tensor._rebuild_from_type_v2": 0,  # func(*args)
-    "torch._tensor._rebuild_from_type": 0,  # func(*args)
-    "collections.defaultdict": -1,  # never during loading (only on a missing key): none
+# Allowlisted callables that call (or construct) one of their arguments, exactly per position
+# (read in their source): function name -> {position: how}. "called": always called;
+# "called if a class": called when it is a class (a loader passes names and instances through);
+# "constructed": cls.__new__(arg) without __init__, then its __setstate__ gets the state;
+# "values called": the values of that mapping are called later (hooks).
+CALLS_ARGUMENT: dict[str, dict[int, str]] = {
+    # copyreg.py: base.__new__(cls, state); base.__init__(obj, state) unless base is object
+    "copyreg._reconstructor": {0: "constructed", 1: "called"},
+    "copyreg._reconstruct": {0: "constructed", 1: "called"},
+    "copyreg.__newobj__": {0: "constructed"},  # cls.__new__(cls, *args)
+    "copyreg.__newobj_ex__": {0: "constructed"},  # cls.__new__(cls, *args, **kwargs)
+    # torch/_tensor.py: ret = func(*args); ret.as_subclass(new_type); new_type's __setstate__
+    "torch._tensor._rebuild_from_type_v2": {0: "called", 1: "constructed"},
+    "torch._tensor._rebuild_from_type": {0: "called", 1: "constructed"},
+    # torch/_utils.py: Tensor._make_wrapper_subclass(cls, ...); param._backward_hooks = hooks
+    "torch._utils._rebuild_wrapper_subclass": {0: "constructed"},
+    "torch._utils._rebuild_parameter_with_state": {2: "values called"},
+    "torch._utils._rebuild_parameter": {2: "values called"},
+    # numpy/random/_pickle.py: __bit_generator_ctor(cls) returns cls() for a class;
+    # __generator_ctor / __randomstate_ctor(name, ctor) call ctor(name) (the default ctor is
+    # __bit_generator_ctor, which calls a class)
+    "numpy.random._pickle.__bit_generator_ctor": {0: "called if a class"},
+    "numpy.random._pickle.__generator_ctor": {0: "called if a class", 1: "called"},
+    "numpy.random._pickle.__randomstate_ctor": {0: "called if a class", 1: "called"},
+    # Cython's generated unpickler: SeedSequence.__new__(type)
+    "numpy.random.bit_generator.__pyx_unpickle_SeedSequence": {0: "constructed"},
+    # collections.defaultdict(factory): the factory is called on a missing key, after loading
+    "collections.defaultdict": {0: "called"},
 }
 
 # Loaders that unpickle bytes held in the file: the call is judged by what those bytes hold

@@ -1,9 +1,14 @@
-"""One policy for every verb that opens a checkpoint: a `dangerous` pickle is refused.
+"""One policy for every verb that opens a checkpoint and for ``inspector.load``: whatever
+``inspector scan`` calls dangerous is refused.
 
-A file whose pickle names a global with the verdict ``dangerous``
-(:mod:`inspector.adapters.security.verdicts`) is refused with exit 2 and one line naming the
-global and how a loader would use it. ``--allow-unsafe`` lists it anyway (nothing from the file
-runs either way); ``check`` never reports such a file as verified.
+A checkpoint with a finding of severity ``danger`` (a pickle global with the verdict
+``dangerous`` from :mod:`inspector.adapters.security.verdicts`, in any pickle the format's
+walk reaches: every copy of a duplicated member, every pickle of a stream, object arrays of any
+dtype form) is refused with :class:`UnsafeContentError` (exit 2) and one line naming the global
+and how a loader would use it. The check is applied in one place,
+:func:`inspector.adapters.registry.load` (``allow_unsafe``): every verb and the API go through
+it. ``--allow-unsafe`` lists it anyway (nothing from the file runs either way); ``check`` never
+reports such a file as verified.
 """
 
 from __future__ import annotations
@@ -46,9 +51,8 @@ def refuse_if_unsafe(ckpt: Checkpoint, allow_unsafe: bool) -> None:
 
 
 def load_checked(path: str | Path, fmt: str | None, allow_unsafe: bool) -> Checkpoint:
-    """:func:`inspector.adapters.registry.load` under the policy."""
+    """:func:`inspector.adapters.registry.load` (which applies the policy) with the verb's
+    ``--allow-unsafe``."""
     from inspector.adapters.registry import load
 
-    ckpt = load(path, fmt)
-    refuse_if_unsafe(ckpt, allow_unsafe)
-    return ckpt
+    return load(path, fmt, allow_unsafe=allow_unsafe)

@@ -41,6 +41,7 @@ import os
 import pickle
 import pickletools
 import struct
+import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -95,10 +96,18 @@ def judge(
     uses: set[str] | frozenset[str],
     how: str = "",
     nested: set[str] | None = None,
+    ran: tuple[str, ...] = (),
+    changes: str = "",
+    builds: str = "",
 ) -> GlobalRef:
     """The :class:`GlobalRef` of one global from its names and the uses a load recorded
-    (``nested``: for a nested loader, "level\tsummary" of each blob it would load)."""
-    v = verdicts.verdict(module, qualname, uses, how)
+    (``nested``: for a nested loader, "level\tsummary" of each blob it would load; ``ran``,
+    ``changes``, ``builds``: see :func:`verdicts.verdict`).
+
+    ``module``/``qualname`` are the Python 3 names ``_compat_pickle`` maps a protocol 0-2
+    spelling to (``__builtin__.long`` is ``builtins.int``): a Python 3 loader resolves exactly
+    those, so the verdict is theirs."""
+    v = verdicts.verdict(module, qualname, uses, how, ran, changes, builds)
     if nested and f"{module}.{qualname}" in NESTED_LOADERS and v.use == verdicts.CALLED:
         results = [r.split("\t", 1) for r in sorted(nested)]
         level = verdicts.worst({lv for lv, _ in results})
@@ -110,14 +119,20 @@ def judge(
         if level == verdicts.DANGEROUS:
             why = f"{v.why}; the nested bytes: {text}"
         v = verdicts.Verdict(level, "called on torch.save bytes held in the file", why)
-    if v.level != verdicts.DANGEROUS and written != f"{module}.{qualname}":
-        w_module, _, w_name = written.rpartition(".")
-        why = verdicts.listed(w_module, w_name)  # the Python 2 spelling, as written
-        if why is not None:
-            v = verdicts.Verdict(verdicts.DANGEROUS, v.use, why)
     return GlobalRef(
         written, f"{module}.{qualname}", v.level == verdicts.SAFE, _SEVERITY[v.level], v
     )
+
+
+class _SetState:
+    """``__setstate__`` of the placeholders. A BUILD looks it up on its target: on an instance
+    it records the state (:meth:`Placeholder._setstate`); on the class object itself (BUILD on
+    a global, which changes the class for every later use) it records the change."""
+
+    def __get__(self, obj: Any, cls: type | None = None) -> Callable[[Any], None]:
+        if obj is None:
+            return functools.partial(_build_on_class, cls)
+        return functools.partial(Placeholder._setstate, obj)
 
 
 class Placeholder:
@@ -125,13 +140,16 @@ class Placeholder:
 
     ``global_name`` is the dotted name; instances record what the pickle did to them. The
     per-load types also record how a loader would use their global in ``uses`` (a dict shared
-    by one load: name -> {"called", "constructed"} and name -> how): ``__new__`` runs for every
-    instantiation (NEWOBJ, copyreg._reconstructor), ``__init__`` only when the type is called
-    (REDUCE, and INST/OBJ because ``__getinitargs__`` exists, as for a function global).
+    by one load: name -> {"called", "constructed", ...}, and "how:", "ran:", "changes:",
+    "builds:" + name -> texts): ``__new__`` runs for every instantiation (NEWOBJ,
+    copyreg.__newobj__, _reconstructor), ``__init__`` only when the type is called (REDUCE, and
+    INST/OBJ because ``__getinitargs__`` exists, as for a function global). ``origin`` is the
+    global whose verdict carries what is done (the called global, for the type of its results).
     """
 
     __slots__ = ("args", "kwargs", "state", "items", "listitems")
     global_name = "?"
+    origin = "?"
     uses: dict[str, set[str]] | None = None
     __getinitargs__ = None  # INST/OBJ call the global (as a loader would a function) -> __init__
 
@@ -143,52 +161,55 @@ class Placeholder:
         obj.items = None
         obj.listitems = None
         if cls.uses is not None:
-            cls.uses.setdefault(cls.global_name, set()).add(verdicts.CONSTRUCTED)
+            note(cls, verdicts.CONSTRUCTED)
+            if _class_shaped(args):
+                note(cls, verdicts.BUILDS_CLASS, builds="given (name, bases, namespace)")
         return obj
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # REDUCE calls cls(*args)
         cls = type(self)
-        mark_called(cls)
-        if cls.global_name in NESTED_LOADERS and cls.uses is not None:
+        if cls.uses is None:
+            return
+        if _enum_shaped(cls, args, kwargs):
+            note(cls, verdicts.MEMBER)
+        else:
+            mark_called(cls)
+        if cls.global_name in NESTED_LOADERS:
             from .nested import examine  # bytes of a file inside the file
 
             level, summary = examine(args[0] if args else None)
             cls.uses.setdefault("nested:" + cls.global_name, set()).add(f"{level}\t{summary}")
-        at = CALLS_ARGUMENT.get(cls.global_name, -1)
-        if 0 <= at < len(args) and args[at] is not object:
-            # an inert helper a loader calls, which calls this argument (when not implemented
-            # by the reader, it is a placeholder: the argument's call is recorded here)
-            mark_called(args[at], f"by {cls.global_name}")
+        calls_arguments(cls.global_name, args)
 
-    def __setstate__(self, state: Any) -> None:  # BUILD
+    __setstate__ = _SetState()  # BUILD
+
+    def _setstate(self, state: Any) -> None:
         self.state = state
-        # A BUILD state can plant __setstate__/append/extend on the instance; a loader looks
-        # them up on the instance and calls them on the next BUILD/APPEND(S).
-        for d in state if isinstance(state, tuple) else (state,):
-            if isinstance(d, dict):
-                for key in _PLANTED:
-                    if key in d:
-                        mark_called(d[key], f"through a planted {key}")
+        note(self, "", ran="__setstate__")
+        check_state(self, state)
 
     def __setitem__(self, key: Any, value: Any) -> None:  # SETITEM(S)
+        note(self, "", ran="__setitem__")
         if self.items is None:
             self.items = []
         self.items.append((key, value))
 
     def append(self, value: Any) -> None:  # APPEND
+        note(self, "", ran="append")
         if self.listitems is None:
             self.listitems = []
         self.listitems.append(value)
 
     def extend(self, values: Any) -> None:  # APPENDS
+        note(self, "", ran="extend")
         for v in values:
             self.append(v)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Placeholder:  # REDUCE on an instance
         cls = type(self)
-        called = cls.uses is not None and verdicts.CALLED in cls.uses.get(cls.global_name, ())
+        called = cls.uses is not None and verdicts.CALLED in cls.uses.get(cls.origin, ())
         mark_called(cls, "and its result called" if called else "an instance called")
-        return _call_result_type(type(self).global_name)(*args, **kwargs)
+        return result_type(cls)(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<placeholder {type(self).global_name}>"
@@ -197,33 +218,156 @@ class Placeholder:
 _PLANTED = ("__setstate__", "append", "extend")
 
 
+def _ran_key(method: str) -> tuple[int, str]:
+    name = method.split(" ", 1)[0]
+    return (_RAN_ORDER.index(name) if name in _RAN_ORDER else len(_RAN_ORDER), method)
+# The order methods are named in a verdict (the first is the one quoted).
+_RAN_ORDER = ("__setitem__", "append", "extend", "__setstate__")
+
+
+def _origin(obj: Any) -> type[Placeholder] | None:
+    if is_placeholder_type(obj):
+        return obj
+    if isinstance(obj, Placeholder):
+        return type(obj)
+    return None
+
+
+def note(
+    obj: Any, use: str, how: str = "", ran: str = "", changes: str = "", builds: str = ""
+) -> None:
+    """Record, on the global behind ``obj`` (a placeholder type or instance; anything else is
+    left alone), a use and what it involved (see :class:`Placeholder`)."""
+    cls = _origin(obj)
+    if cls is None or cls.uses is None:
+        return
+    record(cls.uses, cls.origin, use, how, ran, changes, builds)
+
+
+def record(
+    uses: dict[str, set[str]], name: str, use: str, how: str = "", ran: str = "",
+    changes: str = "", builds: str = "",
+) -> None:
+    """Add a use (and its texts) of the global ``name`` to one load's ``uses``."""
+    if use:
+        uses.setdefault(name, set()).add(use)
+    for key, text in (("how:", how), ("ran:", ran), ("changes:", changes), ("builds:", builds)):
+        if text:
+            uses.setdefault(key + name, set()).add(text)
+
+
 def mark_called(obj: Any, how: str = "") -> None:
     """Record that a loader would call ``obj`` (a placeholder type, or an instance: its class's
     ``__call__``); anything else (an allowed callable, a plain value) is left alone."""
-    cls = obj if is_placeholder_type(obj) else type(obj) if isinstance(obj, Placeholder) else None
-    if cls is None or cls.uses is None:
+    note(obj, verdicts.CALLED, how)
+
+
+def _build_on_class(cls: type[Placeholder], state: Any) -> None:
+    keys = sorted({str(k) for d in _state_dicts(state) for k in d})
+    what = f"sets {', '.join(keys[:6])}" if keys else "runs"
+    note(cls, verdicts.MODIFIED, changes=f"a BUILD on the class itself {what} (every later "
+         "use of the class sees it)")
+
+
+def _state_dicts(state: Any) -> list[dict]:
+    """The dicts a BUILD state applies: ``{...}`` or ``(dict-or-None, slotstate)``."""
+    parts = state if isinstance(state, tuple) and len(state) == 2 else (state,)
+    return [d for d in parts if isinstance(d, dict)]
+
+
+def check_state(obj: Any, state: Any) -> None:
+    """What a BUILD state does beyond data: one of Python's special names set on the object (a
+    loader, ``copy`` and the next pickling look some up on the instance), and a planted
+    ``__setstate__``/``append``/``extend`` that the next BUILD/APPEND(S) calls."""
+    for d in _state_dicts(state):
+        for key in d:
+            if isinstance(key, str) and key in verdicts.SPECIAL_NAMES:
+                note(obj, verdicts.MODIFIED, changes=f"its BUILD state sets {key}")
+        for key in _PLANTED:
+            if key in d:
+                mark_called(d[key], f"through a planted {key}")
+
+
+def calls_arguments(name: str, args: tuple) -> None:
+    """What an allowlisted helper does with its arguments (:data:`lists.CALLS_ARGUMENT`)."""
+    spec = CALLS_ARGUMENT.get(name)
+    if not spec:
         return
-    cls.uses.setdefault(cls.global_name, set()).add(verdicts.CALLED)
-    if how:
-        cls.uses.setdefault("how:" + cls.global_name, set()).add(how)
+    for at, how in spec.items():
+        if at >= len(args) or args[at] is object or args[at] is None:
+            continue
+        arg = args[at]
+        if how == "called" or (how == "called if a class" and is_placeholder_type(arg)):
+            mark_called(arg, f"by {name}")
+        elif how == "called if a class" and isinstance(arg, Placeholder):
+            note(arg, "", ran="__hash__")  # looked up in a dict of names
+        elif how == "constructed":
+            construct_as_class(arg, name)
+        elif how == "values called" and isinstance(arg, dict):
+            for v in list(arg.values())[:1000]:
+                mark_called(v, f"as a hook set by {name}")
+
+
+def construct_as_class(cls: Any, by: str) -> None:
+    """``cls`` is instantiated (``cls.__new__(cls)``) by ``by``: a global is constructed; an
+    object the pickle made is a class the pickle built."""
+    if is_placeholder_type(cls):
+        note(cls, verdicts.CONSTRUCTED)
+    elif isinstance(cls, Placeholder):
+        note(cls, verdicts.BUILDS_CLASS, builds=f"made an object that {by} uses as a class")
+
+
+def _class_shaped(args: tuple) -> bool:
+    """``(name, bases, namespace)``: the arguments of a class factory (``type``, a metaclass)."""
+    return (
+        len(args) == 3
+        and isinstance(args[0], str)
+        and isinstance(args[1], tuple)
+        and all(isinstance(b, type) or isinstance(b, Placeholder) for b in args[1])
+        and isinstance(args[2], dict)
+        and all(isinstance(k, str) for k in args[2])
+    )
+
+
+_PLAIN = (int, float, str, bytes, bool, type(None))
+
+
+def _enum_shaped(cls: type[Placeholder], args: tuple, kwargs: dict) -> bool:
+    """``Color(1)``: a class-like global (CapWords) called with one plain value, as Python
+    pickles an Enum member (``__reduce_ex__`` -> ``(cls, (value,))``, protocols 0-5)."""
+    if kwargs or len(args) != 1 or cls.global_name != cls.origin:
+        return False
+    last = cls.global_name.rsplit(".", 1)[-1]
+    value = args[0]
+    plain = isinstance(value, _PLAIN) or (
+        isinstance(value, tuple) and len(value) <= 16 and all(isinstance(v, _PLAIN) for v in value)
+    )
+    return plain and last[:1].isupper()
 
 
 def is_placeholder_type(obj: Any) -> bool:
     return isinstance(obj, type) and issubclass(obj, Placeholder)
 
 
-def _make_type(name: str, uses: dict[str, set[str]] | None = None) -> type[Placeholder]:
+def _make_type(
+    name: str, uses: dict[str, set[str]] | None = None, origin: str | None = None
+) -> type[Placeholder]:
     qual = name.rsplit(".", 1)[-1] or "placeholder"
     return type(
         qual,
         (Placeholder,),
-        {"__slots__": (), "global_name": name, "__module__": __name__, "uses": uses},
+        {"__slots__": (), "global_name": name, "origin": origin or name, "__module__": __name__,
+         "uses": uses},
     )
 
 
-@functools.lru_cache(maxsize=256)
-def _call_result_type(name: str) -> type[Placeholder]:
-    return _make_type(name + "()")
+def result_type(cls: type[Placeholder]) -> type[Placeholder]:
+    """The type of what calling an instance of ``cls`` returns (one per type and load)."""
+    t = cls.__dict__.get("result")
+    if t is None:
+        t = _make_type(cls.global_name + "()", cls.uses, cls.origin)
+        type.__setattr__(cls, "result", t)
+    return t
 
 
 def base_allowed() -> dict[str, Any]:
@@ -242,9 +386,28 @@ def base_allowed() -> dict[str, Any]:
             if base is not object and base is not None:
                 mark_called(base, "as copyreg._reconstructor's base")
             return cls.__new__(cls)
+        if isinstance(cls, Placeholder):
+            construct_as_class(cls, "copyreg._reconstructor")
+            return result_type(type(cls))()
         raise PickleError(
             f"copyreg._reconstructor on {type(cls).__name__}, not a class of the file"
         )
+
+    def newobj(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        # copyreg.__newobj__(cls, *args) is cls.__new__(cls, *args); __newobj_ex__ adds kwargs
+        if is_placeholder_type(cls):
+            return cls.__new__(cls, *args, **kwargs)
+        if isinstance(cls, Placeholder):
+            construct_as_class(cls, "copyreg.__newobj__")
+            return result_type(type(cls))()
+        if cls in _PLAIN_TYPES and not args and not kwargs:
+            return cls.__new__(cls)
+        raise PickleError(f"copyreg.__newobj__ of {type(cls).__name__} is not modelled")
+
+    def newobj_ex(cls: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if not isinstance(args, tuple) or not isinstance(kwargs or {}, dict):
+            raise PickleError("copyreg.__newobj_ex__ arguments are not (tuple, dict)")
+        return newobj(cls, *args, **(kwargs or {}))
 
     def encode(obj: Any, encoding: Any = "utf-8", errors: Any = "strict") -> bytes:
         # _codecs.encode: protocol 2 spells bytes as encode(str, 'latin1').
@@ -270,7 +433,12 @@ def base_allowed() -> dict[str, Any]:
     def counter(*args: Any, **kwargs: Any) -> Any:
         return collections.Counter(*args, **kwargs)
 
+    from .pure_builtins import TABLE
+
     return {
+        **TABLE,
+        "copyreg.__newobj__": newobj,
+        "copyreg.__newobj_ex__": newobj_ex,
         "collections.OrderedDict": collections.OrderedDict,
         "collections.Counter": counter,
         "builtins.set": set,
@@ -288,6 +456,10 @@ def base_allowed() -> dict[str, Any]:
         "_codecs.encode": encode,
         "copyreg._reconstructor": reconstructor,
     }
+
+
+# Real types ``copyreg.__newobj__`` may instantiate empty (the allowlisted containers).
+_PLAIN_TYPES = (object, dict, list, set, frozenset, tuple, collections.OrderedDict)
 
 
 def scan_globals(data: bytes) -> list[tuple[str, int]]:
@@ -323,6 +495,11 @@ class _Restricted:
         # written name -> (module, qualname) in Python 3 spelling, in order of appearance
         self._seen: dict[str, tuple[str, str]] = {}
         self.uses: dict[str, set[str]] = {}
+        # id of an allowed object handed out -> its dotted name (a BUILD aimed at it changes it)
+        self.handed_out: dict[int, str] = {}
+        self._defaults = {
+            id(f): f.__defaults__ for f in allowed.values() if isinstance(f, types.FunctionType)
+        }
 
     def find_class(self, module: str, name: str) -> Any:
         written = f"{module}.{name}"
@@ -341,11 +518,24 @@ class _Restricted:
         if found is not None:
             if dotted in NESTED_LOADERS:  # a stand-in too is judged by the bytes it loads
                 return self._examining(dotted, found)
+            self.handed_out[id(found)] = dotted
             return found
         t = self._types.get(dotted)
         if t is None:
             t = self._types[dotted] = _make_type(dotted, self.uses)
         return t
+
+    def check_handed_out(self) -> None:
+        """After a load: an allowed Python function handed out whose attributes a BUILD changed
+        (``__dict__`` filled, ``__defaults__`` replaced) would be changed in a real loader's
+        process too, for every later caller."""
+        for key, dotted in self.handed_out.items():
+            obj = self._allowed.get(dotted)
+            if id(obj) != key or not isinstance(obj, types.FunctionType):
+                continue
+            if obj.__dict__ or obj.__defaults__ != self._defaults.get(key):
+                record(self.uses, dotted, verdicts.MODIFIED,
+                       changes="a BUILD sets attributes on the function itself")
 
     def _examining(self, dotted: str, loader: Callable[..., Any]) -> Callable[..., Any]:
         """``loader`` (a reader's stand-in for a nested loader such as
@@ -372,9 +562,15 @@ class _Restricted:
             uses = self.uses.get(dotted, ())
             if dotted in self._allowed and not uses:
                 uses = {verdicts.CALLED}  # an implemented builder: called or not, it is inert
-            how = ", ".join(sorted(self.uses.get("how:" + dotted, ())))
-            nested = self.uses.get("nested:" + dotted)
-            out[written] = judge(written, module, qualname, frozenset(uses), how, nested)
+            u = self.uses
+            how = ", ".join(sorted(u.get("how:" + dotted, ())))
+            nested = u.get("nested:" + dotted)
+            ran = tuple(sorted(u.get("ran:" + dotted, ()), key=_ran_key))
+            changes = "; ".join(sorted(u.get("changes:" + dotted, ())))
+            builds = "; ".join(sorted(u.get("builds:" + dotted, ())))
+            out[written] = judge(
+                written, module, qualname, frozenset(uses), how, nested, ran, changes, builds
+            )
         return out
 
     def persistent_load(self, pid: Any) -> Any:  # replaced per instance when the caller has one
@@ -441,14 +637,64 @@ def unpickle(
         file = data
     unpickler = RestrictedUnpickler(file, allowed, persistent_load)
     size = len(data) if isinstance(data, (bytes, bytearray, memoryview)) else _remaining(file)
+    start = _tell(file)
     try:
         with gc_paused(), address_space_capped(max(MEMORY_FLOOR, MEMORY_PER_BYTE * size)):
             obj = unpickler.load()
     except (PickleError, RecursionError, MemoryError, *_LOAD_ERRORS) as e:
         err = _as_pickle_error(e)
-        err.globals = unpickler.globals
+        unpickler.check_handed_out()
+        err.globals = _whole_pickle(data, file, start, allowed, persistent_load, unpickler)
         raise err from None
+    unpickler.check_handed_out()
     return obj, unpickler.globals
+
+
+def _tell(file: Any) -> int | None:
+    try:
+        return file.tell() if file.seekable() else None
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+def _whole_pickle(
+    data: Any,
+    file: Any,
+    start: int | None,
+    allowed: Mapping[str, Any],
+    persistent_load: Callable[[Any], Any] | None,
+    unpickler: _Restricted,
+) -> dict[str, GlobalRef]:
+    """Every global of a pickle the reader stopped in, with its verdict: the reader's own, and
+    those :mod:`.pickle_walk` finds walking every opcode from the start (the worse of the two
+    verdicts for a global both saw). The file is left where the reader stopped."""
+    from .pickle_walk import walk
+
+    seen = unpickler.globals
+    if start is None:
+        return seen
+    end = _tell(file)
+    try:
+        file.seek(start)
+        with gc_paused(), address_space_capped(max(MEMORY_FLOOR, MEMORY_PER_BYTE * (
+                len(data) if isinstance(data, (bytes, bytearray, memoryview))
+                else _remaining(file)))):
+            walked = walk(file, allowed, persistent_load).names.globals
+    except (MemoryError, RecursionError, OSError, ValueError):
+        walked = {}
+    finally:
+        if end is not None:
+            file.seek(end)
+    out = dict(walked)
+    for name, g in seen.items():
+        other = out.get(name)
+        if other is None or _rank(g) > _rank(other):
+            out[name] = g
+    return out
+
+
+def _rank(g: GlobalRef) -> int:
+    return verdicts.RANK[g.verdict.level] if g.verdict else 0
 
 
 _LOAD_ERRORS = (
@@ -568,6 +814,9 @@ def render(value: Any, depth: int = 0) -> Any:
         return value.global_name
     if isinstance(value, Placeholder):
         return _render_placeholder(value, depth)
+    named = getattr(value, "global_name", None)  # a pure builtin the reader computes
+    if isinstance(named, str):
+        return named
     return f"<{type(value).__name__}>"
 
 

@@ -1,22 +1,20 @@
 """``inspector scan``: a verdict per file for everything that can carry code, over files and trees.
 
-Every file is recognised by its content (never by its extension alone) and examined for the way a
-loader of that format would run code:
-
-* pickles (torch zip with any root or extension, legacy torch, plain pickle and joblib streams,
-  compressed or not, the pickle members of any zip, object ``.npy``/``.npz`` arrays): every
-  global gets the verdict of :mod:`inspector.adapters.security.verdicts` from how a loader would
-  use it; nothing is imported or run;
-* Keras ``.keras``/``.h5`` configs: a ``Lambda`` layer holding marshalled bytecode (Keras runs it
-  when it loads the model) is dangerous, a config naming a listed module is dangerous;
-* TorchScript archives: their ``code/`` sections are reported (torch.jit.load compiles and runs
-  them);
-* safetensors: header length and tensor offsets inside the file;
-* HDF5: external links, virtual datasets and external raw storage (data read from other files).
+For each file: the registry's claim (the adapter whose sniff recognises the content, never the
+extension alone), then that adapter's ``examine`` hook, which walks the container with the same
+function its ``open`` uses (the torch zip as torch's miniz reads it, torch's legacy stream and
+pre-0.4 tar, every pickle of a plain or compressed stream, NumPy object arrays of any dtype
+form, safetensors headers, MXNet records). A file no adapter examines gets :func:`generic`: any
+pickle stream, any zip (found from its end, so with data prepended too) and its members,
+compressed streams, NumPy, HDF5 (Keras configs and external storage, examined here until the
+Keras/HDF5 adapters take them over), Python source, text. A zip appended to a file claimed as
+something else is examined as a zip too.
 
 Verdicts: ``safe``, ``foreign`` (reported, nothing known to run), ``dangerous`` (a loader would run
-code), ``error`` (could not be examined). Every read is bounded (member sizes, pickle sizes, object
-counts), so a hostile file ends in a verdict or an error within seconds, and the scan goes on.
+code), ``error`` (could not be fully examined: what was found before the break stays, and a
+dangerous global found before it still makes the file dangerous). Every read is bounded (member
+sizes, pickle sizes, object counts), so a hostile file ends in a verdict within seconds and the
+scan goes on.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import stat
 import struct
 import zipfile
@@ -35,32 +32,32 @@ from typing import Any, BinaryIO
 
 from inspector.adapters.errors import InspectorError
 from inspector.adapters.security import verdicts as V
-from inspector.adapters.security.restricted_pickle import (
-    GlobalRef,
-    PickleError,
-    base_allowed,
-    unpickle,
-)
 from inspector.adapters.source import Source, as_source, is_url
 
-from .examination import DANGEROUS, ERROR, FOREIGN, LEVELS, FileResult
+from .examination import (
+    DANGEROUS,
+    ERROR,
+    FOREIGN,
+    LEVELS,
+    MAX_PICKLE_BYTES,
+    FileResult,
+    examine_npy,
+    examine_pickles,
+    examine_zip_members,
+    is_pickle_start,
+    one_line,
+    parses_as_pickle,
+    walks_as_pickle,
+)
 
 SCHEMA = "inspector.scan/1"
 HEAD_BYTES = 4096
-MAX_PICKLE_BYTES = 256 << 20  # one pickle held in memory (a 50,000-tensor state dict: ~5 MB)
 MAX_JSON_BYTES = 64 << 20  # a Keras config
-MAX_H5_MEMBER = 256 << 20  # a Keras weights file read from a .keras zip
-MAX_MEMBERS = 200_000  # zip members examined
-MAX_PICKLES = 16  # pickles read one after another from one stream
 MAX_H5_LINKS = 1_000_000
 MAX_CONFIG_NODES = 2_000_000
-TORCH_MAGIC = 0x1950A86A20F9469CFC6C
-JOBLIB_WRAPPER = "joblib.numpy_pickle.NumpyArrayWrapper"
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 NPY_MAGIC = b"\x93NUMPY"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-_STORAGE_RECORD = re.compile(r"(?:^|/)data/[^/]+$")
-PICKLE_NAMES = (".pkl", ".pickle", ".joblib", ".dat", ".data", ".pt", ".pth", ".bin", ".ckpt")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,83 +140,139 @@ def collect(paths: list[str]) -> tuple[list[Path | Source | Unreadable], list[st
 
 
 def scan_file(path: Path | Source | Unreadable) -> FileResult:
-    """The verdict on one file (a path, or a remote source); never raises for a bad file (it
-    becomes an ``error`` item)."""
+    """The verdict on one file (a path, or a remote source); never raises for a bad file.
+
+    The adapter whose sniff claims the file examines it with its own walk (the walk its
+    reader uses: :attr:`~inspector.adapters.registry.Adapter.examine`); a file no adapter
+    with a hook claims gets :func:`generic`. A walk that breaks off keeps what it found: the
+    file is ``error``, or ``dangerous`` when a dangerous global was seen before the break."""
     res = FileResult(str(path))
     if isinstance(path, Unreadable):
-        res.add(ERROR, _one_line(path.error))
+        res.add(ERROR, one_line(path.error))
         return res
     try:
         source = path if isinstance(path, Source) else as_source(path)
-        if _examined_by_adapter(source, res):
-            return res
-        if isinstance(path, Source):
-            with path.open() as f:
-                head = f.read(HEAD_BYTES)
-                _dispatch(path, f, head, path.size, res)
-            return res
-        with open(path, "rb") as f:
-            head = f.read(HEAD_BYTES)
-            size = os.fstat(f.fileno()).st_size
-            _dispatch(path, f, head, size, res)
-    except (InspectorError, OSError, zipfile.BadZipFile, zipfile.LargeZipFile) as e:
-        res.add(ERROR, _one_line(e))
-    except (ValueError, KeyError, IndexError, TypeError, struct.error, EOFError,
-            RuntimeError, MemoryError, RecursionError, NotImplementedError) as e:
-        res.add(ERROR, f"{type(e).__name__}: {_one_line(e)}")
+        _examine(source, res)
+    except _WALK_ERRORS as e:
+        text = one_line(e)
+        if not isinstance(e, (InspectorError, OSError)):
+            text = f"{type(e).__name__}: {text}"
+        res.add(ERROR, text)
     return res
 
 
-def _examined_by_adapter(source: Source, res: FileResult) -> bool:
-    """The adapter that claims the file examines it with its own walk (the walk its reader
-    uses), when it has an ``examine`` hook."""
+_WALK_ERRORS = (InspectorError, OSError, zipfile.BadZipFile, zipfile.LargeZipFile, ValueError,
+                KeyError, IndexError, TypeError, struct.error, EOFError, RuntimeError,
+                MemoryError, RecursionError, NotImplementedError, AttributeError)
+
+
+def _examine(source: Source, res: FileResult) -> None:
     from inspector.adapters.registry import claim
 
     found = claim(source)
-    if found is None or found[0].examine is None:
-        return False
-    adapter, variant = found
-    res.kind = variant if variant != adapter.name else adapter.name
-    adapter.examine(source, variant, res)
-    return True
+    if found is not None and found[0].examine is not None:
+        adapter, variant = found
+        res.kind = variant if variant != adapter.name else adapter.name
+        try:
+            adapter.examine(source, variant, res)
+        finally:
+            if res.kind not in ZIP_KINDS:
+                _zip_at_the_end(source, res)  # a zip appended to a pickle (or anything)
+        return
+    generic(source, res)
 
 
-def _one_line(e: BaseException) -> str:
-    text = str(e) or type(e).__name__
-    return " ".join(text.split())[:500]
+ZIP_KINDS = ("torch-zip", "torchscript", "npz", "zip", "keras")
 
 
-def _dispatch(
-    path: Path | Source, f: BinaryIO, head: bytes, size: int, res: FileResult
-) -> None:
-    if head[:4] in ZIP_MAGICS:
-        _scan_zip(f, res)
-    elif head.startswith(NPY_MAGIC):
+def _zip_at_the_end(source: Source, res: FileResult) -> None:
+    """A file claimed as something else that also ends like a zip (readers that look for the
+    end record from the end, as Python's zipfile does, read it as one): its members too."""
+    from inspector.adapters.zip_container import ends_like_zip
+
+    with source.view() as mm:
+        if not ends_like_zip(mm, len(mm)):
+            return
+    try:
+        examine_zip_members(source, res, _other_member)
+    except InspectorError:
+        return  # an end-record signature in data, not a zip
+
+
+def generic(source: Source, res: FileResult) -> None:
+    """A file no adapter examines: found by content (any pickle stream, any zip and its
+    members, NumPy, HDF5, compressed streams, Python source, text)."""
+    from inspector.adapters.zip_container import ends_like_zip
+
+    size = source.size
+    head = source.head(HEAD_BYTES) if size else b""
+    if size == 0:
+        res.kind = "empty"
+        return
+    if head.startswith(NPY_MAGIC):
         res.kind = "npy"
-        _scan_npy(f, size, res, None)
-    elif _hdf5_offset(head) is not None:
+        with source.open() as f:
+            examine_npy(res, f, size, None)
+        return
+    with source.view() as mm:
+        zip_end = ends_like_zip(mm, size)
+    if head[:4] in ZIP_MAGICS or zip_end:
+        try:
+            _generic_zip(source, res)
+            return
+        except InspectorError:
+            if head[:4] in ZIP_MAGICS:
+                raise
+            res.items = [i for i in res.items if not i.text.startswith("zip: ")]
+    offset = _hdf5_offset(head)
+    if offset is not None:
         res.kind = "hdf5"
-        _scan_hdf5(f if isinstance(path, Source) else path, res, None)
-    elif _looks_safetensors(head, size):
-        res.kind = "safetensors"
-        _scan_safetensors(path, res)
-    elif head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5:
-        _scan_pickle_stream(f, size, res)
-    elif head and _scan_pickle_stream(f, size, res, optional=True):
-        pass  # a protocol 0/1 pickle
-    elif head.startswith(COMPRESSED) and _scan_compressed(f, head, res):
-        pass  # joblib.dump(..., compress=...) and friends
-    elif path.suffix == ".py":
+        _scan_hdf5(source.open() if not source.local_path else source.local_path, res, None)
+        return
+    if is_pickle_start(head) or _looks_pickled(source, head, size):
+        res.kind = "pickle"
+        with source.open() as f:
+            examine_pickles(res, f, size)
+        return
+    if head.startswith(COMPRESSED) and _scan_compressed(source, head, res):
+        return
+    if source.where.endswith(".py"):
         res.kind = "python"
         res.add(FOREIGN, "Python source: runs when imported (e.g. trust_remote_code)")
     elif _is_text(head):
         res.kind = "text"
-    elif head[:8] == struct.pack("<Q", 0x112):
-        res.kind = "mxnet"  # NDArray list: tensors only
-    elif size == 0:
-        res.kind = "empty"
     else:
         res.add(FOREIGN, "unrecognised binary content: not examined")
+
+
+def _looks_pickled(source: Source, head: bytes, size: int) -> bool:
+    """An opcode walk reaches a STOP (any protocol; a protocol-0 pickle is text)."""
+    if size <= len(head):
+        return parses_as_pickle(head)
+    return walks_as_pickle(lambda n: source.read(0, n), size)
+
+
+def _generic_zip(source: Source, res: FileResult) -> None:
+    from inspector.adapters.zip_container import read_directory
+
+    with source.view() as mm:
+        names = read_directory(mm, len(mm), source.where).names()
+    res.kind = ("keras" if "config.json" in names and (
+        "model.weights.h5" in names or "metadata.json" in names)
+        else "npz" if names and all(n.endswith(".npy") for n in names) else "zip")
+    examine_zip_members(source, res, _other_member)
+
+
+def _other_member(name: str, data: bytes, res: FileResult) -> None:
+    """Zip members that are neither pickles nor ``.npy``: a Keras ``config.json`` (at the
+    root), HDF5 files."""
+    if name == "config.json" and res.kind == "keras":
+        if len(data) > MAX_JSON_BYTES:
+            res.add(ERROR, "config.json too large: not examined", name)
+            return
+        _scan_keras_config(json.loads(data), res, name)
+    elif data.startswith(HDF5_MAGIC):
+        _scan_hdf5(io.BytesIO(data), res, name)
 
 
 # zlib (joblib compress=N), gzip, bz2, xz: joblib's compressors (numpy_pickle_utils / compressor)
@@ -227,35 +280,37 @@ COMPRESSED = (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda", b"\x1f\x8b", b
               b"\xfd7zXZ\x00")
 
 
-def _scan_compressed(f: BinaryIO, head: bytes, res: FileResult) -> bool:
-    """A compressed pickle stream (decompressed to at most MAX_PICKLE_BYTES): False when the
-    content is not a pickle."""
+def _scan_compressed(source: Source, head: bytes, res: FileResult) -> bool:
+    """A compressed stream (decompressed to at most MAX_PICKLE_BYTES) holding pickles, as
+    ``joblib.load`` reads ``compress=`` files: False when the content is not a pickle."""
     import bz2
     import gzip
     import lzma
     import zlib
 
-    f.seek(0)
-    if head.startswith(b"\x1f\x8b"):
-        stream: Any = gzip.GzipFile(fileobj=f)
-    elif head.startswith(b"BZh"):
-        stream = bz2.BZ2File(f)
-    elif head.startswith(b"\xfd7zXZ"):
-        stream = lzma.LZMAFile(f)
-    else:
-        stream = _ZlibReader(f, zlib.decompressobj())
-    try:
-        data = stream.read(MAX_PICKLE_BYTES + 1)
-    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError):
-        return False
+    with source.open() as f:
+        if head.startswith(b"\x1f\x8b"):
+            stream: Any = gzip.GzipFile(fileobj=f)
+        elif head.startswith(b"BZh"):
+            stream = bz2.BZ2File(f)
+        elif head.startswith(b"\xfd7zXZ"):
+            stream = lzma.LZMAFile(f)
+        else:
+            stream = _ZlibReader(f, zlib.decompressobj())
+        try:
+            data = stream.read(MAX_PICKLE_BYTES + 1)
+        except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError):
+            return False
     if len(data) > MAX_PICKLE_BYTES:
         res.add(ERROR, f"decompresses past {MAX_PICKLE_BYTES:,} bytes: not examined")
         return True
-    inner = FileResult(res.path)
-    if not _scan_pickle_stream(io.BytesIO(data), len(data), inner, optional=True):
+    if not (is_pickle_start(data[:2]) or parses_as_pickle(data)):
         return False
-    res.kind = "compressed-" + inner.kind
-    res.items, res.globals = inner.items, inner.globals
+    inner = FileResult(res.path)
+    examine_pickles(inner, io.BytesIO(data), len(data))
+    res.kind = "compressed-" + (inner.kind if inner.kind != "unknown" else "pickle")
+    res.items += inner.items
+    res.globals += inner.globals
     return True
 
 
@@ -293,241 +348,8 @@ def _hdf5_offset(head: bytes) -> int | None:
     return None
 
 
-def _looks_safetensors(head: bytes, size: int) -> bool:
-    if len(head) < 10:
-        return False
-    (n,) = struct.unpack("<Q", head[:8])
-    return 0 < n and head[8:9] == b"{"
-
-
 # ---------------------------------------------------------------------------------------------
-# pickles
-
-
-class _PersistentId:
-    """What a persistent id (a torch storage reference) stands for while scanning: nothing."""
-
-    __slots__ = ()
-
-
-_PID = _PersistentId()
-
-
-def _persistent(pid: Any) -> Any:
-    """A storage reference stands for nothing; legacy torch's ("module", cls, file, source)
-    stands for its class (a placeholder), which NEWOBJ then instantiates."""
-    if type(pid) is tuple and len(pid) == 4 and pid[0] == "module" and isinstance(pid[1], type):
-        return pid[1]
-    return _PID
-
-
-def _unpickle(data: bytes | BinaryIO) -> tuple[dict[str, GlobalRef], str | None]:
-    """(globals, error) of one pickle read through the restricted unpickler (nothing runs)."""
-    try:
-        _, globals_ = unpickle(data, base_allowed(), _persistent)
-        return globals_, None
-    except PickleError as e:
-        return e.globals or {}, str(e)
-
-
-def _report_globals(res: FileResult, globals_: dict[str, GlobalRef], where: str | None) -> None:
-    for g in globals_.values():
-        v = g.verdict
-        assert v is not None
-        res.globals.append(
-            {"name": g.name, "resolved": g.resolved, "verdict": v.level, "use": v.use,
-             "why": v.why, "where": where}
-        )
-        if v.level != V.SAFE:
-            also = f" = {g.resolved}" if g.resolved != g.name else ""
-            res.add(v.level, f"{g.name}{also} ({v.use}: {v.why})", where)
-
-
-def _scan_pickle_bytes(data: bytes, res: FileResult, where: str) -> None:
-    globals_, err = _unpickle(data)
-    _report_globals(res, globals_, where)
-    if err:
-        res.add(ERROR, f"{where}: {err}", where)
-
-
-def _scan_pickle_stream(f: BinaryIO, size: int, res: FileResult, optional: bool = False) -> bool:
-    """Pickles one after another from the start of ``f``: a plain pickle, a joblib stream or a
-    legacy torch file (magic, version, sys_info, the data pickle, the storage keys). With
-    ``optional`` (no PROTO opcode: protocol 0/1 or not a pickle at all), a stream whose first
-    pickle does not parse and names no dangerous global is not a pickle: returns False and
-    reports nothing."""
-    f.seek(0)
-    count = 0
-    legacy = False
-    while count < MAX_PICKLES and f.tell() < size:
-        start = f.tell()
-        if size - start > MAX_PICKLE_BYTES and not legacy and count == 0 and optional:
-            return False
-        try:
-            obj, globals_ = unpickle(f, base_allowed(), _persistent)
-            err = None
-        except PickleError as e:
-            obj, globals_, err = None, e.globals or {}, str(e)
-        if count == 0 and err and any(g.resolved == JOBLIB_WRAPPER for g in globals_.values()):
-            from .joblib_stream import read_joblib
-
-            res.kind = "joblib"
-            globals_, err = read_joblib(f, size, _persistent)
-            _report_globals(res, globals_, "joblib stream")
-            if err:
-                res.add(ERROR, f"joblib stream: {err}")
-            return True
-        if count == 0:
-            dangerous = any(
-                g.verdict is not None and g.verdict.level == V.DANGEROUS for g in globals_.values()
-            )
-            if err and optional and not dangerous:
-                return False  # text that happens to start like a pickle opcode
-            legacy = obj == TORCH_MAGIC and type(obj) is int
-            res.kind = "torch-legacy" if legacy else "pickle"
-        where = f"pickle at offset {start}"
-        _report_globals(res, globals_, where)
-        count += 1
-        if err:
-            if count == 1 or globals_:
-                res.add(ERROR, f"{where}: {err}", where)
-            break  # joblib's raw arrays or trailing data: no further pickle to read
-        if legacy and count == 5:
-            break  # the raw storages follow
-        nxt = f.read(2)
-        f.seek(-len(nxt), os.SEEK_CUR)
-        if not (nxt[:1] == b"\x80" and len(nxt) == 2 and 2 <= nxt[1] <= 5) and not legacy:
-            break
-    return True
-
-
-def _read_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
-    if info.file_size > limit:
-        raise InspectorError(
-            f"member {info.filename} declares {info.file_size:,} bytes uncompressed (limit "
-            f"{limit:,}): not examined"
-        )
-    with z.open(info) as m:
-        data = m.read(limit + 1)
-    if len(data) > limit:
-        raise InspectorError(f"member {info.filename} inflates past {limit:,} bytes")
-    return data
-
-
-# ---------------------------------------------------------------------------------------------
-# zips: torch, npz, keras, anything
-
-
-def _scan_zip(f: BinaryIO, res: FileResult) -> None:
-    res.kind = "zip"
-    with zipfile.ZipFile(f) as z:
-        infos = z.infolist()
-        if len(infos) > MAX_MEMBERS:
-            res.add(ERROR, f"{len(infos):,} members (limit {MAX_MEMBERS:,}): not examined")
-            return
-        names = {i.filename for i in infos}
-        code = [n for n in names if "/code/" in n or n.startswith("code/")]
-        if any(n.endswith("data.pkl") for n in names):
-            res.kind = "torchscript" if code else "torch-zip"
-        elif "config.json" in names and ("model.weights.h5" in names or "metadata.json" in names):
-            res.kind = "keras"
-        elif any(n.endswith(".npy") for n in names):
-            res.kind = "npz"
-        if code:
-            res.add(
-                FOREIGN,
-                f"TorchScript code: {len(code)} file(s) under code/ (torch.jit.load compiles and "
-                "runs them; they cannot call Python)",
-            )
-        for info in infos:
-            if info.is_dir():
-                continue
-            try:
-                _scan_member(z, info, res)
-            except (InspectorError, zipfile.BadZipFile, NotImplementedError, RuntimeError,
-                    EOFError, OSError, ValueError) as e:
-                res.add(ERROR, _one_line(e), info.filename)
-
-
-def _scan_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, res: FileResult) -> None:
-    name = info.filename
-    low = name.lower()
-    if info.flag_bits & 0x1:
-        res.add(ERROR, f"member {name} is encrypted: not examined", name)
-        return
-    if res.kind in ("torch-zip", "torchscript") and _STORAGE_RECORD.search(name):
-        return  # a raw storage record (<root>/data/<key>): torch.load never unpickles it
-    with z.open(info) as m:
-        head = m.read(16)
-    is_pickle = head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5
-    if is_pickle or low.endswith(PICKLE_NAMES):
-        _scan_pickle_bytes(_read_member(z, info, MAX_PICKLE_BYTES), res, name)
-    elif head.startswith(NPY_MAGIC):
-        _npy_member(z, info, res)
-    elif name == "config.json" and res.kind == "keras":
-        config = json.loads(_read_member(z, info, MAX_JSON_BYTES))
-        _scan_keras_config(config, res, name)
-    elif head.startswith(HDF5_MAGIC):
-        data = _read_member(z, info, MAX_H5_MEMBER)
-        _scan_hdf5(io.BytesIO(data), res, name)
-
-
-def _npy_is_object(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> bool:
-    from inspector.adapters.numpy_npy import parse_header
-
-    with z.open(info) as m:
-        dtype, *_ = parse_header(m, info.filename)  # type: ignore[arg-type]
-    return dtype == "object"
-
-
-def _npy_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, res: FileResult) -> None:
-    try:
-        is_object = _npy_is_object(z, info)
-    except InspectorError as e:
-        # numpy.load fails on such a header before any pickle is reached (mxnet 2.0.0b1 writes
-        # one for sparse arrays' format.npy): nothing can run, but say so
-        res.add(FOREIGN, f"{info.filename}: {e.message}; numpy cannot load it", info.filename)
-        return
-    if is_object:
-        data = _read_member(z, info, MAX_PICKLE_BYTES)
-        _scan_npy(io.BytesIO(data), len(data), res, info.filename)
-
-
-# ---------------------------------------------------------------------------------------------
-# npy
-
-
-def _scan_npy(f: BinaryIO, size: int, res: FileResult, where: str | None) -> None:
-    from inspector.adapters.numpy_npy import parse_header
-
-    f.seek(0)
-    dtype, shape, _, info = parse_header(f, where or res.path)
-    if dtype != "object":
-        return
-    start = info["header_bytes"]
-    if size - start > MAX_PICKLE_BYTES:
-        res.add(ERROR, f"object array pickle of {size - start:,} bytes: not examined", where)
-        return
-    f.seek(start)
-    globals_, err = _unpickle(f.read(size - start))
-    label = f"{where or 'npy'} object array"
-    _report_globals(res, globals_, label)
-    if err:
-        res.add(ERROR, f"{label}: {err}", label)
-
-
-# ---------------------------------------------------------------------------------------------
-# safetensors
-
-
-def _scan_safetensors(path: Path | Source, res: FileResult) -> None:
-    from inspector.adapters.registry import load
-
-    load(path, "safetensors")  # header length, JSON, dtypes and offsets checked: else an error
-
-
-# ---------------------------------------------------------------------------------------------
-# Keras configs and HDF5
+# Keras configs and HDF5 (kept here until the Keras/HDF5 adapters examine their own files)
 
 
 def _scan_keras_config(config: Any, res: FileResult, where: str) -> None:

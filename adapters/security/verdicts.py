@@ -33,6 +33,10 @@ from . import lists as L
 
 SAFE, FOREIGN, DANGEROUS = "safe", "foreign", "dangerous"
 CALLED, CONSTRUCTED, NAMED = "called", "constructed", "named"
+# Further uses the unpickler records (see restricted_pickle.Placeholder):
+MEMBER = "member"  # called with one plain value: how an Enum member pickles (Color(1))
+MODIFIED = "modified"  # a BUILD sets attributes on the class, or a state sets a dunder
+BUILDS_CLASS = "builds class"  # constructed/called as a class factory, or used as a class
 RANK = {SAFE: 0, FOREIGN: 1, DANGEROUS: 2}
 
 
@@ -81,6 +85,15 @@ _WHOLE_EXEMPT = INERT | frozenset(
     for n in L.FICKLING_SAFE_BUILTINS
 )
 _DUNDERS = frozenset(L.DANGEROUS_ATTRIBUTES)
+# Python's special names: the lists' and every dunder the builtin types define.
+SPECIAL_NAMES = frozenset(L.SPECIAL_NAMES) | frozenset(
+    n
+    for t in (object, type, int, float, complex, str, bytes, list, tuple, dict, set,
+              type(len), type(lambda: 0))
+    for n in dir(t)
+    if n.startswith("__") and n.endswith("__") and n not in ("__doc__", "__module__", "__name__",
+                                                             "__qualname__")
+)
 _PRIVATE_EXEMPT = frozenset(L.FICKLING_PRIVATE_STDLIB_EXEMPT)
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 
@@ -120,19 +133,69 @@ def listed(module: str, qualname: str) -> str | None:
     return None
 
 
-def verdict(module: str, qualname: str, uses: set[str] | frozenset[str], how: str = "") -> Verdict:
+def effect(full: str) -> str | None:
+    """What a listed global does (:data:`lists.EFFECTS`, longest dotted prefix), or None."""
+    parts = full.split(".")
+    for i in range(len(parts), 0, -1):
+        found = L.EFFECTS.get(".".join(parts[:i]))
+        if found is not None:
+            return found
+    return None
+
+
+def _what(full: str, use: str, ran: list[str]) -> str:
+    """What it does, when the lists say: "writes files (`mailbox.MH.__setitem__`)"."""
+    does = effect(full)
+    if not does:
+        return ""
+    return f"; {does}" + (f" (`{full}.{ran[0]}`)" if ran else "")
+
+
+def verdict(
+    module: str,
+    qualname: str,
+    uses: set[str] | frozenset[str],
+    how: str = "",
+    ran: list[str] | tuple[str, ...] = (),
+    changes: str = "",
+    builds: str = "",
+) -> Verdict:
     """The verdict for one global, given how the pickle uses it (``uses`` from the unpickler;
-    ``how`` optionally says how it would be called, e.g. "as copyreg._reconstructor's base")."""
-    use = CALLED if CALLED in uses else CONSTRUCTED if CONSTRUCTED in uses else NAMED
-    said = f"{use} {how}".strip()
+    ``how`` optionally says how it would be called, e.g. "as copyreg._reconstructor's base";
+    ``ran``: methods of its instances the unpickler would call, e.g. ``__setitem__``;
+    ``changes`` / ``builds``: what a MODIFIED / BUILDS_CLASS use did)."""
+    full = f"{module}.{qualname}"
+    use = (
+        CALLED if CALLED in uses
+        else MEMBER if MEMBER in uses
+        else CONSTRUCTED if CONSTRUCTED in uses
+        else NAMED
+    )
+    ran = list(ran)
+    said = {MEMBER: "called with one plain value"}.get(use, use)
+    said = f"{said} {how}".strip()
+    if BUILDS_CLASS in uses:
+        return Verdict(DANGEROUS, said, f"builds a class (`{full}` {builds}): code runs at load")
+    if MODIFIED in uses:
+        return Verdict(DANGEROUS, said, f"changes how `{full}` behaves: {changes}")
     why = listed(module, qualname)
     if why is not None:
-        return Verdict(DANGEROUS, said, why)
-    if f"{module}.{qualname}" in INERT:
+        return Verdict(DANGEROUS, said, f"{why}{_what(full, use, ran)}")
+    if use != NAMED and full in L.BUILDS_CLASS:
+        return Verdict(DANGEROUS, said, f"builds a class (`{full}`: {L.BUILDS_CLASS[full]})")
+    if full in INERT:
         return Verdict(SAFE, said, "on the allowlist of inert callables")
     if use == CALLED:
         return Verdict(
-            DANGEROUS, said, "would be called and is not on the allowlist of inert callables"
+            DANGEROUS, said, "not on the allowlist of inert callables, and a loader calls it"
+        )
+    if ran:
+        runs = ", ".join(f"`{full}.{m}`" for m in ran)
+        return Verdict(FOREIGN, said, f"not on the allowlist; its code would run: {runs}")
+    if use == MEMBER:
+        return Verdict(
+            FOREIGN, said, "not on the allowlist; an Enum member is pickled so "
+            "(`Color(1)` looks the member up): if it is not an Enum, its constructor runs"
         )
     return Verdict(FOREIGN, said, "not on the allowlist; nothing known to run")
 

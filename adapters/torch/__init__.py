@@ -12,7 +12,8 @@ Two on-disk variants (``torch/serialization.py``):
 * **legacy** (``_use_new_zipfile_serialization=False``, torch < 1.6): five concatenated pickles
   -- the magic number, the protocol version (1001), a ``sys_info`` dict, the object, the list of
   storage keys -- then per storage in that order an 8-byte little-endian element count and the
-  raw bytes, which are skipped. torch's even older tar format is recognised and refused.
+  raw bytes, which are skipped. torch's even older tar format (:mod:`.tar_legacy`) is
+  recognised, examined by ``scan`` and refused by the listing.
 
 Tensors arrive through torch's rebuild functions, implemented here as record builders
 (:class:`Builder`): ``_rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad,
@@ -49,9 +50,11 @@ from ..model import Checkpoint
 from ..registry import Adapter
 from ..security.restricted_pickle import gc_paused
 from ..source import Source
-from .constants import MAGIC_NUMBER, MAX_DEPTH, NAME, TAR_MAGIC, TAR_MEMBERS, ZIP_LOCAL_MAGIC
+from .constants import MAGIC_NUMBER, MAX_DEPTH, NAME, ZIP_LOCAL_MAGIC
+from .examine import examine
 from .legacy import open_legacy
 from .plain import open_plain, protocol_0_1_pickle
+from .tar_legacy import is_tar, torch_members
 from .zip_archive import central_directory, find_data_pkl, open_zip
 
 __all__ = ["ADAPTER", "MAGIC_NUMBER", "MAX_DEPTH", "NAME", "open_checkpoint", "sniff"]
@@ -67,8 +70,8 @@ def sniff(head: bytes, source: Source) -> str | None:
         return None
     if head.startswith(ZIP_LOCAL_MAGIC):
         return "zip" if _zip_has_data_pkl(head, source) else None
-    if len(head) > 262 and head[257:262] == TAR_MAGIC and head[:100].rstrip(b"\0") in TAR_MEMBERS:
-        return "tar"
+    if is_tar(head) and torch_members(source) is not None:
+        return "tar"  # torch.load tries the tar reader before anything else but a zip
     magic = _first_pickle_int(head)
     if magic == MAGIC_NUMBER:
         return "legacy"
@@ -86,10 +89,10 @@ def _zip_has_data_pkl(head: bytes, source: Source) -> bool:
             return True  # torch writes data.pkl first
     try:
         with source.view() as mm:
-            members = central_directory(mm, len(mm), source.where)
+            d = central_directory(mm, len(mm), source.where)
     except (FormatError, OSError, ValueError):
         return False
-    return find_data_pkl(members) is not None
+    return find_data_pkl(d) is not None
 
 
 def _first_pickle_int(head: bytes) -> int | None:
@@ -119,6 +122,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         with gc_paused():  # ~4 objects per tensor, none of them garbage until we are done
             return open_zip(source) if variant == "zip" else open_legacy(source)
     if variant == "tar":
+        _refuse_dangerous_tar(source)
         raise FormatError(
             "torch's pre-1.0 tar checkpoint format is not supported; load and re-save it with "
             "torch.save to get the zip format",
@@ -130,10 +134,26 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     raise FormatError(f"unsupported torch variant {variant!r}", where)
 
 
+def _refuse_dangerous_tar(source: Source) -> None:
+    """A tar torch.load would run code from is refused as unsafe, naming it, not merely as an
+    unsupported format (nothing is listed either way)."""
+    from ..errors import UnsafeContentError
+    from ..security.examination import DANGEROUS, FileResult
+
+    res = FileResult(source.where)
+    examine(source, "tar", res)
+    found = [i.text for i in res.items if i.level == DANGEROUS]
+    if found:
+        raise UnsafeContentError(
+            "refused: torch's pre-1.0 tar checkpoint, whose pickles reference "
+            f"{'; '.join(found[:3])}; nothing was run", source.where)
+
+
 ADAPTER = Adapter(
     name=NAME,
     description="PyTorch torch.save checkpoint (zip with data.pkl, or the legacy pickle stream)",
     extensions=(".pt", ".pth", ".bin", ".ckpt"),
     sniff=sniff,
     open=open_checkpoint,
+    examine=examine,
 )

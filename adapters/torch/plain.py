@@ -38,12 +38,16 @@ def protocol_0_1_pickle(head: bytes) -> bool:
     at least 32 opcodes to the end of a full 4 KiB head."""
     if head[:1] not in (b"(", b"}", b"]", b")", b"c"):
         return False
+    import warnings
+
     n = 0
-    try:
-        for op, _arg, _pos in pickletools.genops(head):
-            n += 1
-            if op.name == "STOP":
-                return True
-    except Exception:  # noqa: BLE001 - not a pickle, or the head cut it short
-        return n >= 32 and len(head) >= 4096
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # protocol-0 STRING escapes in random bytes
+        try:
+            for op, _arg, _pos in pickletools.genops(head):
+                n += 1
+                if op.name == "STOP":
+                    return True
+        except Exception:  # noqa: BLE001 - not a pickle, or the head cut it short
+            return n >= 32 and len(head) >= 4096
     return False

@@ -52,14 +52,14 @@ def sniff(head: bytes, source: Source) -> str | None:
         return None  # torch.save writes data.pkl first; torch.jit.save writes data/ records first
     try:
         with source.view() as mm:
-            members = central_directory(mm, len(mm), source.where)
+            d = central_directory(mm, len(mm), source.where)
     except (FormatError, OSError, ValueError):
         return None
-    pkl = find_data_pkl(members)
-    if pkl is None:
+    found = find_data_pkl(d)
+    if found is None:
         return None
-    root = pkl[: -len("data.pkl")]
-    return "archive" if any(n.startswith(root + CODE_PREFIX) for n in members) else None
+    root = found[0]
+    return "archive" if any(n.startswith(root + CODE_PREFIX) for n in d.names()) else None
 
 
 def declarations(code: dict[str, bytes]) -> dict[str, tuple[frozenset[str], frozenset[str]]]:

@@ -1,5 +1,5 @@
-"""``inspector archs [NAME]``: the architectures ``check`` and ``predict`` know, with their
-hyperparameters (the producer's own names) and defaults.
+"""``inspector archs [NAME]``: the architectures ``check`` and ``predict`` know, one line each;
+with a NAME (or ``--verbose``), its hyperparameters (the producer's own names) and defaults.
 
 Example::
 
@@ -29,6 +29,16 @@ def _value(v) -> str:
     return "-" if v is None else str(v)
 
 
+def _brief(found: list, style) -> str:
+    """One line per architecture: name, hyperparameter count, description."""
+    width = max((len(a.name) for a in found), default=0)
+    out = [style.wrap(f"{a.name:<{width}}  {len(a.hparams):>3} hp  {a.description}",
+                      " " * (width + 10)) for a in found]
+    out += ["", style.wrap(f"{len(found)} architectures; 'inspector archs NAME' for one's "
+                           "hyperparameters, --verbose for all")]
+    return "\n".join(out) + "\n"
+
+
 def run(args: argparse.Namespace) -> int:
     from inspector.formulas import archs, get
 
@@ -37,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
         from inspector.reports.catalog import render
 
         sys.stdout.write(render(report(args.name), args.format, args.style))
+        return 0
+    if not args.name and not args.style.verbose:
+        sys.stdout.write(_brief(archs(), args.style))
         return 0
     chosen = [get(args.name)] if args.name else archs()
     out = []

@@ -2,8 +2,12 @@
 
 Files and directories (recursive; symbolic links are not followed out of the tree). One line per
 file: ``safe``, ``foreign``, ``dangerous`` or ``error``, with the globals or findings behind it,
-then a summary line. Exit 1 if anything is dangerous, 0 otherwise, 2 on a usage error (picklescan's
-convention). Nothing from a file is imported or run.
+then a summary line, each fitted to the terminal width (``COLUMNS``). Nothing from a file is
+imported or run.
+
+Exit codes (picklescan's convention): 1 if any file is dangerous; else 2 if any file could not be
+fully examined (``error``: what was found before the break is still reported) or on a usage
+error; else 0.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import sys
 
 NAME = "scan"
 HELP = "security verdict (safe/foreign/dangerous/error) for every file under the given paths"
-EXITS = "0 nothing dangerous, 1 some file is dangerous, 2 usage error"
+EXITS = "0 nothing dangerous or unexamined, 1 some file is dangerous, 2 some file is error " \
+    "(not fully examined) or usage error"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,14 +32,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.adapters.errors import UsageError
+    from inspector.adapters.errors import NotFoundError
     from inspector.adapters.security.scan import SCHEMA, collect, scan_file, summary
     from inspector.fleet import run_ordered
     from inspector.reports.scan import line, summary_line
 
     missing = [p for p in args.paths if not _exists(p)]
     if missing:
-        raise UsageError(f"no such file or directory: {', '.join(missing)}")
+        raise NotFoundError("no such file or directory", missing[0])
     files, notes = collect(args.paths)
     from inspector.progress import progress
 
@@ -45,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                 raise r
             results.append(r)
             if args.format == "text":
-                verdict, _, rest = line(r).partition(" ")
+                verdict, _, rest = line(r, args.style.width).partition(" ")
                 with bar.paused():
                     sys.stdout.write(args.style.paint(verdict) + " " + rest + "\n")
                     sys.stdout.flush()
@@ -68,11 +73,12 @@ def run(args: argparse.Namespace) -> int:
                         "; ".join(f["text"] for f in d["findings"])])
     else:
         from inspector.reports.render import sanitize
+        from inspector.reports.scan import fit
 
         for note in notes:
-            sys.stdout.write(f"note: {sanitize(note)}\n")
-        sys.stdout.write(summary_line(s) + "\n")
-    return 1 if s["dangerous"] else 0
+            sys.stdout.write(fit(f"note: {sanitize(note)}", args.style.width) + "\n")
+        sys.stdout.write(fit(summary_line(s), args.style.width) + "\n")
+    return 1 if s["dangerous"] else 2 if s["error"] else 0
 
 
 def _exists(p: str) -> bool:

@@ -116,7 +116,9 @@ def _report(args: argparse.Namespace, path: object,
     from inspector.reports.render import render
 
     fmt = "json" if args.format == "jsonl" else args.format
-    ckpt = load(path, args.input_format)  # type: ignore[arg-type]
+    # --globals reports what the policy would refuse, so it loads under --allow-unsafe
+    ckpt = load(path, args.input_format,  # type: ignore[arg-type]
+                allow_unsafe=bool(args.allow_unsafe or args.globals))
     if args.globals:
         from inspector.pickle_globals import globals_report
         from inspector.reports.globals import render as render_globals
@@ -124,7 +126,6 @@ def _report(args: argparse.Namespace, path: object,
         report = globals_report(ckpt)
         code = 1 if any(r["severity"] == "danger" for r in report["globals"]) else 0
         return render_globals(report, fmt, args.style), code
-    refuse_if_unsafe(ckpt, args.allow_unsafe)
     params = {"depth": args.depth} if args.depth is not None else None
     view = "layers" if args.per_layer else "groups" if args.groups else "tensors"
     # JSON and tables are written straight from the entries (no dict per tensor); per-layer

@@ -32,7 +32,7 @@ from typing import Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role
-from inspector.formulas.core import Arch, Part, Prediction, archs, counted, tied_to
+from inspector.formulas.core import Arch, Part, Prediction, archs, counted, reading, tied_to
 
 SCHEMA = "inspector.check/1"
 COMPARED_ROLES = (Role.PARAMETER, Role.BUFFER)
@@ -132,6 +132,7 @@ class CheckResult:
     findings: list[Finding] = field(default_factory=list)
     audit: str = "formula"
     checked: dict[str, int] = field(default_factory=dict)  # structure: what was looked at
+    used: frozenset[str] | None = None  # hyperparameters the prediction read (None: unknown)
 
     @property
     def verdict(self) -> str:
@@ -172,7 +173,8 @@ class CheckResult:
             "verdict": verdict,
             "audit": self.audit,
             "hyperparameters": {
-                k: {"value": v, "source": self.provenance.get(k, "default")}
+                k: {"value": v, "source": self.provenance.get(k, "default"),
+                    "used": None if self.used is None else k in self.used}
                 for k, v in self.hparams.items()
             },
             "inferred": self.inferred(),
@@ -397,7 +399,7 @@ def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, An
         return structure.audit(ckpt, scheme_name)
     try:
         values, provenance, notes = resolve_hparams(arch, ckpt, overrides or {})
-        pred = arch.predict(values)
+        pred, used = reading(arch.predict, values)
     except UsageError as e:
         if given or overrides:
             raise
@@ -408,9 +410,10 @@ def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, An
                               f"alone: {e.message}")
         return audit
     parts = arch.unmodelled(ckpt) if arch.unmodelled is not None else []
-    shard = shard_part(ckpt.path)
+    shard = shard_part(ckpt.path) if len(ckpt.paths) == 1 else None  # a set opened whole: no
     parts += [shard] if shard else []
     result = compare(pred, ckpt, scheme_name or arch.scheme, provenance, parts, arch.modelled)
     result.findings, state_notes, result.checked = structure.training_state(ckpt)
     result.notes = notes + result.notes + state_notes
+    result.used = frozenset(used)
     return result

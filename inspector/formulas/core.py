@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,7 +185,39 @@ class Arch:
         out = self.defaults()
         for k, v in values.items():
             out[k] = coerce(known[k], v)
-        return out
+        return Recorded(out)
+
+
+_used: ContextVar[set[str] | None] = ContextVar("inspector_hparams_used", default=None)
+
+
+class Recorded(dict):
+    """Resolved hyperparameters that note which ones a prediction reads (``hp[k]``,
+    ``hp.get(k)``) while :func:`reading` runs, so ``check`` shows those the formula used."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        used = _used.get()
+        if used is not None:
+            used.add(key)
+        return dict.__getitem__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        used = _used.get()
+        if used is not None and key in self:
+            used.add(key)
+        return dict.get(self, key, default)
+
+
+def reading(fn: Callable[..., Any], *args: Any) -> tuple[Any, set[str]]:
+    """``fn(*args)`` and the names of the hyperparameters it read from a :class:`Recorded`."""
+    token = _used.set(set())
+    try:
+        result = fn(*args)
+        return result, _used.get() or set()
+    finally:
+        _used.reset(token)
 
 
 def coerce(h: HParam, value: Any) -> Any:
@@ -241,7 +274,8 @@ def get(name: str) -> Arch:
 
 # Modules under inspector.formulas that register architectures when imported.
 BUILTIN_MODULES: tuple[str, ...] = (
-    "keras", "sockeye_rnn", "sockeye_transformer", "sockeye_cnn", "seed001", "torch_nn", "hf", "rau"
+    "keras", "sockeye_rnn", "sockeye_transformer", "sockeye_cnn", "seed001", "torch_nn", "hf",
+    "rau", "gguf",
 )
 
 

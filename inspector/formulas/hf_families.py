@@ -153,15 +153,24 @@ FSMT = Family(
     {"src_vocab_size": 42024, "tgt_vocab_size": 42024, "d_model": 1024, "encoder_layers": 12,
      "decoder_layers": 12, "encoder_attention_heads": 16, "decoder_attention_heads": 16,
      "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "max_position_embeddings": 1024,
-     "pad_token_id": 1, "tie_word_embeddings": False},
-    # transformers 5 saves the position tables; tied, the encoder's table and the output
-    # projection are the decoder's. Transformers 4 left the tables out; untied, the output
-    # projection is the decoder's table; tied, the decoder's table is the encoder's and the output
-    # projection keeps its own. The stored position tables tell which layout the file has.
+     "pad_token_id": 1, "tie_word_embeddings": False, "transformers_version": None},
+    # Layouts by the transformers version that saved the file (config.json's
+    # transformers_version; without it, the stored position tables tell 4.30 from 5.x):
+    # - 5.x saves the position tables; tied, the encoder's table and the output projection are
+    #   the decoder's (target vocabulary); untied, nothing is shared.
+    # - 4.57 saves them too; untied, the decoder's table is the output projection
+    #   (FSMTDecoder sets output_projection.weight = embed_tokens.weight; save_pretrained keeps
+    #   output_projection); tied, the decoder's table and the output projection are the
+    #   encoder's (source vocabulary).
+    # - 4.30 left the tables out; untied, the output projection is the decoder's table; tied, the
+    #   decoder's table is the encoder's and the output projection keeps its own.
     {"d": "d_model", "P": "max_position_embeddings + pad_token_id + 1",
-     "tie5": "saved_positions and tie_word_embeddings",
-     "tie4": "not saved_positions and tie_word_embeddings",
-     "tie_out": "tie5 or not saved_positions and not tie_word_embeddings"},
+     "v4": "transformers_major == 4 or transformers_major is None and not saved_positions",
+     "tie5": "saved_positions and tie_word_embeddings and not v4",
+     "tie4": "v4 and tie_word_embeddings",
+     "tie457": "tie4 and saved_positions",
+     "tie_out": "tie5 or v4 and not saved_positions and not tie_word_embeddings",
+     "tie_dec": "v4 and saved_positions and not tie_word_embeddings"},
     (
         Emb("encoder.embed_tokens", "tgt_vocab_size if tie5 else src_vocab_size"),
         Emb("encoder.embed_positions", "P", when="saved_positions"),
@@ -175,10 +184,13 @@ FSMT = Family(
                 when="not saved_positions"),
         Layers("decoder.layers.{i}", "decoder_layers", BART_DECODER_LAYER,
                bind=_heads("decoder_ffn_dim", "decoder_attention_heads")),
-        Lin("decoder.output_projection", "d", "tgt_vocab_size", bias=False),
+        Lin("decoder.output_projection", "d", "src_vocab_size if tie457 else tgt_vocab_size",
+            bias=False),
         Tie("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", when="tie5"),
         Tie("decoder.output_projection.weight", "decoder.embed_tokens.weight", when="tie_out"),
         Tie("decoder.embed_tokens.weight", "encoder.embed_tokens.weight", when="tie4"),
+        Tie("decoder.output_projection.weight", "encoder.embed_tokens.weight", when="tie457"),
+        Tie("decoder.embed_tokens.weight", "decoder.output_projection.weight", when="tie_dec"),
     ),
     {"FSMTForConditionalGeneration": Head("model")},
     "FSMTForConditionalGeneration",
@@ -380,7 +392,7 @@ BERT_LAYER = (
 BERT_CONFIG = {
     "vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
     "intermediate_size": 3072, "max_position_embeddings": 512, "type_vocab_size": 2,
-    "tie_word_embeddings": True, "num_labels": 2,
+    "tie_word_embeddings": True, "num_labels": 2, "transformers_version": None,
 }
 BERT_DIMS = {
     "d": "hidden_size", "V": "vocab_size", "H": "num_attention_heads",
@@ -411,9 +423,11 @@ def mlm_head(embed: str, dense: str, norm: str, decoder: str,
         Tie(f"{decoder}.weight", embed, when="tie_word_embeddings"),
     )
     if bias:
-        # transformers 5 ties the decoder's bias only with the weights (_tied_weights_keys)
+        # transformers 5 ties the decoder's bias only with the weights (_tied_weights_keys);
+        # 4.x always did (the head's __init__ sets decoder.bias = self.bias)
         parts = (Vec(bias, "V"), *parts,
-                 Tie(f"{decoder}.bias", bias, when="tie_word_embeddings"))
+                 Tie(f"{decoder}.bias", bias,
+                     when="tie_word_embeddings or transformers_major == 4"))
     base = embed.split(".", 1)[0]
     return Head(base, parts, set={"pooler": False})
 

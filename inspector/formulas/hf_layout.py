@@ -254,11 +254,18 @@ class _Out:
 
 def _env(family: Family, hp: Mapping[str, Any], head: Head) -> dict[str, Any]:
     env: dict[str, Any] = dict(hp)
+    env["transformers_major"] = major_version(hp.get("transformers_version"))
     for k, e in {**FLAG_DEFAULTS, **family.dims, **head.set}.items():
         if k in hp:
             raise ValueError(f"{family.name}: dimension {k!r} shadows a hyperparameter")
         env[k] = evaluate(e, env)
     return env
+
+
+def major_version(version: Any) -> int | None:
+    """``4`` for ``"4.57.6"``; None when the file does not say (or says it oddly)."""
+    head = str(version).split(".", 1)[0] if version is not None else ""
+    return int(head) if head.isdigit() else None
 
 
 def _join(prefix: str, name: str) -> str:
@@ -428,6 +435,11 @@ def infer(family: Family, ckpt: Checkpoint) -> dict[str, Any]:
     return out
 
 
+# config.json keys that are text whatever their default, with their help
+STRING_KEYS = {"transformers_version": "the transformers release that saved the file (its "
+                                       "layout can depend on it)"}
+
+
 def _kind(default: Any) -> type:
     if isinstance(default, bool):
         return bool
@@ -443,7 +455,8 @@ def hparams_of(family: Family) -> tuple[HParam, ...]:
                   "model class (config.json architectures[0])", str,
                   tuple(family.heads))]
     for k, v in family.config.items():
-        out.append(HParam(k, v, family.helps.get(k, ""), _kind(v)))
+        kind = str if k in STRING_KEYS else _kind(v)
+        out.append(HParam(k, v, family.helps.get(k, STRING_KEYS.get(k, "")), kind))
     for k, (_, default, help_) in family.file_flags.items():
         out.append(HParam(k, default, help_ + " (from the stored names)", bool))
     return tuple(out)

@@ -314,7 +314,8 @@ def _functional(ctx: _Ctx, c: _Call) -> list[Shape]:
         if entry["class_name"] == "InputLayer" and (_layer_name(entry), 0) not in outputs:
             outputs[(_layer_name(entry), 0)] = [_input_shape(entry.get("config", {}))]
 
-    todo = [(e, i, node) for e in layers if e["class_name"] != "InputLayer"
+    todo = [(e, i + _first_node(e, ctx.keras3), node) for e in layers
+            if e["class_name"] != "InputLayer"
             for i, node in enumerate(e.get("inbound_nodes") or [])]
     built: set[str] = set()
     while todo:
@@ -332,9 +333,15 @@ def _functional(ctx: _Ctx, c: _Call) -> list[Shape]:
             outputs[(lname, i)] = _safe_call(ctx, call)
             progress = True
         if not progress:
-            missing = ", ".join(sorted({_layer_name(e) for e, _, _ in rest}))
-            ctx.notes.append(f"cannot place layers {missing} in the graph of {c.name}: "
-                             "their inputs are never produced")
+            unplaced = sorted({_layer_name(e) for e, _, _ in rest})
+            why = f"cannot place it in the graph of {c.name}: its inputs are never produced"
+            ctx.notes.append(f"cannot place layers {', '.join(unplaced)} in the graph of "
+                             f"{c.name}: their inputs are never produced")
+            for entry in {_layer_name(e): e for e, _, _ in rest}.values():
+                lname = _layer_name(entry)
+                if lname not in built:  # its variables are not predicted: not modelled
+                    ctx.parts.append(Part(f"layer {lname} ({entry['class_name']})", why,
+                                          rf"(^|/){re.escape(lname)}/"))
             break
         todo = rest
     result = []
@@ -346,6 +353,20 @@ def _functional(ctx: _Ctx, c: _Call) -> list[Shape]:
 
 class _Pending(Exception):
     """A node input that has not been computed yet."""
+
+
+def _first_node(entry: Mapping[str, Any], keras3: bool) -> int:
+    """The index of a layer's first node in this graph. A model built from Inputs and used as a
+    layer starts with a node of its own (its input linked to its output) that the config leaves
+    out, so its calls here are nodes 1, 2, ... (Keras 2: functional.py _should_skip_first_node,
+    Functional and Sequential whose first layer is an InputLayer). Keras 3 numbers the calls
+    from 0 (Keras 3.15 writes ``keras_history: ["encoder", 0, 0]`` for a nested Functional)."""
+    cls = entry.get("class_name")
+    if keras3 or cls not in ("Functional", "Model", "Sequential"):
+        return 0
+    inner = (entry.get("config") or {}).get("layers") or []
+    return int(bool(inner) and isinstance(inner[0], Mapping)
+               and inner[0].get("class_name") == "InputLayer")
 
 
 def _node_args(node: Any, outputs: Mapping[tuple[str, int], list[Shape | None]],

@@ -43,7 +43,8 @@ def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
         lines.append(f"target {n(report['target'])} parameters"
                      + (" (at most)" if results[0]["under"] else ""))
         lines.append(table(["arch", "solved", "parameters", "deviation"], rows, style,
-                           markdown=md, elide_cols=("solved",)))
+                           markdown=md, elide_cols=("solved",),
+                           align=("left", "left", "right", "right")))
     for r in results:
         lines.append("")
         lines += _detail(r, md, style, show_candidates=not report["compare"])
@@ -77,14 +78,15 @@ def _detail(r: dict[str, Any], md: bool, style: Style, show_candidates: bool) ->
         names = list(r["candidates"][0]["values"])
         rows = [[*(str(c["values"][k]) for k in names), n(c["total"]), _dev(c["deviation"])]
                 for c in r["candidates"]]
-        out += ["", table([*names, "parameters", "deviation"], rows, style, markdown=md)]
+        out += ["", table([*names, "parameters", "deviation"], rows, style, markdown=md,
+                          align=["right"] * (len(names) + 2))]
     total = sum(r["breakdown"].values())
     rows = [[g, n(k), f"{100 * k / total:.1f}%"] for g, k in r["breakdown"].items()]
     rows.append(["total", n(total), ""])
     best = ", ".join(f"{k}={v}" for k, v in r["candidates"][0]["values"].items())
     out += ["", f"breakdown of {best} ({r['grouping']})",
             table(["group", "parameters", "share"], rows, style, markdown=md,
-                  elide_cols=("group",))]
+                  elide_cols=("group",), align=("left", "right", "right"))]
     return out
 
 

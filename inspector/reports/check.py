@@ -42,6 +42,15 @@ def _status(g: dict[str, Any]) -> str:
     return g["status"] if not n else f"{g['status']} ({n} tensor{'s' if n != 1 else ''})"
 
 
+def _shown(h: dict[str, Any]) -> bool:
+    """By default, the hyperparameters the formula read (all not defaulted when that is not
+    known), and every value given with --set; ``--verbose`` shows all."""
+    if h["source"] == "set":
+        return True
+    used = h.get("used")
+    return h["source"] != "default" if used is None else used
+
+
 def _text(report: dict[str, Any], md: bool, style: Style) -> str:
     esc = sanitize
     n = style.count
@@ -49,7 +58,7 @@ def _text(report: dict[str, Any], md: bool, style: Style) -> str:
     out = [style.wrap(f"{'## ' if md else ''}{esc(report['path'])}  [{arch}, "
                       f"scheme {esc(report['scheme'])}]"), ""]
     hp = report["hyperparameters"]
-    shown = [(k, v) for k, v in hp.items() if v["source"] != "default" or style.verbose]
+    shown = [(k, v) for k, v in hp.items() if style.verbose or _shown(v)]
     if shown:
         out.append("hyperparameters:" if not md else "### Hyperparameters\n")
         rows = [[esc(k), esc(str(v["value"])), v["source"]] for k, v in shown]

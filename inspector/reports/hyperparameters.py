@@ -42,11 +42,13 @@ share_encoder_decoder_embeddings sinusoidal_pos_embds source_factor_vocab_sizes
 source_factors_combine source_factors_num_embed source_factors_share_embedding
 source_vocab_size src_vocab_size stack_size target_factor_vocab_sizes target_factors_combine
 target_factors_num_embed target_factors_share_embedding target_vocab_size tgt_vocab_size
-tie_embeddings tie_weights tie_word_embeddings transformer_attention_heads
+tie_embeddings tie_weights tie_word_embeddings transformers_version transformer_attention_heads
 transformer_feed_forward_num_hidden transformer_feed_forward_use_glu transformer_model_size
 transformer_positional_embedding_type transformer_postprocess transformer_preprocess
 type_vocab_size use_extra_bias use_padding vdim vocab_size vocab_source_size vocab_target_size
 weight_normalization weight_tying weight_tying_type word_embed_proj_dim
+block_count embedding_length expert_count expert_feed_forward_length feed_forward_length
+head_count head_count_kv key_length rope_dimension_count rope_freqs tied_output value_length
 """.split())
 """Every hyperparameter name (and alias) of the built-in architectures that is a config key
 (tests/test_cli_output.py keeps it in step with :mod:`inspector.formulas`)."""

@@ -1,0 +1,50 @@
+"""What ``torch.load`` would run from a torch file, examined through the walks the listing uses.
+
+* zip: :func:`~.zip_archive.walk_zip` (the root from the first member, ``data.pkl`` looked up
+  as torch's miniz does). Every member a lookup of ``<root>/data.pkl`` could answer with is
+  examined (the one torch reads first; a duplicate torch skips could be the one another reader
+  takes), every other member that is a pickle by its first bytes or name too (TorchScript's
+  ``constants.pkl``, ``*.debug_pkl``); raw storage records (``<root>/data/<key>``) are never
+  unpickled by torch and are skipped. The directory's disagreements are reported.
+* legacy: the pickles of the stream (magic, version, sys_info, the object, the storage keys).
+* tar (torch < 0.4, which ``torch.load`` still tries first, :mod:`.tar_legacy`).
+"""
+
+from __future__ import annotations
+
+from ..security.examination import FOREIGN, FileResult, examine_pickles, examine_stream
+from ..source import Source
+from .zip_archive import walk_zip
+from .zip_members import container_notes, examine_member, examine_others
+
+
+def examine(source: Source, variant: str, res: FileResult) -> None:
+    res.kind = {"zip": "torch-zip", "legacy": "torch-legacy", "tar": "torch-tar",
+                "pickle": "pickle"}.get(variant, variant)
+    if variant == "zip":
+        examine_zip(source, res)
+    elif variant == "tar":
+        from .tar_legacy import examine_tar
+
+        examine_tar(source, res)
+    elif variant == "legacy":  # the five pickles torch reads; the raw storages follow
+        with source.open() as f:
+            examine_stream(res, f, source.size, "pickle", max_pickles=5)
+    else:
+        with source.open() as f:
+            examine_pickles(res, f, source.size)
+
+
+def examine_zip(source: Source, res: FileResult) -> None:
+    where = source.where
+    with source.view() as mm:
+        size = len(mm)
+        tz = walk_zip(mm, size, where)
+        container_notes(mm, size, tz, res)
+        code = [n for n in tz.directory.names() if n.startswith(tz.root + "code/")]
+        if code:
+            res.kind = "torchscript"
+            res.add(FOREIGN, f"TorchScript code: {len(code)} file(s) under code/ (torch.jit.load "
+                    "compiles and runs them; they cannot call Python)")
+        examine_member(mm, size, tz.pkl, tz.pkl.name, where, res)
+        examine_others(mm, size, tz, where, res)
