@@ -124,7 +124,7 @@ def test_external_raw_storage_is_never_read(tmp_path, secret, how, monkeypatch):
     assert report.returncode == 0, report.stderr
     assert SECRET[:20].decode() not in out.read_text()
     # the Python API: listing works, reading values raises, naming the file
-    ckpt = load(path)
+    ckpt = load(path, allow_unsafe=True)
     entry = next(e for e in ckpt.tensors if e.shape == (len(SECRET) // 4,))
     with pytest.raises(InspectorError, match="not read"):
         ckpt.reader(entry)
@@ -157,7 +157,7 @@ def test_every_external_piece_and_source_is_examined(tmp_path, secret, monkeypat
     assert any("/abs/far.h5" in t for t in dangerous)
     assert any("../../far.h5" in t for t in dangerous)
     assert sum("external link" in i.text for i in r.items) == 100
-    ckpt = load(path)
+    ckpt = load(path, allow_unsafe=True)
     assert {f.severity for f in ckpt.findings} >= {"danger", "warning"}
     assert run_cli("show", str(path)).returncode == 2
 
@@ -180,7 +180,7 @@ def test_virtual_dataset_and_external_link_values(tmp_path, secret):
     assert r.verdict == "dangerous"
     assert {i.text.split(" (")[0].split(":")[0] for i in r.items} == {
         f"virtual dataset /v reads {outside}", f"external link /linked -> {outside}"}
-    ckpt = load(path)
+    ckpt = load(path, allow_unsafe=True)
     v = ckpt["v"]
     with pytest.raises(InspectorError, match="not read: a virtual dataset"):
         ckpt.reader(v)
