@@ -997,31 +997,31 @@ def examine(source: Source, variant: str, result: FileResult) -> None:
     """``.metadata``: its pickle; a ``.distcp``: every ``torch.save`` blob the metadata places in
     it (tensor chunks, which torch loads with ``weights_only=True``, and bytes items, which it
     loads with ``weights_only=False``)."""
-    from .security import scan
+    from .security.examination import ERROR, examine_pickles
+    from .torch.examine import examine_zip
 
     if variant != "shard":
         with source.open() as f:
-            scan._scan_pickle_stream(f, source.size, result)
+            examine_pickles(result, f, source.size)
         result.kind = f"{NAME}-metadata"
         return
     directory = source.parent_dir()
     try:
         md = read_metadata(directory, _metadata_files(directory))
     except InspectorError as e:
-        result.add(scan.ERROR, f"its metadata cannot be read: {e}")
+        result.add(ERROR, f"its metadata cannot be read: {e}")
         return
     blobs = sorted({(c.offset, c.length) for it in md.items.values() for c in it.chunks
                     if c.file == source.name})
     for offset, length in blobs:
         if offset + length > source.size:
-            result.add(scan.ERROR, f"a blob at {offset}+{length} runs past the end of the file")
+            result.add(ERROR, f"a blob at {offset}+{length} runs past the end of the file")
             continue
         window = Window(source, offset, length, f"{offset}+{length}")
-        with window.open() as f:
-            before = len(result.items)
-            scan._scan_zip(f, result)
-            for item in result.items[before:]:
-                item.where = f"@{offset}:{item.where}" if item.where else f"@{offset}"
+        before = len(result.items)
+        examine_zip(window, result)  # torch's own zip walk, as torch.load reads each blob
+        for item in result.items[before:]:
+            item.where = f"@{offset}:{item.where}" if item.where else f"@{offset}"
     result.kind = f"{NAME}-shard"
     seen: set[str] = set()  # each blob names torch's rebuild globals again: each once
     result.globals[:] = [g for g in result.globals

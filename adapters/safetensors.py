@@ -21,8 +21,9 @@ import struct
 
 from .dtypes import BITS
 from .errors import FormatError
-from .model import Checkpoint, Finding, Role, TensorEntry
+from .model import Checkpoint, Finding, TensorEntry
 from .registry import Adapter
+from .roles import stored_role
 from .source import Source
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
@@ -182,14 +183,15 @@ def _entries(
     ):
         raise FormatError("__metadata__ must map strings to strings", where)
     buffer_len = size - data_start
-    parameter = Role.PARAMETER
     tensors: list[TensorEntry] = []
     spans: list[tuple[int, int, str]] = []
     for name, info in header.items():
         if name == METADATA_KEY:
             continue
         begin, end, dtype, shape = _check_info(name, info, where)
-        entry = TensorEntry(name, name, shape, dtype, parameter, nbytes=end - begin,
+        # safetensors stores no roles: the producers' buffer names and integer tensors are buffers
+        entry = TensorEntry(name, name, shape, dtype, stored_role(name, len(shape), dtype),
+                            nbytes=end - begin,
                             offset=data_start + begin, file=shard)
         bits = BITS[dtype] * entry.numel
         if bits != (end - begin) * 8 or end > buffer_len:

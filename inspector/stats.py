@@ -311,10 +311,13 @@ def file_stats(path: str | Path | Checkpoint, *, match: str | None = None,
 
 
 def _groups(sch: Any, rows: list[TensorStats]) -> tuple[list[GroupStats], list[GroupStats]]:
-    """Per group, and per layer of a group (the scheme's ``layer`` capture), merged exactly."""
+    """Per group, and per layer of a group (the scheme's ``layer`` capture), merged exactly:
+    over the parameters when the checkpoint has any (buffers, index tensors and optimizer state
+    never enter a parameter norm), else over every tensor."""
     by_group: dict[str, list[TensorStats]] = {}
     by_layer: dict[tuple, list[TensorStats]] = {}
-    for r in rows:
+    params = [r for r in rows if r.entry.role is Role.PARAMETER]
+    for r in params or rows:
         if r.stats is None:
             continue
         by_group.setdefault(r.group, []).append(r)

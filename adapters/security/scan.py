@@ -182,7 +182,8 @@ def _examine(source: Source, res: FileResult) -> None:
     generic(source, res)
 
 
-ZIP_KINDS = ("torch-zip", "torchscript", "npz", "zip", "keras")
+# kinds whose examination already walked their zips (a DCP shard is torch.save zips end to end)
+ZIP_KINDS = ("torch-zip", "torchscript", "npz", "zip", "keras", "dcp-shard")
 
 
 def _zip_at_the_end(source: Source, res: FileResult) -> None:

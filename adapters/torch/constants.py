@@ -48,20 +48,14 @@ OPTIMIZER_KEYS = (
     "optim_state",
     "opt",
     "opt_state",
+    "last_optimizer_state",  # fairseq (checkpoint_utils.save_checkpoint)
 )
-# Well-known buffer names of a bare state dict: (dotted suffix, minimum ndim). Only names no
-# layer uses for a parameter; GPT-2's causal mask "attn.bias" is 4-D, a real attn bias is not.
-BUFFER_NAMES = (
-    ("running_mean", 0),
-    ("running_var", 0),
-    ("num_batches_tracked", 0),
-    ("position_ids", 0),
-    ("token_type_ids", 0),
-    ("inv_freq", 0),
-    ("relative_position_index", 0),
-    ("attn.masked_bias", 0),
-    ("attn.bias", 4),
-)
+# Training-dict keys holding a part of the model stored apart from the model container, named
+# as the model names it: OpenNMT-py's output layer (``model_saver``: ``"generator":
+# model.generator.state_dict()``, beside ``"model"`` without it).
+MODEL_PART_KEYS = ("generator",)
+# The well-known buffer names of a bare state dict are data in ..roles (BUFFER_NAMES), shared
+# with the formats that store no roles (safetensors).
 # Prefixes stripped from model names when every model tensor has them.
 WRAPPER_PREFIXES = ("module.", "_orig_mod.")
 

@@ -18,21 +18,39 @@ from .constants import OPTIMIZER_KEYS
 
 
 def _optimizers(obj: Any) -> list[tuple[str, dict]]:
-    """(name prefix, optimizer state dict) found at the top of a checkpoint."""
+    """(name prefix, optimizer state dict) found at the top of a checkpoint: the checkpoint
+    itself (a bare ``optimizer.state_dict()``, SpeechBrain's ``optimizer.ckpt``), or under an
+    ``OPTIMIZER_KEYS`` entry, directly (fairseq's ``last_optimizer_state``), in a list (Lightning's
+    ``optimizer_states``) or inside a wrapper's dict (OpenNMT-py's ``optim``: ``{"training_step",
+    "decay_step", "optimizer": state dict}``), at most :data:`MAX_NESTING` levels down."""
     out: list[tuple[str, dict]] = []
-    if _is_optimizer(obj):
+    if is_optimizer(obj):
         out.append(("", obj))
-    if isinstance(obj, dict):
+    elif isinstance(obj, dict):
         for key in OPTIMIZER_KEYS:
-            value = obj.get(key)
-            if _is_optimizer(value):
-                out.append((key, value))
-            elif isinstance(value, (list, tuple)):
-                out.extend((f"{key}.{i}", v) for i, v in enumerate(value) if _is_optimizer(v))
+            if key in obj:
+                _collect(obj[key], key, 0, out)
     return out
 
 
-def _is_optimizer(value: Any) -> bool:
+MAX_NESTING = 2
+
+
+def _collect(value: Any, prefix: str, depth: int, out: list[tuple[str, dict]]) -> None:
+    if is_optimizer(value):
+        out.append((prefix, value))
+    elif depth < MAX_NESTING:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if isinstance(k, str) and isinstance(v, (dict, list, tuple)):
+                    _collect(v, f"{prefix}.{k}", depth + 1, out)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                _collect(v, f"{prefix}.{i}", depth + 1, out)
+
+
+def is_optimizer(value: Any) -> bool:
+    """``value`` has the layout of ``torch.optim.Optimizer.state_dict()``."""
     return (isinstance(value, dict) and isinstance(value.get("state"), dict)
             and isinstance(value.get("param_groups"), (list, tuple)))
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..model import Checkpoint, Finding, Role, TensorEntry
+from ..roles import stored_role
 from ..security.findings import pickle_findings
 from ..security.restricted_pickle import (
     GlobalRef,
@@ -17,14 +18,15 @@ from ..security.restricted_pickle import (
 )
 from ..source import Source
 from .constants import (
-    BUFFER_NAMES,
     MAX_DEPTH,
     MAX_VISITS_PER_BYTE,
     MODEL_KEYS,
+    MODEL_PART_KEYS,
     OPTIMIZER_KEYS,
     WRAPPER_PREFIXES,
 )
 from .optimizer_state import align as align_optimizer_state
+from .optimizer_state import is_optimizer
 from .rebuild import ITEMSIZE, VALUE_BITS, StorageRef, TensorRecord
 
 # ---------------------------------------------------------------------------------------------
@@ -193,9 +195,11 @@ def _classify(obj: Any, budget: int, where: str) -> tuple[list[TensorEntry], dic
     """Entries with canonical names and roles, the hyperparameters, and the container kind.
 
     A training dict (a ``MODEL_KEYS`` container or an ``OPTIMIZER_KEYS`` entry at the top) puts
-    the model container's tensors under their names inside it, the optimizer's as optimizer
-    state and every other tensor as ``other``; its tensor-free values are hyperparameters. Any
-    other object is walked whole with names as stored.
+    the model container's tensors under their names inside it, a ``MODEL_PART_KEYS`` container
+    beside it under its own name (OpenNMT-py's ``generator.weight``), the optimizer's as
+    optimizer state and every other tensor as ``other``; its tensor-free values are
+    hyperparameters. A bare ``optimizer.state_dict()`` is optimizer state throughout. Any other
+    object is walked whole with names as stored.
     """
     hyper: dict[str, Any] = {}
     if (
@@ -219,6 +223,11 @@ def _classify(obj: Any, budget: int, where: str) -> tuple[list[TensorEntry], dic
     if type(obj) is TensorRecord or type(obj) is StorageRef:
         w.walk(obj, "tensor")
         container = "tensor"
+    elif is_optimizer(obj):
+        w.walk(obj, "")
+        rows.extend((s, None, r, Role.OPTIMIZER) for s, r, _ in w.found)
+        w.found.clear()
+        container = "optimizer"
     elif isinstance(obj, dict) and not _is_state_dict(obj):
         model_key = next((k for k in MODEL_KEYS if k in obj and _is_container(obj[k])), None)
         training = model_key is not None or any(k in obj for k in OPTIMIZER_KEYS)
@@ -234,6 +243,8 @@ def _classify(obj: Any, budget: int, where: str) -> tuple[list[TensorEntry], dic
             elif k == model_key:
                 cut = len(_key(k)) + 1
                 rows.extend((s, s[cut:], r, role) for s, r, role in got)
+            elif model_key is not None and k in MODEL_PART_KEYS and _is_container(v):
+                rows.extend((s, s, r, role) for s, r, role in got)
             elif k in OPTIMIZER_KEYS:
                 rows.extend((s, None, r, Role.OPTIMIZER) for s, r, _ in got)
             elif not training and (_is_state_dict(v) or isinstance(v, Placeholder)):
@@ -288,23 +299,15 @@ def _strip_wrappers(names: list[str]) -> list[str]:
     return names
 
 
-_BUFFERS_BY_LAST: dict[str, list[tuple[str, int]]] = {}
-for _suffix, _ndim in BUFFER_NAMES:
-    _BUFFERS_BY_LAST.setdefault(_suffix.rsplit(".", 1)[-1], []).append((_suffix, _ndim))
-
-
 def _model_role(name: str, rec: Any, exact: Role | None = None) -> Role:
     """A model tensor's role: ``exact`` when the pickle says (a module's ``_parameters`` /
-    ``_buffers``), parameter for an ``nn.Parameter``, buffer for the well-known buffer names of
-    ``BUFFER_NAMES``, parameter otherwise. One dict lookup for most names."""
+    ``_buffers``), parameter for an ``nn.Parameter``, else what :func:`~..roles.stored_role`
+    infers from the name and dtype (the producers' buffer names, integer tensors)."""
     if exact is not None:
         return exact
-    candidates = _BUFFERS_BY_LAST.get(name[name.rfind(".") + 1 :])
-    if candidates and type(rec) is TensorRecord and not rec.parameter:
-        for suffix, min_ndim in candidates:
-            if (name == suffix or name.endswith("." + suffix)) and len(rec.shape) >= min_ndim:
-                return Role.BUFFER
-    return Role.PARAMETER
+    if type(rec) is not TensorRecord or rec.parameter:
+        return Role.PARAMETER
+    return stored_role(name, len(rec.shape), rec.dtype)
 
 
 def _entry(stored: str, name: str, rec: Any, role: Role, where: str) -> TensorEntry:
