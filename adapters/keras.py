@@ -42,7 +42,10 @@ from .source import RangeFile, Source
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
     import zipfile
+    from collections.abc import Callable
     from typing import Any, BinaryIO
+
+    from .security.examination import FileResult
 
 NAME = "keras"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"  # H5F_SIGNATURE (H5Fsuper.c)
@@ -156,39 +159,100 @@ class H5Facts:
 
 
 def sniff(head: bytes, source: Source) -> str | None:
-    """'hdf5' (any Keras HDF5 layout, decided on open) or 'keras' (a .keras zip)."""
+    """'hdf5' (any Keras HDF5 layout, decided on open) or 'keras' (a .keras zip, also with
+    extra members or with data before it: a zip is found by its end record, as zipfile and
+    Keras find it)."""
     if source.is_dir():
         return None
-    if head.startswith(ZIP_LOCAL_MAGIC):
-        import zipfile  # only for a zip: an HDF5 file's detection does without
-
-        from .zip_errors import ZIP_ERRORS
-
-        try:
-            with source.open() as raw, zipfile.ZipFile(raw) as z:
-                names = set(z.namelist())
-        except ZIP_ERRORS:
+    if not head.startswith(ZIP_LOCAL_MAGIC):
+        # A remote file that opens as a pickle (torch's legacy format, a plain pickle) is not
+        # searched past its first cached block: each further read is a request.
+        far = source.local_path is not None or not _pickle_head(head)
+        limit = source.size if far else REMOTE_SEARCH
+        if superblock_offset(head, min(source.size, limit), source.read) is not None:
+            return "hdf5"
+        if not far or not _zip_end_record(source):
             return None
-        if KERAS_WEIGHTS_MEMBER in names or {KERAS_CONFIG_MEMBER, KERAS_METADATA_MEMBER} <= names:
-            return "keras"
+    if not _names_keras_members(source):
         return None
-    return "hdf5" if _superblock_offset(head, source) is not None else None
+    import zipfile  # only for a zip: an HDF5 file's detection does without
+
+    from .zip_errors import ZIP_ERRORS
+
+    try:
+        with source.open() as raw, zipfile.ZipFile(raw) as z:
+            names = set(z.namelist())
+    except ZIP_ERRORS:
+        return None
+    if KERAS_WEIGHTS_MEMBER in names or {KERAS_CONFIG_MEMBER, KERAS_METADATA_MEMBER} <= names:
+        return "keras"
+    return None
+
+
+REMOTE_SEARCH = 64 << 10  # a remote source's first block (remote.py reads it whole)
+
+
+def _pickle_head(head: bytes) -> bool:
+    return len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5
+
+
+ZIP_END = struct.Struct("<4s4H2IH")  # end of central directory record, APPNOTE 4.3.16
+ZIP_END_MAGIC = b"PK\x05\x06"
+ZIP_END_SEARCH = ZIP_END.size + 0xFFFF  # the record and the longest comment
+
+
+def _zip_tail(source: Source) -> tuple[bytes, int]:
+    """The last bytes of the file that can hold the end record, and where they start."""
+    start = max(0, source.size - ZIP_END_SEARCH)
+    return source.read(start, source.size - start), start
+
+
+def _zip_end_record(source: Source) -> bool:
+    return ZIP_END_MAGIC in _zip_tail(source)[0]
+
+
+def _names_keras_members(source: Source) -> bool:
+    """Whether the central directory names a Keras member (a cheap test before zipfile parses
+    it: a torch zip of 50,000 members is declined by one read of its directory)."""
+    tail, start = _zip_tail(source)
+    at = tail.rfind(ZIP_END_MAGIC)
+    if at < 0 or len(tail) - at < ZIP_END.size:
+        return True  # no usable record: zipfile decides
+    *_, cd_size, cd_offset, _comment = ZIP_END.unpack(tail[at : at + ZIP_END.size])
+    if cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF:
+        return True  # zip64: zipfile decides
+    end = start + at
+    first = max(0, end - cd_size)
+    names = (KERAS_CONFIG_MEMBER.encode(), KERAS_WEIGHTS_MEMBER.encode())
+    if source.local_path is not None:
+        import mmap
+
+        with source.view() as mm:  # searched in place: a 50,000-member directory is ~4 MB
+            if isinstance(mm, mmap.mmap):
+                return any(mm.find(n, first, end) >= 0 for n in names)
+    directory = source.read(first, end - first)
+    return any(n in directory for n in names)
 
 
 def _superblock_offset(head: bytes, source: Source) -> int | None:
+    """Where the HDF5 superblock is: 0, or after a user block of 512, 1024, 2048, ... bytes,
+    doubling up to the file size, as libhdf5 searches (H5FD_locate_signature)."""
+    return superblock_offset(head, source.size, source.read)
+
+
+def superblock_offset(head: bytes, size: int, read: Callable[[int, int], bytes]) -> int | None:
+    """:func:`_superblock_offset` over any ``read(offset, n)``."""
     if head.startswith(HDF5_MAGIC):
         return 0
-    offset, size = FIRST_USER_BLOCK, source.size
-    with source.open() as f:
-        while offset + len(HDF5_MAGIC) <= size:
-            if offset + 8 <= len(head):
-                found = head[offset : offset + 8] == HDF5_MAGIC
-            else:
-                f.seek(offset)
-                found = f.read(8) == HDF5_MAGIC
-            if found:
-                return offset
-            offset *= 2
+    offset = FIRST_USER_BLOCK
+    while offset + len(HDF5_MAGIC) <= size:
+        if offset + 8 <= len(head):
+            found = head[offset : offset + 8] == HDF5_MAGIC
+        else:
+            found = read(offset, 8) == HDF5_MAGIC
+        if found:
+            return offset
+        offset *= 2
     return None
 
 
@@ -218,6 +282,8 @@ def _values(source: Source, archive: bool) -> ValueReader:
     ``.keras`` archive, of its ``.h5`` member."""
 
     def locate(entry: TensorEntry) -> ValueLocation:
+        _refuse_other_files(entry.extra, entry.stored_name, source.where)
+
         def dataset(stack: ExitStack) -> Any:
             import h5py
 
@@ -227,6 +293,7 @@ def _values(source: Source, archive: bool) -> ValueReader:
                 z = stack.enter_context(zipfile.ZipFile(stack.enter_context(source.open())))
                 names = [n for n in z.namelist() if n.endswith(".h5")]
                 member = entry.file if entry.file in names else (
+                    KERAS_WEIGHTS_MEMBER if KERAS_WEIGHTS_MEMBER in names else
                     names[0] if len(names) == 1 else None
                 )
                 if member is None:
@@ -236,9 +303,13 @@ def _values(source: Source, archive: bool) -> ValueReader:
                 local = source.local_path
                 target = os.fspath(local) if local else stack.enter_context(source.open())
                 h5 = stack.enter_context(h5py.File(target, "r"))
-            ds = h5.get(entry.stored_name)
-            if not isinstance(ds, h5py.Dataset):
-                raise FormatError(f"no HDF5 dataset {entry.stored_name!r}", source.where)
+            # The listing's path is made of hard links; a link elsewhere is never followed.
+            ds = _dataset_here(h5py, h5, entry.stored_name, source.where)
+            dcpl = ds.id.get_create_plist()
+            _refuse_other_files(
+                {"external": _external_files(dcpl),
+                 "layout": _layout_name(dcpl.get_layout())},
+                entry.stored_name, source.where)
             if tuple(ds.shape) != entry.shape:
                 raise FormatError(
                     f"HDF5 dataset {entry.stored_name!r} has shape {list(ds.shape)}, the listing "
@@ -250,6 +321,37 @@ def _values(source: Source, archive: bool) -> ValueReader:
         return Blocks(dataset)
 
     return locate
+
+
+def _refuse_other_files(extra: dict[str, Any], name: str, where: str) -> None:
+    """A dataset whose values live in other files (external raw storage, a virtual dataset)
+    is never read, by any verb: its targets are named instead."""
+    if extra.get("external"):
+        raise FormatError(
+            f"values of {name} not read: they are stored in external file(s) "
+            f"{', '.join(map(str, extra['external']))}", where)
+    if extra.get("layout") == "virtual":
+        sources = extra.get("virtual_sources")
+        named = f" from {', '.join(map(str, sources))}" if sources else ""
+        raise FormatError(f"values of {name} not read: a virtual dataset (mapped{named})",
+                          where)
+
+
+def _dataset_here(h5py: Any, h5: Any, path: str, where: str) -> Any:
+    """The dataset at ``path`` reached through hard links only (no soft, external or
+    user-defined link on the way)."""
+    parts = [p for p in path.split("/") if p]
+    node = h5
+    for i, part in enumerate(parts):
+        name = "/".join(parts[: i + 1])
+        link = h5.get("/" + name, getlink=True)
+        if not isinstance(link, h5py.HardLink):
+            raise FormatError(
+                f"values of {path} not read: /{name} is not a link inside the file", where)
+        node = node[part]
+    if not isinstance(node, h5py.Dataset):
+        raise FormatError(f"no HDF5 dataset {path!r}", where)
+    return node
 
 
 def _open_archive(source: Source) -> Checkpoint:
@@ -485,8 +587,8 @@ def _visit(
             facts.groups[path] = _group_attrs(oid)
     elif kind == h5py.h5l.TYPE_EXTERNAL:
         filename, target = (v.decode("utf-8", "replace") for v in f.id.links.get_val(raw_name))
-        message = f"external link to {filename}:{target} not followed"
-        facts.findings.append(Finding("warning", message, path))
+        facts.findings.append(_external_finding(
+            filename, f"external link {path} -> {filename}:{target}: not followed", path))
     elif kind == h5py.h5l.TYPE_SOFT:
         facts.soft_links[path] = f.id.links.get_val(raw_name).decode("utf-8", "replace")
     else:
@@ -556,14 +658,54 @@ def _dataset(
             extra["filters"] = filters
     _refuse_bomb(declared, stored, where, path)
     if external:
-        facts.findings.append(Finding("warning", "raw data in external files, not followed", path))
-        extra["external"] = [str(e[0]) for e in h5py.Dataset(dsid).external]
+        files = list(dict.fromkeys(_external_files(dcpl)))
+        extra["external"] = files
+        for name in files:
+            facts.findings.append(_external_finding(
+                name, f"dataset {path} stores its data in external file {name}: never read",
+                path))
     if layout == h5py.h5d.VIRTUAL:
-        facts.findings.append(Finding("warning", "virtual dataset: sources not followed", path))
+        sources = _virtual_sources(dcpl)
+        extra["virtual_sources"] = sorted(sources)
+        for src, names in sources.items():
+            more = f" and {len(names) - 1} more" if len(names) > 1 else ""
+            facts.findings.append(_external_finding(
+                src, f"virtual dataset {path} reads {src}:{names[0]}{more}: never read", path))
     if offset is not None:
         extra["h5_offset"] = offset
         offset = None if base is None else base + offset
     return DsInfo(shape, _dtype(dsid, dt), offset, declared, extra)
+
+
+def _external_files(dcpl: Any) -> list[str]:
+    """Every external raw-storage file of a dataset (no cap)."""
+    out = []
+    for i in range(dcpl.get_external_count()):
+        name = dcpl.get_external(i)[0]
+        out.append(name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name))
+    return out
+
+
+def _virtual_sources(dcpl: Any) -> dict[str, list[str]]:
+    """Every source file of a virtual dataset (no cap), with its dataset names."""
+    out: dict[str, list[str]] = {}
+    for i in range(dcpl.get_virtual_count()):
+        out.setdefault(dcpl.get_virtual_filename(i), []).append(dcpl.get_virtual_dsetname(i))
+    return out
+
+
+def _external_finding(target: str, message: str, path: str) -> Finding:
+    """Data from another file: ``danger`` when the target is absolute or climbs out (every
+    verb refuses the file, as scan calls it dangerous), else a warning."""
+    from .security.hdf5 import target_level
+
+    level = target_level(target)
+    if level == "dangerous":
+        return Finding("danger", f"{message} (data from anywhere on the reader's machine)",
+                       path, message)
+    if level is None:
+        return Finding("info", f"{message} (the file itself)", path)
+    return Finding("warning", f"{message} (data from a file beside it)", path)
 
 
 def _contiguous(
@@ -728,6 +870,8 @@ def _build(source: Source, facts: H5Facts, config: Any, metadata: dict[str, Any]
             metadata[key] = root[key]
     hyper: dict[str, Any] = {}
     findings = list(facts.findings)
+    if config is not None:
+        findings += _config_findings(config, KERAS_CONFIG_MEMBER)
     if "model_weights" in _child_groups(facts, "/") or "layer_names" in root:
         model_config = _json_attr(root, "model_config", where)
         training_config = _json_attr(root, "training_config", where)
@@ -744,8 +888,10 @@ def _build(source: Source, facts: H5Facts, config: Any, metadata: dict[str, Any]
             hyper.update(
                 model_config if isinstance(model_config, dict) else {"model_config": model_config}
             )
+            findings += _config_findings(model_config, "model_config")
         if training_config is not None:
             hyper["training_config"] = training_config
+            findings += _config_findings(training_config, "training_config")
     elif "layers" in _child_groups(facts, "/") or "/vars" in facts.groups:
         kind = "keras-v3" if config is not None or metadata.get("members") else "keras-weights-h5"
         shapes = {p: d.shape for p, d in facts.datasets.items()}
@@ -775,6 +921,14 @@ def _build(source: Source, facts: H5Facts, config: Any, metadata: dict[str, Any]
         hyperparameters=hyper,
         findings=findings,
     )
+
+
+def _config_findings(config: Any, where: str) -> list[Finding]:
+    """What Keras would run from the config (Lambda bytecode, references by module) as
+    findings; bytecode and listed references are ``danger``: every verb refuses the file."""
+    from .security.keras_config import config_findings
+
+    return config_findings(config, where)
 
 
 def _legacy(
@@ -965,10 +1119,56 @@ def _major(version: Any) -> int:
     return int(match.group(1)) if match else 0
 
 
+# ---------------------------------------------------------------- security examination
+
+
+def examine(source: Source, variant: str, result: FileResult) -> None:
+    """``inspector scan``'s examination of a file this adapter claims: an HDF5 file's links,
+    external storage, virtual sources and Keras config attributes (libhdf5 isolated); a
+    ``.keras`` archive's members as any zip's (:func:`~inspector.adapters.security.examination.
+    examine_zip_members`: pickles, object ``.npy`` arrays, every copy of a name), its root
+    ``config.json`` and every HDF5 member by :func:`_examine_keras_member`."""
+    from .security.examination import examine_zip_members
+    from .security.hdf5 import examine_hdf5
+
+    if variant == "hdf5":
+        result.kind = "hdf5"
+        examine_hdf5(source, result, None)
+        return
+    result.kind = "keras"
+    examine_zip_members(source, result, _examine_keras_member)
+
+
+def _examine_keras_member(name: str, data: bytes, result: FileResult) -> None:
+    """A member that is neither a pickle nor ``.npy``: the root ``config.json`` (what Keras
+    reads), or HDF5 by its superblock at any user-block offset."""
+    import io
+
+    from .security.hdf5 import examine_hdf5
+    from .security.keras_config import examine_keras_config
+
+    if name == KERAS_CONFIG_MEMBER:
+        if len(data) > MAX_JSON_MEMBER:
+            result.add("error", f"{name} is {len(data):,} bytes (cap {MAX_JSON_MEMBER:,}): not "
+                                "examined", name)
+            return
+        try:
+            config = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as e:
+            result.add("error", f"{name} is not valid JSON ({e})", name)
+            return
+        examine_keras_config(config, result, name)
+    elif superblock_offset(data[:4096], len(data), lambda o, n: data[o : o + n]) is not None:
+        examine_hdf5(io.BytesIO(data), result, name, size=len(data))
+        if result.kind == "keras-h5":
+            result.kind = "keras"
+
+
 ADAPTER = Adapter(
     name=NAME,
     description="Keras HDF5 (.h5, .weights.h5, Keras 2 and 3) or .keras archive",
     extensions=(".h5", ".hdf5", ".keras", ".weights.h5"),
     sniff=sniff,
     open=open_checkpoint,
+    examine=examine,
 )

@@ -292,8 +292,10 @@ def _slot_names(st, opt_name, cls, cfg, shapes) -> tuple[list[str], Finding | No
     for base in lr_candidates:
         if n < base or not model_vars or (n - base) % len(model_vars):
             continue
+        if n == base:  # no slots (SGD without momentum): iteration and learning rate only
+            return [f"{opt_name}/iteration", f"{opt_name}/learning_rate"][:base], None
         blocks = optimizer_blocks(cls, cfg, (n - base) // len(model_vars))
-        if blocks is None:
+        if blocks is None or not blocks[0]:
             continue
         order, ambiguous = _match_by_shape(model_vars, shapes[base:], len(blocks[0][0].names))
         if order is None:

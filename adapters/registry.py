@@ -42,12 +42,14 @@ BUILTIN_MODULES = (
     "inspector.adapters.safetensors",
     "inspector.adapters.gguf",
     "inspector.adapters.onnx",  # before the pickle readers: ONNX files never import them
+    # before torch: a .keras zip may hold a data.pkl (Keras loads it as Keras, torch as torch;
+    # its config.json must be examined), and a Keras HDF5 file may open with any user block
+    "inspector.adapters.keras",
     "inspector.adapters.torch.torchscript",
     "inspector.adapters.pickled",
     "inspector.adapters.torch",
     "inspector.adapters.mxnet",
     "inspector.adapters.numpy_npy",
-    "inspector.adapters.keras",
     "inspector.adapters.tf_checkpoint",
     "inspector.adapters.directory",
 )

@@ -42,7 +42,7 @@ def test_listing_matches_producer(truth_path):
         pytest.skip(PENDING[folder])
     truth = load_truth(truth_path)
     target = truth.get("open") or _fixture_path(truth_path).name
-    ckpt = load(truth_path.parent / target)
+    ckpt = load(truth_path.parent / target, allow_unsafe=True)  # Keras 2 Lambda fixtures
     report = listing(ckpt)
     if folder == "keras":
         _check_keras(truth, report, {t.name for t in ckpt.tensors

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import inspector.adapters.keras as keras_adapter
-from inspector.adapters.errors import FormatError
+from inspector.adapters.errors import FormatError, UnsafeContentError
 from inspector.adapters.registry import detect, load
 
 from conftest import FIXTURES, ROOT
@@ -307,7 +307,9 @@ def test_external_link_and_virtual_dataset_are_not_followed(tmp_path):
         f.create_virtual_dataset("extra/virtual", layout)
 
     p = _keras3_file(tmp_path / "links.weights.h5", external=external, virtual=virtual)
-    ckpt = load(p)
+    with pytest.raises(UnsafeContentError, match="external link"):  # an absolute target
+        load(p)
+    ckpt = load(p, allow_unsafe=True)
     messages = " | ".join(f"{f.where}: {f.message}" for f in ckpt.findings)
     assert "/layers/dense/vars/1: external link" in messages
     assert "/extra/virtual: virtual dataset" in messages

@@ -67,9 +67,9 @@ def test_same_listing_of_keras_archives(path, monkeypatch):
     """A ``.keras`` member is read through a Python file object (libhdf5 calls back into
     Python from inside the direct calls)."""
     monkeypatch.setattr(h5_direct, "bind", lambda *a: None)
-    alone = load(path)
+    alone = load(path, allow_unsafe=True)
     monkeypatch.setattr(h5_direct, "bind", BIND)
-    direct = load(path)
+    direct = load(path, allow_unsafe=True)
     assert direct.tensors == alone.tensors and direct.findings == alone.findings
 
 

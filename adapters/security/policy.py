@@ -42,8 +42,9 @@ def refuse_if_unsafe(ckpt: Checkpoint, allow_unsafe: bool) -> None:
     found = dangerous(ckpt)
     if found and not allow_unsafe:
         more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+        lead = "the pickle references " if ckpt.metadata.get("pickle_globals") else ""
         raise UnsafeContentError(
-            f"refused: the pickle references {'; '.join(found[:3])}{more}; nothing was run "
+            f"refused: {lead}{'; '.join(found[:3])}{more}; nothing was run "
             "(--allow-unsafe lists it anyway)",
             ckpt.path,
         )
