@@ -31,11 +31,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from inspector.adapters.errors import InspectorError
-from inspector.adapters.security import verdicts as V
 from inspector.adapters.source import Source, as_source, is_url
 
 from .examination import (
-    DANGEROUS,
     ERROR,
     FOREIGN,
     LEVELS,
@@ -53,8 +51,6 @@ from .examination import (
 SCHEMA = "inspector.scan/1"
 HEAD_BYTES = 4096
 MAX_JSON_BYTES = 64 << 20  # a Keras config
-MAX_H5_LINKS = 1_000_000
-MAX_CONFIG_NODES = 2_000_000
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 NPY_MAGIC = b"\x93NUMPY"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -225,10 +221,14 @@ def generic(source: Source, res: FileResult) -> None:
             if head[:4] in ZIP_MAGICS:
                 raise
             res.items = [i for i in res.items if not i.text.startswith("zip: ")]
-    offset = _hdf5_offset(head)
+    from inspector.adapters.keras import superblock_offset
+
+    offset = superblock_offset(head, size, source.read)  # any user block the spec allows
     if offset is not None:
         res.kind = "hdf5"
-        _scan_hdf5(source.open() if not source.local_path else source.local_path, res, None)
+        from .hdf5 import examine_hdf5
+
+        examine_hdf5(source, res, None)
         return
     if is_pickle_start(head) or _looks_pickled(source, head, size):
         res.kind = "pickle"
@@ -271,9 +271,13 @@ def _other_member(name: str, data: bytes, res: FileResult) -> None:
         if len(data) > MAX_JSON_BYTES:
             res.add(ERROR, "config.json too large: not examined", name)
             return
-        _scan_keras_config(json.loads(data), res, name)
+        from .keras_config import examine_keras_config
+
+        examine_keras_config(json.loads(data), res, name)
     elif data.startswith(HDF5_MAGIC):
-        _scan_hdf5(io.BytesIO(data), res, name)
+        from .hdf5 import examine_hdf5
+
+        examine_hdf5(io.BytesIO(data), res, name, len(data))
 
 
 # zlib (joblib compress=N), gzip, bz2, xz: joblib's compressors (numpy_pickle_utils / compressor)
@@ -340,136 +344,6 @@ def _is_text(head: bytes) -> bool:
     except UnicodeDecodeError as e:
         return e.start >= len(head) - 3  # a character cut at the end of the sample
     return True
-
-
-def _hdf5_offset(head: bytes) -> int | None:
-    for off in (0, 512, 1024, 2048):
-        if head[off : off + 8] == HDF5_MAGIC:
-            return off
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Keras configs and HDF5 (kept here until the Keras/HDF5 adapters examine their own files)
-
-
-def _scan_keras_config(config: Any, res: FileResult, where: str) -> None:
-    """Lambda layers with marshalled bytecode; objects naming a listed module."""
-    stack = [config]
-    nodes = 0
-    while stack:
-        node = stack.pop()
-        nodes += 1
-        if nodes > MAX_CONFIG_NODES:
-            res.add(ERROR, f"config has more than {MAX_CONFIG_NODES:,} nodes", where)
-            return
-        if isinstance(node, list):
-            stack.extend(node)
-            continue
-        if not isinstance(node, dict):
-            continue
-        stack.extend(node.values())
-        cls = node.get("class_name")
-        conf = node.get("config") if isinstance(node.get("config"), dict) else {}
-        if cls == "Lambda":
-            _lambda_layer(conf, res, where)
-        module = node.get("module")
-        if isinstance(module, str) and isinstance(cls, str) and module:
-            why = V.listed(module, cls)
-            if why:
-                res.add(DANGEROUS, f"config object {module}.{cls} ({why})", where)
-            elif module.split(".", 1)[0] not in ("keras", "builtins", "tensorflow", "tf_keras"):
-                res.add(FOREIGN, f"config object from module {module} ({cls})", where)
-
-
-def _lambda_layer(conf: dict, res: FileResult, where: str) -> None:
-    name = conf.get("name", "?")
-    fn = conf.get("function")
-    # Keras 3: {"class_name": "__lambda__", "config": {"code": base64 marshal, ...}}
-    if isinstance(fn, dict) and fn.get("class_name") == "__lambda__":
-        code = (fn.get("config") or {}).get("code") if isinstance(fn.get("config"), dict) else None
-        res.add(
-            DANGEROUS,
-            f"Lambda layer {name!r} holds marshalled Python bytecode ({len(str(code or ''))} "
-            "base64 chars): Keras runs it when it loads the model",
-            where,
-        )
-    # Keras 2: function_type "lambda" and function = [base64 marshal, defaults, closure]
-    elif conf.get("function_type") == "lambda" or (
-        isinstance(fn, (list, tuple)) and fn and isinstance(fn[0], str)
-    ):
-        res.add(
-            DANGEROUS,
-            f"Lambda layer {name!r} holds marshalled Python bytecode (Keras 2 func_dump): "
-            "Keras runs it when it loads the model",
-            where,
-        )
-    else:
-        res.add(FOREIGN, f"Lambda layer {name!r} calls a named function {fn!r:.80}", where)
-
-
-def _scan_hdf5(source: Path | BinaryIO, res: FileResult, where: str | None) -> None:
-    import h5py
-
-    with h5py.File(source, "r") as f:
-        if res.kind == "hdf5" and "model_config" in f.attrs:
-            res.kind = "keras-h5"
-        raw = f.attrs.get("model_config")
-        if raw is not None:
-            text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-            if len(text) > MAX_JSON_BYTES:
-                res.add(ERROR, "model_config attribute too large: not examined", where)
-            else:
-                _scan_keras_config(json.loads(text), res, (where or "") + ":model_config")
-        count = 0
-
-        def visit(name: str, link: Any) -> Any:
-            nonlocal count
-            count += 1
-            if count > MAX_H5_LINKS:
-                res.add(ERROR, f"more than {MAX_H5_LINKS:,} HDF5 links", where)
-                return True  # stop
-            if isinstance(link, h5py.ExternalLink):
-                _external(res, f"external link /{name} -> {link.filename}:{link.path}",
-                          link.filename, where)
-            elif isinstance(link, h5py.HardLink):
-                obj = f.get(name)
-                if isinstance(obj, h5py.Dataset):
-                    _dataset_sources(obj, name, res, where)
-            return None
-
-        f.visititems_links(visit)
-
-
-def _dataset_sources(ds: Any, name: str, res: FileResult, where: str | None) -> None:
-    import h5py
-
-    dcpl = ds.id.get_create_plist()
-    if dcpl.get_layout() == h5py.h5d.VIRTUAL:
-        for i in range(min(dcpl.get_virtual_count(), 64)):
-            src = dcpl.get_virtual_filename(i)
-            _external(res, f"virtual dataset /{name} reads {src}:{dcpl.get_virtual_dsetname(i)}",
-                      src, where)
-    for i in range(min(dcpl.get_external_count(), 64)):
-        src = dcpl.get_external(i)[0]
-        src = src.decode("utf-8", "replace") if isinstance(src, bytes) else str(src)
-        _external(res, f"dataset /{name} stores its data in external file {src}", src, where)
-
-
-def _external(res: FileResult, text: str, target: str, where: str | None) -> None:
-    """Data from another file: dangerous when the target is absolute or climbs out (a loader
-    would read e.g. /etc/passwd as weights), foreign when it stays beside the file ('.' is the
-    file itself, as HDF5 writes a virtual dataset's own-file sources)."""
-    target = str(target)
-    parts = Path(target).parts
-    if target == ".":
-        return
-    level = DANGEROUS if Path(target).is_absolute() or ".." in parts else FOREIGN
-    res.add(level, text + " (data from another file)", where)
-
-
-# ---------------------------------------------------------------------------------------------
-# reports
 
 
 def scan(paths: list[str]) -> Iterator[FileResult]:
