@@ -80,7 +80,7 @@ def test_every_fixture_matches_keras(truth_path: Path) -> None:
     fixture = truth_path.with_name(truth_path.name.removesuffix(".truth.json"))
     config = config_of(fixture)
     # the naming facts the file itself carries (keras_version), as `check` reads them
-    facts = get("keras").from_checkpoint(load(sibling_with_config(fixture) or fixture))
+    facts = get("keras").from_checkpoint(load(sibling_with_config(fixture) or fixture, allow_unsafe=True))
     facts.pop("model_config", None)
     p = predict(model_config=config, **facts)
     assert {part.name for part in p.parts} == left_out_of(fixture)
@@ -160,7 +160,7 @@ def test_check_passes_on_every_fixture(truth_path: Path) -> None:
 
     fixture = truth_path.with_name(truth_path.name.removesuffix(".truth.json"))
     sibling = sibling_with_config(fixture)
-    ckpt = load(fixture)
+    ckpt = load(fixture, allow_unsafe=True)
     result = check(ckpt, None, {"config": str(sibling)} if sibling else {})
     assert result.arch == "keras"
     left_out = left_out_of(fixture) | GUESSED.get(fixture.name, set())

@@ -104,7 +104,7 @@ def _truth_counts(truth: dict, classify, tied: list[list[str]] = ()) -> dict[str
 
 
 def _listing_groups(path: Path) -> tuple[dict, dict[str, int]]:
-    report = inspector.listing(inspector.load(path))
+    report = inspector.listing(inspector.load(path, allow_unsafe=True))
     return report, {g["name"]: g["elements"] for g in report["groups"]}
 
 
