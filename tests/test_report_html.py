@@ -264,3 +264,26 @@ def test_diff_with_values_shows_the_comparison_and_both_stats(cli, tmp_path):
         assert float(cells["max_abs"]["data-sort"]) == pytest.approx(
             truth[name]["max_abs_diff"], rel=1e-6), name
         assert 0 < float(cells["rel_l2"]["data-sort"]) and float(cells["cosine"]["data-sort"]) <= 1
+
+
+def test_navigation_diff_first_group_filter_and_structural_audit(cli, tmp_path):
+    """Two paths: a navigation bar links every section and the diff comes first; the filter
+    matches the group column too (in Chromium); a structural audit predicts nothing, so the
+    page says so instead of "predicted 0"."""
+    page = write_report(cli, tmp_path / "two.html", str(PAIR / "params.00001"),
+                        str(PAIR / "params.00002"))
+    text = page.read_text(encoding="utf-8")
+    assert text.index('<nav class="card">') < text.index('<section id="diff">') < text.index(
+        '<section class="checkpoint" id="checkpoint-0">')
+    for anchor in ("diff", "checkpoint-0", "check-0", "tensors-0", "checkpoint-1", "tensors-1"):
+        assert f'href="#{anchor}"' in text and f'id="{anchor}"' in text, anchor
+    truth = load_truth(SOCKEYE / "params.best.truth.json")
+    one = write_report(cli, tmp_path / "one.html", str(SOCKEYE.relative_to(ROOT)))
+    dom = Dom(browse(one, tmp_path, "#filter=^attention$"))
+    groups = {a["data-group"] for a, _ in dom.find("tr", "tensor-row") if "hidden" not in a}
+    assert groups == {"attention"}
+    assert dom.find("b", id="listing-0-shown")[0][1].endswith(f" of {truth['num_tensors']}")
+    plain = write_report(cli, tmp_path / "structure.html",
+                         str(FIXTURES / "onmt" / "rnn.pt"))
+    body = plain.read_text(encoding="utf-8")
+    assert "no prediction" in body and "predicted 0" not in body

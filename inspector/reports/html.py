@@ -88,7 +88,7 @@ tr.op-retyped td,tr.op-changed td{background:#fff6dc}tr.op-added td{background:#
 .filter input{font:inherit;padding:3px 6px;width:320px}
 svg text{font:12px system-ui,sans-serif;fill:#1d2430}svg .bar{fill:#3b7dd8}
 svg .bar.embedding{fill:#8250df}svg .layerbar{fill:#2da44e}svg .value{fill:#57606a}
-.muted{color:#57606a}
+.muted{color:#57606a}nav a{margin:0 4px}
 tr.error td{background:#fde8e8}tr.warning td{background:#fff6dc}
 ul.findings{list-style:none;padding:0;margin:6px 0}ul.findings li{margin:3px 0}
 .sev{display:inline-block;min-width:58px;text-align:center;padding:0 6px;border-radius:10px;
@@ -126,7 +126,8 @@ SCRIPT = r"""
     var shown = 0, total = 0;
     Array.prototype.forEach.call(table.tBodies[0].rows, function(r){
       total++;
-      var ok = !rx || rx.test(r.getAttribute('data-name'));
+      var ok = !rx || rx.test(r.getAttribute('data-name'))
+               || rx.test(r.getAttribute('data-group') || '');
       r.hidden = !ok; if (ok) shown++;
     });
     var out = document.getElementById(table.id + '-shown');
@@ -268,7 +269,7 @@ def _listing_table(listing: dict[str, Any], idx: int, stats: dict[str, Any] | No
     tid = f"listing-{idx}"
     n = len(listing["tensors"])
     return (f'<div class="filter"><label>filter (regex) <input id="{tid}-filter" '
-            f'type="search" placeholder="e.g. encoder|decoder"></label>'
+            f'type="search" placeholder="name or group, e.g. encoder|attention"></label>'
             f'<span>showing <b id="{tid}-shown">{n} of {n}</b> tensors; click a column to '
             f'sort</span></div>' + _table(heads, rows, tid, "listing"))
 
@@ -317,10 +318,15 @@ def _check_html(check: dict[str, Any]) -> str:
     verdict = check.get("verdict", check["status"])
     arch = check["arch"] or "structural audit (no architecture applies)"
     tot = check["totals"]
+    if check.get("audit") == "structure":  # no formula: nothing was predicted
+        counts = (f'found {_n(tot["found"])} parameters; no prediction (the structure is '
+                  'checked: repeated blocks, optimizer state, ties)')
+    else:
+        counts = (f'found {_n(tot["found"])}, predicted {_n(tot["predicted"])}, delta '
+                  f'{_signed(tot["delta"])}')
     out = [f'<p>{_verdict_badge(verdict, verdict_text(check))} architecture '
            f'<code>{escape(arch)}</code>, scheme <code>{escape(check["scheme"])}</code>; '
-           f'found {_n(tot["found"])}, predicted {_n(tot["predicted"])}, delta '
-           f'{_signed(tot["delta"])}</p>']
+           f'{counts}</p>']
     if check["groups"]:
         rows = [f'<tr class="{escape(g["status"])}"><td>{escape(g["name"])}</td>'
                 f'<td class="num">{_n(g["found"])}</td><td class="num">{_n(g["predicted"])}</td>'
@@ -503,7 +509,7 @@ def _section(s: CheckpointSection, idx: int) -> str:
     out.append("<h2>Parameters per layer</h2>")
     out.append(bar_chart(layers, f"layers-chart-{idx}", "layerbar", t["parameters"]) if layers else
                '<p class="muted">the scheme captures no layers in these names</p>')
-    out.append("<h2>Check: tensors and groups against the prediction</h2>")
+    out.append(f'<h2 id="check-{idx}">Check: tensors and groups against the prediction</h2>')
     if s.check:
         out.append(f'<div class="card">{_check_html(s.check)}</div>')
     else:
@@ -513,8 +519,23 @@ def _section(s: CheckpointSection, idx: int) -> str:
     for f in lst.get("findings", ()):
         out.append(f'<p class="{escape(f["severity"])}">[{escape(f["severity"])}] '
                    f'{escape(f["message"])}</p>')
-    out += ["<h2>Tensors</h2>", _listing_table(lst, idx, s.stats), "</section>"]
+    out += [f'<h2 id="tensors-{idx}">Tensors</h2>', _listing_table(lst, idx, s.stats),
+            "</section>"]
     return "".join(out)
+
+
+def _nav(report: AuditReport) -> str:
+    """Links to every section: the diff, then each checkpoint's check, statistics, tensors."""
+    links = ['<a href="#diff">diff</a>'] if report.diff is not None else []
+    for i, s in enumerate(report.sections):
+        name = escape(s.listing["path"].rstrip("/").rsplit("/", 1)[-1] or s.listing["path"])
+        parts = [f'<a href="#checkpoint-{i}"><code>{name}</code></a>',
+                 f'<a href="#check-{i}">check</a>']
+        if s.stats:
+            parts.append(f'<a href="#stats-{i}">statistics</a>')
+        parts.append(f'<a href="#tensors-{i}">tensors</a>')
+        links.append(" ".join(parts))
+    return f'<nav class="card">{" &middot; ".join(links)}</nav>'
 
 
 def script_json(data: Any) -> str:
@@ -531,10 +552,10 @@ def to_html(report: AuditReport) -> str:
     """The report as one HTML document (UTF-8 text), needing nothing from the network."""
     paths = " vs ".join(s.listing["path"] for s in report.sections)
     body = [_section(s, i) for i, s in enumerate(report.sections)]
-    if report.diff is not None:
-        body.insert(1 if len(report.sections) > 1 else len(body),
-                    f'<section id="diff"><h1>Diff</h1><div class="card">'
-                    f'{_diff_html(report.diff)}</div></section>')
+    if report.diff is not None:  # two paths: what differs comes first
+        body.insert(0, f'<section id="diff"><h1>Diff</h1><div class="card">'
+                       f'{_diff_html(report.diff)}</div></section>')
+    body.insert(0, _nav(report))
     notes = "".join(f'<p class="muted">{escape(n)}</p>' for n in report.notes)
     data = script_json(report.to_dict())
     return (
