@@ -14,7 +14,7 @@ from inspector.reports.text import PLAIN, Style, table
 VERDICTS = {
     "allowed": "safe",
     "warning": "foreign: read as an inert placeholder",
-    "danger": "dangerous, can execute code: read as an inert placeholder, never called",
+    "danger": "dangerous: read as an inert placeholder, never called",
 }
 
 
@@ -39,4 +39,4 @@ def render(report: dict[str, Any], fmt: str, style: Style = PLAIN) -> str:
                   clip_cols=("verdict",), elide_cols=("global",), paint_cols=("verdict",))
             if cells else "(no globals)")
     danger = sum(r["severity"] == "danger" for r in rows)
-    return head + body + f"\n\n{len(rows)} globals, {danger} that can execute code (none was run)\n"
+    return head + body + f"\n\n{len(rows)} globals, {danger} dangerous (none was run)\n"
