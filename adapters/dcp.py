@@ -39,10 +39,19 @@ from operator import add, attrgetter, itemgetter, le
 
 from .dtypes import BITS
 from .errors import FormatError, InspectorError, UnsafeContentError
-from .model import ByteRange, Checkpoint, Finding, Role, Stream, TensorEntry, ValueLocation
+from .model import (
+    ByteRange,
+    Checkpoint,
+    Finding,
+    Role,
+    Stream,
+    TensorEntry,
+    ValueLocation,
+    c_strides,
+)
 from .registry import Adapter
 from .roles import stored_role
-from .source import Source, check_relative
+from .source import Source, WindowFile, check_relative
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
@@ -512,37 +521,6 @@ class _WindowView:
         return i - self._start if i >= 0 else -1
 
 
-class _WindowFile(io.RawIOBase):
-    def __init__(self, f: Any, start: int, length: int) -> None:
-        self._f, self._start, self._len, self._pos = f, start, length, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = (0, self._pos, self._len)[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, buffer: Any) -> int:
-        n = max(0, min(len(buffer), self._len - self._pos))
-        self._f.seek(self._start + self._pos)
-        data = self._f.read(n)
-        memoryview(buffer).cast("B")[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-    def close(self) -> None:
-        self._f.close()
-        super().close()
-
-
 class Window(Source):
     """``length`` bytes of ``base`` from ``start``: one ``torch.save`` blob of a ``.distcp``."""
 
@@ -568,7 +546,7 @@ class Window(Source):
         return self._base.read(self._start + offset, n) if n else b""
 
     def open(self, mode: str = "rb") -> Any:
-        return _WindowFile(self._base.open(), self._start, self._len)
+        return WindowFile(self._base.open(), self._start, self._len, owns=True)
 
     @contextmanager
     def view(self) -> Iterator[Any]:
@@ -863,7 +841,7 @@ def _locate(directory: Source, it: Item, c: Chunk,
     itemsize = BITS[it.dtype] // 8
     offset = c.offset + storage.offset + (rec.storage_offset + storage_view(rec)) * itemsize
     stride = rec.stride
-    c_order = _c_strides(rec.shape)
+    c_order = c_strides(rec.shape)
     if stride is not None and any(d > 1 and s != w for d, s, w in
                                   zip(rec.shape, stride, c_order, strict=True)):
         return blob_base(blob), offset, stride
@@ -877,14 +855,6 @@ def storage_view(rec: Any) -> int:
 
 def blob_base(blob: Window) -> Source:
     return blob._base
-
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= d
-    return tuple(reversed(out))
 
 
 def runs(shape: tuple[int, ...], chunks: list[tuple[tuple[int, ...], tuple[int, ...]]],
@@ -907,7 +877,7 @@ def runs(shape: tuple[int, ...], chunks: list[tuple[tuple[int, ...], tuple[int, 
     inner = 1
     for d in shape[split + 1:]:
         inner *= d
-    strides = [_c_strides(sz) for _, sz in chunks]
+    strides = [c_strides(sz) for _, sz in chunks]
 
     def walk(dim: int, active: list[int], prefix: list[int]) -> Iterator[tuple[int, int, int]]:
         bounds = sorted({0, shape[dim], *(chunks[i][0][dim] for i in active),

@@ -37,7 +37,7 @@ from .keras_v3 import name_variables
 from .memory_cap import address_space_capped
 from .model import Blocks, Checkpoint, Finding, Role, TensorEntry, ValueLocation, ValueReader
 from .registry import Adapter
-from .source import RangeFile, Source
+from .source import Source, WindowFile
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
@@ -375,7 +375,7 @@ def _open_archive(source: Source) -> Checkpoint:
             member_where = f"{where}: {KERAS_WEIGHTS_MEMBER}"
             if info.compress_type == zipfile.ZIP_STORED:
                 start = _member_data_offset(raw, info, where)
-                window = _Window(raw, start, info.file_size)
+                window = WindowFile(raw, start, info.file_size)
                 facts = _read_h5(window, member_where, info.file_size, base=start)
             elif info.file_size > MAX_COMPRESSED_H5:
                 raise FormatError(
@@ -423,20 +423,6 @@ def _member_data_offset(raw: BinaryIO, info: zipfile.ZipInfo, where: str) -> int
         )
     *_, name_len, extra_len = ZIP_LOCAL_HEADER.unpack(header)
     return info.header_offset + ZIP_LOCAL_HEADER.size + name_len + extra_len
-
-
-class _Window(RangeFile):
-    """A read-only view of ``size`` bytes of ``raw`` from ``start``: the HDF5 member in place."""
-
-    def __init__(self, raw: BinaryIO, start: int, size: int) -> None:
-        self._raw, self._start, self._size = raw, start, size
-
-    def size(self) -> int:
-        return self._size
-
-    def read_at(self, offset: int, n: int) -> bytes:
-        self._raw.seek(self._start + offset)
-        return self._raw.read(n)
 
 
 # ---------------------------------------------------------------- the HDF5 walk

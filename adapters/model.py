@@ -104,6 +104,15 @@ if TYPE_CHECKING:  # a type, for checkers and readers: no run-time cost
         model_config: Any  # Keras legacy .h5: the JSON model config
 
 
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The element strides of a C-contiguous (row-major) tensor of ``shape``."""
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
+
+
 class Record:
     """Base of small read-only records: plain ``__slots__`` classes (no ``dataclasses``, whose
     import costs more than a whole header-only listing), compared and printed field by field."""

@@ -183,6 +183,27 @@ class RangeFile(io.RawIOBase):
         return len(data)
 
 
+class WindowFile(RangeFile):
+    """``size`` bytes of the seekable file object ``raw`` from ``start``, read in place (a zip
+    member stored uncompressed, one blob of a larger file); closing it closes ``raw`` when it
+    ``owns`` it."""
+
+    def __init__(self, raw: BinaryIO, start: int, size: int, owns: bool = False) -> None:
+        self._raw, self._start, self._size, self._owns = raw, start, size, owns
+
+    def size(self) -> int:
+        return self._size
+
+    def read_at(self, offset: int, n: int) -> bytes:
+        self._raw.seek(self._start + offset)
+        return self._raw.read(n)
+
+    def close(self) -> None:
+        if self._owns and not self.closed:
+            self._raw.close()
+        super().close()
+
+
 def check_relative(name: str, where: str) -> PurePosixPath:
     """``name`` as a relative path that stays inside its directory, or a FormatError."""
     if not name or "\\" in name or "\x00" in name or name.startswith("/") or os.path.isabs(name):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from inspector.adapters.model import ByteRange, Checkpoint, TensorEntry
+from inspector.adapters.model import ByteRange, Checkpoint, TensorEntry, c_strides
 
-from .values import FLOAT8, NUMPY_DTYPES, _c_strides, _refuse, iter_values
+from .values import FLOAT8, NUMPY_DTYPES, _refuse, iter_values
 
 WIDENED = ("bfloat16", "complex32")  # no NumPy dtype: widened to float32 / complex64
 
@@ -56,7 +56,7 @@ def _mapped(ckpt: Checkpoint, entry: TensorEntry) -> Any:
     loc = ckpt.reader(entry)
     if not isinstance(loc, ByteRange) or loc.source.local_path is None:
         return None
-    if loc.stride is not None and loc.stride != _c_strides(entry.shape):
+    if loc.stride is not None and loc.stride != c_strides(entry.shape):
         return None
     dtype = np.dtype(NUMPY_DTYPES[entry.dtype])
     if loc.big_endian:

@@ -24,7 +24,14 @@ from typing import Any, BinaryIO
 
 from inspector.adapters.dtypes import BLOCKS
 from inspector.adapters.errors import FormatError, UsageError
-from inspector.adapters.model import Blocks, ByteRange, Checkpoint, Stream, TensorEntry
+from inspector.adapters.model import (
+    Blocks,
+    ByteRange,
+    Checkpoint,
+    Stream,
+    TensorEntry,
+    c_strides,
+)
 
 CHUNK_ELEMENTS = 1 << 18  # elements per chunk and side: 2 MiB once upcast to float64
 # A non-contiguous view is read as the byte span it covers; refuse when that span is larger.
@@ -411,7 +418,7 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
         f = stack.enter_context(loc.source.open())
         if block:
             it = _block_values(f, entry, loc, chunk, where)
-        elif loc.stride is not None and loc.stride != _c_strides(entry.shape):
+        elif loc.stride is not None and loc.stride != c_strides(entry.shape):
             it = _strided(
                 f, entry, loc.source.where, loc.stride, loc.big_endian, chunk, loc.offset
             )
@@ -446,7 +453,7 @@ def _block_values(f: BinaryIO, entry: TensorEntry, loc: ByteRange, chunk: int,
 
     if loc.big_endian:
         raise _refuse(entry, where, f"big-endian {entry.dtype} blocks are not decoded")
-    if loc.stride is not None and loc.stride != _c_strides(entry.shape):
+    if loc.stride is not None and loc.stride != c_strides(entry.shape):
         raise _refuse(entry, where, f"a strided view of {entry.dtype} blocks")
     per, size = BLOCKS[entry.dtype]
     decode = DECODERS[entry.dtype]
@@ -483,14 +490,6 @@ def _same_size(it: Iterator[Any], f: BinaryIO, size: int, where: str) -> Iterato
         return
     if now != size:
         raise FormatError(f"the file changed size during the pass ({size} -> {now} bytes)", where)
-
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= d
-    return tuple(reversed(out))
 
 
 def float8_table(dtype: str) -> Any:

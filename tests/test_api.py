@@ -69,11 +69,19 @@ def test_flat_hyperparameters_lift_the_producers_config():
         assert flat[key] == config[key]
 
 
-def test_notebook_display_escapes_and_summarises():
+def test_notebook_display_escapes_and_summarises(tmp_path):
+    truth = load_truth(FIXTURES / "dirs" / "hf_gpt2_safetensors.truth.json")
     ckpt = inspector.load(FIXTURES / "dirs" / "hf_gpt2_safetensors")
     html = ckpt._repr_html_()
-    assert "9,152 parameters" in html and "<table>" in html
+    assert f"{truth['parameter_count']:,} parameters" in html and "<table>" in html
     assert "transformer.wte.weight" in html
+    # a hostile tensor name (a safetensors header written per the format's spec) stays text
+    name = "</td><script>alert(1)</script>"
+    header = json.dumps({name: {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    path = tmp_path / "hostile.safetensors"
+    path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(8))
+    shown = inspector.load(path)._repr_html_()
+    assert "<script>" not in shown and "&lt;script&gt;alert(1)&lt;/script&gt;" in shown
 
 
 def test_the_checkout_is_importable_with_a_regular_install(tmp_path):
