@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
+from inspector.grouping import numbered_layer
 from inspector.partial import Partial, merge_all, reduce
 
 SCHEMA = "inspector.stats/1"
@@ -325,10 +326,9 @@ def _groups(sch: Any, rows: list[TensorStats]) -> tuple[list[GroupStats], list[G
         if a.layer is not None:
             by_layer.setdefault((r.group, a.block, a.direction, a.layer), []).append(r)
             continue
-        m = _INDEX.search(r.entry.name)  # no layer capture: the first numbered component
-        if m is not None:
-            by_layer.setdefault((r.group, r.entry.name[:m.start()], None, m.group(1)),
-                                []).append(r)
+        numbered = numbered_layer(r.entry.name)
+        if numbered is not None:
+            by_layer.setdefault((r.group, numbered[0], None, numbered[1]), []).append(r)
     groups = [GroupStats(g, len(rs), merge_all(r.stats for r in rs), None, (g,), _dss(rs))
               for g, rs in by_group.items()]
     layers = [GroupStats(g, len(rs), merge_all(r.stats for r in rs), layer,
@@ -336,8 +336,6 @@ def _groups(sch: Any, rows: list[TensorStats]) -> tuple[list[GroupStats], list[G
               for (g, block, direction, layer), rs in by_layer.items()]
     return groups, layers
 
-
-_INDEX = re.compile(r"(?<=\.)(\d+)(?=\.|$)")
 
 
 def _dss(rows: list[TensorStats]) -> float | None:
