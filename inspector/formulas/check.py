@@ -133,6 +133,9 @@ class CheckResult:
     audit: str = "formula"
     checked: dict[str, int] = field(default_factory=dict)  # structure: what was looked at
     used: frozenset[str] | None = None  # hyperparameters the prediction read (None: unknown)
+    # with no configuration stored: the architecture's defaults the prediction read (guesses,
+    # not the model's values), so a disagreement with them is not a mismatch
+    assumed: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -140,13 +143,17 @@ class CheckResult:
         ``incomplete`` when parts were not modelled (or no architecture applied);
         ``verified`` when every stored tensor was predicted with its shape and every predicted
         tensor found."""
-        if self.findings or any(i.mismatch for i in self.issues) \
-                or any(g.status == "mismatch" for g in self.groups):
+        if self.findings:
             return MISMATCH
+        if any(i.mismatch for i in self.issues) \
+                or any(g.status == "mismatch" for g in self.groups):
+            return INCOMPLETE if self.assumed else MISMATCH
         if self.audit != "formula" or self.parts \
                 or any(not i.mismatch for i in self.issues):
             return INCOMPLETE
-        return VERIFIED if self.found_total == self.predicted_total else MISMATCH
+        if self.found_total == self.predicted_total:
+            return VERIFIED
+        return INCOMPLETE if self.assumed else MISMATCH
 
     @property
     def ok(self) -> bool:
@@ -194,6 +201,7 @@ class CheckResult:
                 "delta": self.found_total - self.predicted_total,
                 "not_modelled": self.not_modelled_elements,
             },
+            "assumed": list(self.assumed),
             "notes": self.notes,
         }
 
@@ -416,4 +424,53 @@ def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, An
     result.findings, state_notes, result.checked = structure.training_state(ckpt)
     result.notes = notes + result.notes + state_notes
     result.used = frozenset(used)
+    if not any(source == "checkpoint" for source in provenance.values()):
+        result.assumed = _blamed_defaults(arch, values, provenance, used, pred, result)
+        if result.assumed:
+            result.notes.insert(0, (
+                "the checkpoint stores no configuration, and the tensors that disagree depend "
+                f"on the defaults {arch.name} assumes for " + ", ".join(result.assumed)
+                + ": not a mismatch (give them with --set, or keep the configuration beside "
+                "the weights)"))
     return result
+
+
+def _blamed_defaults(arch: Arch, values: Mapping[str, Any], provenance: Mapping[str, str],
+                     used: set[str], pred: Prediction, result: CheckResult) -> tuple[str, ...]:
+    """With no configuration stored, the defaults the prediction read are guesses, not the
+    model's values. When every tensor that disagrees depends on one of them (its shape or its
+    presence changes when that default changes), the disagreement says nothing about the file:
+    those defaults. Else (some disagreement holds whatever the defaults) nothing."""
+    guessed = [k for k in sorted(used) if provenance.get(k) == "default"
+               and values.get(k) is not None]  # a None default is derived from the others
+    wrong = {i.name for i in result.issues if i.mismatch}
+    if not guessed or result.findings or not wrong and not any(
+            g.status == "mismatch" for g in result.groups):
+        return ()
+    base = pred.shapes()
+    depends: set[str] = set()
+    blamed: list[str] = []
+    for k in guessed:
+        changed: set[str] | None = set()
+        for other in _nearby(values[k]):
+            try:
+                shapes = arch.predict(arch.resolve({**values, k: other})).shapes()
+            except (UsageError, KeyError, ValueError, TypeError, ZeroDivisionError):
+                changed = None  # the default cannot change alone: anything may depend on it
+                break
+            changed |= {n for n in base.keys() | shapes.keys() if base.get(n) != shapes.get(n)}
+        if changed is None or changed & wrong:
+            blamed.append(k)
+            depends |= wrong if changed is None else changed
+    return tuple(blamed) if wrong <= depends else ()
+
+
+def _nearby(value: Any) -> list[Any]:
+    """Other values a hyperparameter could have, to see what depends on it."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [value * 2, value + 1]
+    if isinstance(value, float):
+        return [value * 2]
+    return []
