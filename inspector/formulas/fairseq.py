@@ -132,8 +132,6 @@ def _from_config(names: tuple[str, ...], lm: bool = False):
                     out[key] = got
         if "decoder_attention" in out:
             out["decoder_attention"] = as_bool(out["decoder_attention"])
-        if lm and "decoder_normalize_before" in names:
-            out["decoder_normalize_before"] = True  # base_lm_architecture forces it
         if lm and cfg.get("decoder_final_norm") is not None:  # older LM checkpoints
             out["no_decoder_final_norm"] = not as_bool(cfg["decoder_final_norm"])
         return out
@@ -366,11 +364,9 @@ FAIRSEQ_TRANSFORMER = register(Arch(
 
 # --- fairseq-transformer-lm -------------------------------------------------------------------
 
-LM_HPARAMS = tuple(
-    HParam(h.name, True, h.help + " (base_lm_architecture forces it)", bool)
-    if h.name == "decoder_normalize_before" else h
-    for h in DECODER_HPARAMS
-)
+# base_lm_architecture sets decoder_normalize_before (stored so in args-era checkpoints); the
+# dataclass config of fairseq 0.12 stores what the model was built with.
+LM_HPARAMS = DECODER_HPARAMS
 LM_NAMES = tuple(h.name for h in LM_HPARAMS)
 
 
