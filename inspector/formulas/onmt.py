@@ -36,9 +36,10 @@ from inspector.formulas.torch_nn import parameters
 PE_MAX_LEN = 5000  # PositionalEncoding(dim, enc_type, max_len=5000)
 VOCAB_NOTE = ("vocabulary sizes are taken from the stored embeddings (the opt's src_vocab_size "
               "is the vocabulary builder's cap)")
-# OpenNMT-py 2.x option names of the same settings.
-ALIASES = {"rnn_size": "hidden_size", "enc_rnn_size": "enc_hid_size",
-           "dec_rnn_size": "dec_hid_size"}
+# OpenNMT-py 2.x option names of the same settings (2.x's rnn_size, like 3.x's hidden_size,
+# sets both; read in _from_opt).
+ALIASES = {"enc_rnn_size": "enc_hid_size", "dec_rnn_size": "dec_hid_size"}
+_OLD_NAMES = {"rnn_size": "hidden_size", **ALIASES}
 
 
 def stored_opt(ckpt: Checkpoint) -> dict[str, Any]:
@@ -66,7 +67,7 @@ def _kind(opt: Mapping[str, Any]) -> str | None:
 def _from_opt(names: tuple[str, ...]):
     def read(ckpt: Checkpoint) -> dict[str, Any]:
         opt = stored_opt(ckpt)
-        for old, new in ALIASES.items():  # 2.x names, where 3.x's are absent
+        for old, new in _OLD_NAMES.items():  # 2.x names, where 3.x's are absent
             if new not in opt and old in opt:
                 opt[new] = opt[old]
         if opt.get("word_vec_size", -1) and opt.get("word_vec_size", -1) > 0:
