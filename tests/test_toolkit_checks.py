@@ -22,7 +22,8 @@ from inspector.adapters.registry import load
 from inspector.formulas.check import INCOMPLETE, MISMATCH, VERIFIED, check
 from inspector.formulas.structure import optimizer_state
 
-from conftest import FIXTURES, load_truth
+from conftest import FIXTURES, load_truth, run_cli
+from hostile import assert_clean_error
 
 TORCH_PY = Path("/work/venvs/torch/bin/python")
 FAIRSEQ = sorted((FIXTURES / "fairseq").glob("*.pt"))
@@ -185,3 +186,41 @@ def test_joeynmt_unknown_option_is_named_and_incomplete(tmp_path):
     result = check(load(d))
     assert result.verdict == INCOMPLETE
     assert "model.encoder.highway" in [p.name for p in result.parts]
+
+
+# ---------------------------------------------------------------------------------------------
+# the JoeyNMT adapter on damaged input: one clear line, or the file read as plain torch
+
+
+def test_joeynmt_truncated_checkpoint_is_one_clear_line(tmp_path):
+    d = _joey_copy(tmp_path, "rnn", lambda t: t)
+    data = (d / "best.ckpt").read_bytes()
+    (d / "best.ckpt").write_bytes(data[: len(data) // 2])
+    for target in (d, d / "best.ckpt"):
+        proc = run_cli("show", str(target))
+        assert_clean_error(proc, "best.ckpt")
+
+
+@pytest.mark.parametrize("text", ["model: [1, 2", "- just\n- a list\n", "\x00\x01binary",
+                                  "a: &a [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n" * 3,
+                                  "model:\n  encoder: {}\n"])
+def test_joeynmt_broken_config_is_not_claimed(tmp_path, text):
+    """A config.yaml that is not JoeyNMT's (or not YAML) attaches nothing: the checkpoint is
+    read as the torch file it is, the directory as any folder of one checkpoint."""
+    d = _joey_copy(tmp_path, "rnn", lambda _t: text)
+    for target in (d, d / "best.ckpt"):
+        ckpt = load(target)
+        assert "joeynmt_config" not in ckpt.hyperparameters
+        assert len(ckpt.tensors) > 0
+
+
+def test_joeynmt_scan_is_the_torch_files_verdict(tmp_path):
+    from inspector.adapters.security.scan import scan_file
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    shutil.copyfile(JOEY[0] / "best.ckpt", plain / "best.ckpt")
+    joey = scan_file(JOEY[0] / "best.ckpt")
+    bare = scan_file(plain / "best.ckpt")
+    assert joey.verdict == bare.verdict and joey.kind == bare.kind
+    assert [(i.level, i.text) for i in joey.items] == [(i.level, i.text) for i in bare.items]
