@@ -275,7 +275,7 @@ def get(name: str) -> Arch:
 # Modules under inspector.formulas that register architectures when imported.
 BUILTIN_MODULES: tuple[str, ...] = (
     "keras", "sockeye_rnn", "sockeye_transformer", "sockeye_cnn", "seed001", "fairseq", "onmt",
-    "joeynmt", "torch_nn", "hf",
+    "joeynmt", "onmt_tf", "torch_nn", "hf",
     "rau", "gguf",
 )
 
