@@ -224,3 +224,65 @@ def test_joeynmt_scan_is_the_torch_files_verdict(tmp_path):
     bare = scan_file(plain / "best.ckpt")
     assert joey.verdict == bare.verdict and joey.kind == bare.kind
     assert [(i.level, i.text) for i in joey.items] == [(i.level, i.text) for i in bare.items]
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenNMT-tf: the model description attached by its adapter, parsed and never run
+
+ONMT_TF = sorted(p.parent for p in (FIXTURES / "onmt_tf").glob("*/model_description.py"))
+
+
+@pytest.mark.parametrize("model_dir", ONMT_TF, ids=lambda p: p.name)
+def test_onmt_tf_fixture_verified_with_the_producers_count(model_dir):
+    truth = load_truth(next(model_dir.glob("*.index.truth.json")))
+    result = check(load(model_dir))
+    assert result.arch == "onmt-tf-transformer"
+    assert result.verdict == VERIFIED, result.to_dict()["tensors"]
+    assert result.found_total == result.predicted_total == truth["parameter_count"]
+    trainable = {n.removesuffix("/.ATTRIBUTES/VARIABLE_VALUE") for n in truth["model_variables"]}
+    assert {t.name for t in load(model_dir).tensors if t.role.value == "parameter"} == trainable
+
+
+def _tf_copy(tmp_path: Path, edit, model: str = "transformer") -> Path:
+    dest = tmp_path / model
+    shutil.copytree(FIXTURES / "onmt_tf" / model, dest)
+    desc = dest / "model_description.py"
+    desc.write_text(edit(desc.read_text()))
+    return dest
+
+
+def test_onmt_tf_wrong_value_is_a_mismatch(tmp_path):
+    d = _tf_copy(tmp_path, lambda t: t.replace("ffn_inner_dim=12", "ffn_inner_dim=14"))
+    result = check(load(d))
+    assert result.verdict == MISMATCH
+    assert "model/encoder/layers/0/ffn/layer/inner/kernel" in {
+        i.name for i in result.issues if i.mismatch}
+
+
+def test_onmt_tf_catalog_description_is_read_as_data(tmp_path):
+    """``--model_type TransformerTiny`` writes a catalog call: its arguments are data here (64
+    units), so this tiny 8-unit checkpoint is a mismatch, not an unknown."""
+    text = ('from opennmt import models\n'
+            'model = lambda: models.get_model_from_catalog("TransformerTiny")\n')
+    result = check(load(_tf_copy(tmp_path, lambda _t: text)))
+    assert result.hparams["num_units"] == 64 and result.verdict == MISMATCH
+
+
+@pytest.mark.parametrize("text,part", [
+    ("import opennmt\n\ndef model():\n    return opennmt.models.Transformer(num_layers=2, "
+     "num_units=8, num_heads=2, ffn_inner_dim=12, share_encoders=True)\n",
+     "share_encoders=True"),
+    ("import opennmt\n\ndef model():\n    return opennmt.models.SequenceToSequence(None, None, "
+     "None, None)\n", "model description"),
+    ("import os\nos.system('touch /tmp/never')\n", "model description"),
+    ("\x00\x01 not python", "model description"),
+])
+def test_onmt_tf_unknown_description_is_named_and_incomplete(tmp_path, text, part):
+    result = check(load(_tf_copy(tmp_path, lambda _t: text)))
+    assert result.verdict == INCOMPLETE, result.to_dict()["tensors"]
+    assert part in [p.name for p in result.parts]
+
+
+def test_onmt_tf_swapped_description_is_a_mismatch(tmp_path):
+    other = (FIXTURES / "onmt_tf" / "transformer_shared" / "model_description.py").read_text()
+    assert check(load(_tf_copy(tmp_path, lambda _t: other))).verdict == MISMATCH

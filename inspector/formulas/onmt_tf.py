@@ -185,7 +185,7 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
         out = [blocks.tie([t], src_emb)[0] if t.name == tgt_emb else t for t in out]
     for side, n in (("encoder", hp["num_encoder_layers"]), ("decoder", hp["num_decoder_layers"])):
         if hp["position_encoder"] == "embedder":
-            out.append(blocks.param(f"model/{side}/position_encoder/embedding",
+            out.append(blocks.param(f"model/{side}/position_encoder/position_embedding",
                                     (hp["maximum_position"] + 1, d), "positions"))
         for i in range(n):
             p = f"model/{side}/layers/{i}"
