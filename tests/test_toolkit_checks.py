@@ -110,6 +110,15 @@ EDITS = {
     "fairseq_adaptive": ("fairseq/transformer.pt",
                          "c['cfg']['model'].adaptive_softmax_cutoff = '10,20'", INCOMPLETE,
                          "adaptive_softmax_cutoff='10,20'"),
+    # fairseq 0.9/0.10 kept the Namespace as `args` (no `cfg`)
+    "fairseq_legacy_args": ("fairseq/transformer_shared.pt",
+                            "c['args'] = c['cfg']['model']; c['cfg'] = None", VERIFIED, None),
+    # the dataclass TransformerConfig nests encoder/decoder settings (encoder.embed_dim)
+    "fairseq_nested_cfg": ("fairseq/transformer_prenorm.pt",
+                           "m = vars(c['cfg']['model']); n = {k: v for k, v in m.items() if not "
+                           "k.startswith(('encoder_', 'decoder_'))}; n.update({s: {k[len(s) + 1:]: "
+                           "v for k, v in m.items() if k.startswith(s + '_')} for s in ('encoder',"
+                           " 'decoder')}); c['cfg']['model'] = n", VERIFIED, None),
     "onmt_ff": ("onmt/transformer.pt", "c['opt'].transformer_ff = 32", MISMATCH, None),
     "onmt_attention": ("onmt/rnn.pt", "c['opt'].global_attention = 'mlp'", MISMATCH, None),
     "onmt_swap": ("onmt/transformer.pt", "c['opt'] = other('onmt/transformer_shared.pt')['opt']",
