@@ -295,3 +295,12 @@ def test_onmt_tf_unknown_description_is_named_and_incomplete(tmp_path, text, par
 def test_onmt_tf_swapped_description_is_a_mismatch(tmp_path):
     other = (FIXTURES / "onmt_tf" / "transformer_shared" / "model_description.py").read_text()
     assert check(load(_tf_copy(tmp_path, lambda _t: other))).verdict == MISMATCH
+
+
+def test_joeynmt_show_counts_what_joeynmt_logs():
+    """``show`` on the model directory: JoeyNMT's "Total params", the pe.pe tables as buffers."""
+    model_dir = FIXTURES / "joeynmt" / "transformer"
+    truth = load_truth(model_dir / "best.ckpt.truth.json")
+    shown = json.loads(run_cli("show", str(model_dir), "--format", "json").stdout)
+    assert shown["totals"]["parameters"] == truth["parameter_count"]
+    assert shown["totals"]["buffers"] == truth["buffer_count"] > 0
