@@ -304,3 +304,12 @@ def test_joeynmt_show_counts_what_joeynmt_logs():
     shown = json.loads(run_cli("show", str(model_dir), "--format", "json").stdout)
     assert shown["totals"]["parameters"] == truth["parameter_count"]
     assert shown["totals"]["buffers"] == truth["buffer_count"] > 0
+
+
+def test_a_config_claiming_a_billion_layers_is_refused_quickly(tmp_path):
+    """A damaged or hostile configuration never makes a prediction of millions of tensors: the
+    check says it cannot predict the model, and audits the structure."""
+    d = _joey_copy(tmp_path, "rnn", lambda t: t.replace("num_layers: 2", "num_layers: 1000000000"))
+    result = check(load(d))
+    assert result.verdict == INCOMPLETE and result.audit == "structure"
+    assert any("num_layers=1000000000" in n for n in result.notes)

@@ -6,6 +6,8 @@
   does not model, as data: set in the stored configuration, each one becomes a
   :class:`~inspector.formulas.core.Part` (``check`` says ``incomplete`` and names it, never
   ``mismatch``);
+- :func:`layer_count`: a stack's layers, bounded (a hostile configuration never makes a
+  prediction of millions of tensors);
 - :func:`config_value`: one key of a stored configuration, with the spellings older versions
   used.
 """
@@ -16,11 +18,22 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from inspector.adapters.errors import UsageError
 from inspector.adapters.model import TensorEntry
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Part
 
 CELL_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+# More layers than any real model has: a configuration that says so (damaged or hostile) is
+# refused before a prediction of millions of tensors is built.
+MAX_LAYERS = 4096
+
+
+def layer_count(n: int, name: str) -> range:
+    """``range(n)`` for a stack's layers, refused (UsageError) outside 0..MAX_LAYERS."""
+    if not 0 <= n <= MAX_LAYERS:
+        raise UsageError(f"{name}={n}: not a layer count this check models (0..{MAX_LAYERS})")
+    return range(n)
 
 
 def rnn_cell(prefix: str, mode: str, input_size: int, hidden_size: int,

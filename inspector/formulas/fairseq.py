@@ -39,7 +39,7 @@ from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import blocks
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.blocks_nmt import Option, as_bool, option_parts, rnn_cell
+from inspector.formulas.blocks_nmt import Option, as_bool, layer_count, option_parts, rnn_cell
 from inspector.formulas.core import Arch, HParam, Part, Prediction, expected, register
 from inspector.formulas.torch_nn import parameters
 
@@ -187,7 +187,7 @@ def decoder_stack(hp: Mapping[str, Any], enc_dim: int | None, vocab: int) -> lis
                          hp["saved_float_tensor"])
     if hp["layernorm_embedding"]:
         out += bt.layer_norm("decoder.layernorm_embedding", d)
-    for i in range(hp["decoder_layers"]):
+    for i in layer_count(hp["decoder_layers"], "decoder_layers"):
         p = f"decoder.layers.{i}"
         out += mha(f"{p}.self_attn", d)
         if hp["scale_attn"]:
@@ -282,7 +282,7 @@ def predict_transformer(hp: Mapping[str, Any]) -> Prediction:
                          hp["saved_float_tensor"])
     if hp["layernorm_embedding"]:
         out += bt.layer_norm("encoder.layernorm_embedding", e)
-    for i in range(hp["encoder_layers"]):
+    for i in layer_count(hp["encoder_layers"], "encoder_layers"):
         p = f"encoder.layers.{i}"
         out += mha(f"{p}.self_attn", e) + bt.layer_norm(f"{p}.self_attn_layer_norm", e)
         out += bt.linear(f"{p}.fc1", e, hp["encoder_ffn_embed_dim"])
@@ -421,6 +421,7 @@ L_NAMES = tuple(h.name for h in LSTM_HPARAMS)
 def predict_lstm(hp: Mapping[str, Any]) -> Prediction:
     if hp["encoder_layers"] != hp["decoder_layers"]:
         raise UsageError("fairseq's LSTMModel needs encoder_layers == decoder_layers")
+    layer_count(hp["encoder_layers"], "encoder_layers")
     ee, eh, de, dh = (hp["encoder_embed_dim"], hp["encoder_hidden_size"], hp["decoder_embed_dim"],
                       hp["decoder_hidden_size"])
     share_all = hp["share_all_embeddings"]
@@ -434,7 +435,7 @@ def predict_lstm(hp: Mapping[str, Any]) -> Prediction:
     if units != dh:
         out += bt.linear("decoder.encoder_hidden_proj", units, dh)
         out += bt.linear("decoder.encoder_cell_proj", units, dh)
-    for i in range(hp["decoder_layers"]):
+    for i in layer_count(hp["decoder_layers"], "decoder_layers"):
         out += rnn_cell(f"decoder.layers.{i}", "LSTM", (dh + de) if i == 0 else dh, dh)
     if hp["decoder_attention"]:
         out += bt.linear("decoder.attention.input_proj", dh, units, bias=False)

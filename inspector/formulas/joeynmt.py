@@ -38,6 +38,7 @@ from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import blocks
 from inspector.formulas import blocks_torch as bt
+from inspector.formulas.blocks_nmt import layer_count
 from inspector.formulas.core import Arch, HParam, Part, Prediction, expected, register
 from inspector.formulas.torch_nn import parameters
 
@@ -159,6 +160,8 @@ def pe(prefix: str, d: int) -> TensorEntry:
 def predict(hp: Mapping[str, Any]) -> Prediction:
     ekind, eh, el = _stack(hp, "encoder")
     dkind, dh, dl = _stack(hp, "decoder")
+    layer_count(el, "encoder.num_layers")
+    layer_count(dl, "decoder.num_layers")
     src_e = hp["encoder.embeddings.embedding_dim"]
     trg_e = hp["decoder.embeddings.embedding_dim"]
     out = bt.embedding("src_embed.lut", hp["src_vocab_size"], src_e)
@@ -167,7 +170,7 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
     if hp["tied_embeddings"]:
         out = bt.tie(out, "trg_embed.lut.weight", "src_embed.lut.weight")
     if ekind == "transformer":
-        for i in range(el):
+        for i in layer_count(el, "encoder.num_layers"):
             p = f"encoder.layers.{i}"
             out += bt.layer_norm(f"{p}.layer_norm", eh)
             out += mha(f"{p}.src_src_att", eh, hp["encoder.num_heads"])
@@ -182,7 +185,7 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
                       bidirectional=bidir)
         enc_out = 2 * eh if bidir else eh
     if dkind == "transformer":
-        for i in range(dl):
+        for i in layer_count(dl, "decoder.num_layers"):
             p = f"decoder.layers.{i}"
             out += mha(f"{p}.trg_trg_att", dh, hp["decoder.num_heads"])
             out += mha(f"{p}.src_trg_att", dh, hp["decoder.num_heads"])

@@ -29,7 +29,7 @@ from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import blocks
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.blocks_nmt import Option, option_parts, rnn_cell
+from inspector.formulas.blocks_nmt import Option, layer_count, option_parts, rnn_cell
 from inspector.formulas.core import Arch, HParam, Part, Prediction, expected, register
 from inspector.formulas.torch_nn import parameters
 
@@ -199,7 +199,7 @@ def predict_transformer(hp: Mapping[str, Any]) -> Prediction:
     if not lm:
         out += embeddings("encoder.embeddings", hp["src_vocab_len"], hp["src_word_vec_size"],
                           hp["position_encoding"])
-        for i in range(hp["enc_layers"]):
+        for i in layer_count(hp["enc_layers"], "enc_layers"):
             p = f"encoder.transformer.{i}"
             out += _mha(f"{p}.self_attn", de, hp, True) + _ffn(f"{p}.feed_forward", de, hp)
             out += _norm(f"{p}.layer_norm", de, ln)
@@ -208,7 +208,7 @@ def predict_transformer(hp: Mapping[str, Any]) -> Prediction:
     out += embeddings("decoder.embeddings", dec_vocab, hp["tgt_word_vec_size"],
                       hp["position_encoding"])
     out += _norm("decoder.layer_norm", dd, ln)
-    for i in range(hp["dec_layers"]):
+    for i in layer_count(hp["dec_layers"], "dec_layers"):
         p = f"decoder.transformer_layers.{i}"
         out += _mha(f"{p}.self_attn", dd, hp, True) + _ffn(f"{p}.feed_forward", dd, hp)
         out += _norm(f"{p}.layer_norm_1", dd, ln)
@@ -350,6 +350,8 @@ def global_attention(prefix: str, dim: int, kind: str, coverage: bool = False
 
 def predict_rnn(hp: Mapping[str, Any]) -> Prediction:
     mode, eh, dh = hp["rnn_type"], hp["enc_hid_size"], hp["dec_hid_size"]
+    layer_count(hp["enc_layers"], "enc_layers")
+    layer_count(hp["dec_layers"], "dec_layers")
     dirs = 2 if hp["brnn"] else 1
     if eh % dirs:
         raise UsageError(f"a bidirectional encoder needs an even enc_hid_size, not {eh}")
@@ -367,7 +369,7 @@ def predict_rnn(hp: Mapping[str, Any]) -> Prediction:
     if hp["input_feed"]:
         if mode == "RNN":
             raise UsageError("input feeding stacks LSTM or GRU cells only")
-        for i in range(hp["dec_layers"]):
+        for i in layer_count(hp["dec_layers"], "dec_layers"):
             out += rnn_cell(f"decoder.rnn.layers.{i}", mode, tgt_e + dh if i == 0 else dh, dh)
     else:
         out += bt.rnn("decoder.rnn", mode, tgt_e, dh, hp["dec_layers"])

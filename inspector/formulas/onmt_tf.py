@@ -25,6 +25,7 @@ from typing import Any
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import blocks
+from inspector.formulas.blocks_nmt import layer_count
 from inspector.formulas.core import Arch, HParam, Part, Prediction, register
 from inspector.formulas.torch_nn import parameters
 
@@ -187,7 +188,7 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
         if hp["position_encoder"] == "embedder":
             out.append(blocks.param(f"model/{side}/position_encoder/position_embedding",
                                     (hp["maximum_position"] + 1, d), "positions"))
-        for i in range(n):
+        for i in layer_count(n, f"num_{side}_layers"):
             p = f"model/{side}/layers/{i}"
             out += _mha(f"{p}/self_attention", hp, True)
             if side == "decoder":
