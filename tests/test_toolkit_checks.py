@@ -126,6 +126,12 @@ EDITS = {
     "onmt_2x_names": ("onmt/rnn.pt", "o = c['opt']; [delattr(o, k) for k in ('hidden_size', "
                       "'enc_hid_size', 'dec_hid_size')]; o.rnn_size = 16; o.enc_rnn_size = 16; "
                       "o.dec_rnn_size = 16", VERIFIED, None),
+    # 2.x's generator was nn.Sequential(Linear, Cast, LogSoftmax): generator.0.weight
+    "onmt_2x_generator": ("onmt/rnn.pt", "c['generator'] = {'0.' + k: v for k, v in "
+                          "c['generator'].items()}", VERIFIED, None),
+    # 2.x always had attention and feed-forward biases: without 3.x's options they are expected
+    "onmt_2x_biases": ("onmt/transformer.pt", "del c['opt'].add_qkvbias, c['opt'].add_ffnbias",
+                       MISMATCH, None),
     "onmt_context_gate": ("onmt/rnn.pt", "c['opt'].context_gate = 'both'", INCOMPLETE,
                           "context_gate='both'"),
     "onmt_moe": ("onmt/transformer.pt", "c['opt'].num_experts = 4", INCOMPLETE,
