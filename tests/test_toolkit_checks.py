@@ -319,3 +319,11 @@ def test_a_config_claiming_a_billion_layers_is_refused_quickly(tmp_path):
     result = check(load(d))
     assert result.verdict == INCOMPLETE and result.audit == "structure"
     assert any("num_layers=1000000000" in n for n in result.notes)
+
+
+def test_joeynmt_frozen_parts_are_said_not_hidden(tmp_path):
+    d = _joey_copy(tmp_path, "rnn", lambda t: t.replace("    encoder:\n",
+                                                        "    encoder:\n        freeze: True\n"))
+    result = check(load(d))
+    assert result.verdict == VERIFIED
+    assert any(n.startswith("frozen (encoder)") for n in result.notes)

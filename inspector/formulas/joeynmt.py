@@ -99,6 +99,8 @@ HPARAMS = (
            bool),
     HParam("tied_embeddings", False, "one embedding for source and target", bool),
     HParam("tied_softmax", False, "output layer = target embedding", bool),
+    HParam("frozen", "", "the parts with freeze: true (stored, but left out of JoeyNMT's "
+           "logged Total params)", str),
     HParam("src_vocab_size", 32, "source vocabulary (from the stored embedding)"),
     HParam("trg_vocab_size", 32, "target vocabulary (from the stored embedding)"),
 )
@@ -118,14 +120,19 @@ def from_config(ckpt: Checkpoint) -> dict[str, Any]:
     for k in ("tied_embeddings", "tied_softmax"):
         if model.get(k) is not None:
             out[k] = model[k]
+    frozen = []
     for side in ("encoder", "decoder"):
         sec = _section(model, side)
+        frozen += [side] if sec.get("freeze") else []
+        frozen += [f"{side}.embeddings"] if _section(sec, "embeddings").get("freeze") else []
         for k, v in sec.items():
             if f"{side}.{k}" in NAMES and v is not None:
                 out[f"{side}.{k}"] = v
         emb = _section(sec, "embeddings")
         if emb.get("embedding_dim") is not None:
             out[f"{side}.embeddings.embedding_dim"] = emb["embedding_dim"]
+    if frozen:
+        out["frozen"] = ",".join(frozen)
     return out
 
 
@@ -214,7 +221,11 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
         owner = "src_embed.lut.weight" if hp["tied_embeddings"] else "trg_embed.lut.weight"
         out = [blocks.tie([t], owner)[0] if t.name == "decoder.output_layer.weight" else t
                for t in out]
-    return Prediction("joeynmt", dict(hp), out, [VOCAB_NOTE])
+    notes = [VOCAB_NOTE]
+    if hp["frozen"]:
+        notes.append(f"frozen ({hp['frozen']}): their parameters are stored and counted here, "
+                     "JoeyNMT's logged Total params counts trainable ones only")
+    return Prediction("joeynmt", dict(hp), out, notes)
 
 
 def infer(ckpt: Checkpoint) -> dict[str, Any]:
