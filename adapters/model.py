@@ -99,6 +99,9 @@ if TYPE_CHECKING:  # a type, for checkers and readers: no run-time cost
         config: dict[str, Any]  # HF config.json; Sockeye's ``config`` file
         args: dict[str, Any]  # Sockeye's args.yaml; a torch training dict's args
         kwargs: dict[str, Any]  # rau's kwargs.json
+        joeynmt_config: dict[str, Any]  # JoeyNMT's config.yaml beside the checkpoint
+        onmt_tf_model: dict[str, Any]  # OpenNMT-tf's model_description.py, parsed (never run)
+        onmt_tf_config: dict[str, Any]  # OpenNMT-tf's config.yml in the model directory
         sockeye_version: str
         class_name: str  # Keras: the model config itself (class_name, config, ...)
         model_config: Any  # Keras legacy .h5: the JSON model config

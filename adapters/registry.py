@@ -37,6 +37,8 @@ BUILTIN_MODULES = (
     "inspector.adapters.sockeye",
     "inspector.adapters.hf_dir",
     "inspector.adapters.rau_dir",
+    "inspector.adapters.joeynmt_dir",  # before torch: a *.ckpt beside a JoeyNMT config.yaml
+    "inspector.adapters.onmt_tf_dir",  # before tf_checkpoint: its directory + model description
     "inspector.adapters.keras_sharded",
     "inspector.adapters.dcp",
     "inspector.adapters.safetensors",
