@@ -54,6 +54,14 @@ _DTYPE_NAMES = {"float": "float32", "half": "float16", "float32": "float32",
                 "int16": "int16", "int32": "int32", "float64": "float64"}
 
 
+def _dtype(name: Any) -> str | None:
+    """A dtype as config.json spells it (``torch.int8``, ``bfloat16``, ``half``), canonical."""
+    if name is None:
+        return None
+    text = str(name).removeprefix("torch.")
+    return _DTYPE_NAMES.get(text, text if text in BITS else None)
+
+
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -322,8 +330,8 @@ def _ct_group(name: str, g: Mapping[str, Any], fmt: str,
     sym = w.get("symmetric", True)
     a = g.get("input_activations")
     static_input = isinstance(a, Mapping) and a.get("dynamic") is False
-    scale_dtype = w.get("scale_dtype") or model_dtype
-    zp_dtype = w.get("zp_dtype")
+    scale_dtype = _dtype(w.get("scale_dtype")) or model_dtype
+    zp_dtype = _dtype(w.get("zp_dtype"))
     actorder = w.get("actorder")
     if actorder not in (None, "static", "weight", "group"):
         return None, f"compressed-tensors actorder={actorder!r}"
@@ -332,7 +340,7 @@ def _ct_group(name: str, g: Mapping[str, Any], fmt: str,
         shape = _ct_scale_shape(w, i, o)
         out = [Stored("weight_scale", shape, scale_dtype)]
         if not sym:  # symmetric zero points are all zeros and not written
-            out.append(Stored("weight_zero_point", shape, zp_dtype or "int8"))
+            out.append(Stored("weight_zero_point", shape, zp_dtype or model_dtype))
         return out
 
     if fmt == "nvfp4-pack-quantized":
@@ -342,7 +350,7 @@ def _ct_group(name: str, g: Mapping[str, Any], fmt: str,
         def nvfp4(i: int, o: int) -> list[Stored]:
             gs = int(w["group_size"])
             out = [Stored("weight_packed", (o, _ceil(i, 2)), "uint8", main=True),
-                   Stored("weight_scale", (o, _ceil(i, gs)), "float8_e4m3fn"),
+                   Stored("weight_scale", (o, _ceil(i, gs)), scale_dtype or "float8_e4m3fn"),
                    Stored("weight_global_scale", (1,), "float32")]
             if isinstance(a, Mapping):  # NVFP4 activations: a global scale from calibration
                 out.append(Stored("input_global_scale", (1,), "float32"))
@@ -365,7 +373,7 @@ def _ct_group(name: str, g: Mapping[str, Any], fmt: str,
                                   "int32"))
             if actorder == "group":
                 out.append(Stored("weight_g_idx", (i,), "int32"))
-            out += _ct_input(static_input, a, i, o)
+            out += _ct_input(static_input, a, model_dtype)
             return out
 
         return packed, ""
@@ -375,20 +383,20 @@ def _ct_group(name: str, g: Mapping[str, Any], fmt: str,
 
     def plain(i: int, o: int) -> list[Stored]:
         return [Stored("weight", (o, i), dtype, main=True), *scales(i, o),
-                *_ct_input(static_input, a, i, o)]
+                *_ct_input(static_input, a, model_dtype)]
 
     return plain, ""
 
 
-def _ct_input(static: bool, a: Any, i: int, o: int) -> list[Stored]:
+def _ct_input(static: bool, a: Any, model_dtype: str | None) -> list[Stored]:
+    """Static input activations: one calibrated ``input_scale`` per layer (tensor strategy)."""
     if not static:
         return []
-    shape = (1,) if (a.get("strategy") or "tensor") == "tensor" else None
-    if shape is None:
+    if (a.get("strategy") or "tensor") != "tensor":
         raise ValueError(f"static input activations of strategy {a.get('strategy')!r}")
-    out = [Stored("input_scale", shape, None)]
+    out = [Stored("input_scale", (1,), _dtype(a.get("scale_dtype")) or model_dtype)]
     if not a.get("symmetric", True):
-        out.append(Stored("input_zero_point", shape, None))
+        out.append(Stored("input_zero_point", (1,), _dtype(a.get("zp_dtype")) or "int8"))
     return out
 
 
@@ -512,3 +520,18 @@ def _module_of(name: str, modules: Mapping[str, Any]) -> str | None:
         if m in modules:
             return m
     return None
+
+
+def summary(hyperparameters: Mapping[str, Any], unique: Iterable[Any]) -> dict[str, Any]:
+    """The totals a quantized HF checkpoint adds (``{}`` for any other): ``quantization`` (the
+    method as read, "(not modelled)" when it is not) and ``model_parameters``, the original
+    model's parameter count (packed weights unpacked, quantization state left out)."""
+    q = config_of(hyperparameters)
+    if q is None:
+        return {}
+    config = hyperparameters.get("config") or {}
+    sch = scheme(q, config)
+    if sch.unknown is not None:
+        return {"quantization": f"{sch.label} (not modelled: {sch.unknown})"}
+    return {"quantization": sch.label,
+            "model_parameters": model_parameters(unique, q, config)}
