@@ -18,9 +18,10 @@ layouts follow each writer's own code:
   in the zero-point values): ``qweight`` int32 (I*bits/32, O), ``qzeros`` int32 (groups,
   O*bits/32), ``scales`` float16 (groups, O), ``g_idx`` int32 (I,), groups = ceil(I/group_size)
   (one group for ``group_size`` -1). ``desc_act`` and ``sym`` change values, not shapes.
-* AWQ (AutoAWQ ``WQLinear_GEMM``): ``qweight`` int32 (I, O*bits/32), ``qzeros`` int32 (I/G,
-  O*bits/32), ``scales`` float16 (I/G, O); ``WQLinear_GEMV``: ``qweight`` (O, I*bits/32),
-  ``qzeros`` (O, w), ``scales`` (O, w*32/bits) with w = ``calculate_zeros_width``.
+* AWQ (AutoAWQ ``WQLinear_GEMM``, gptqmodel's AWQ kernels): ``qweight`` int32 (I, O*bits/32),
+  ``qzeros`` int32 (I/G, O*bits/32), ``scales`` (I/G, O) in the model's half dtype;
+  ``WQLinear_GEMV``: ``qweight`` (O, I*bits/32), ``qzeros`` (O, w), ``scales`` (O, w*32/bits)
+  with w = ``calculate_zeros_width`` (from the source only: no CPU writer makes one here).
 * compressed-tensors (llm-compressor): per ``config_groups`` entry, ``format`` ``pack-quantized``
   (``weight_packed`` int32 (O, ceil(I*bits/32)), ``weight_shape`` int64 (2,), ``weight_scale``,
   ``weight_zero_point`` packed along O when asymmetric), ``float-quantized`` / ``int-quantized`` /
@@ -247,10 +248,21 @@ def _gptq(q: Mapping[str, Any]) -> Scheme:
         return Scheme("gptq", label, unknown="gptq dynamic (per-module bits / group sizes)")
     skip = q.get("modules_to_not_convert")
     lm_head = bool(q.get("lm_head"))
+    # optimum's GPTQConfig: the blocks walked, and which of their modules were quantized
+    blocks = q.get("block_name_to_quantize")
+    blocks = [blocks] if isinstance(blocks, str) else blocks or None
+    inside = q.get("modules_in_block_to_quantize")
+    inside = {str(n) for grp in inside for n in grp} if inside else None
 
     def layer(module: str, i: int, o: int) -> list[Stored] | None:
         if not (_in_block(module) or lm_head and module.endswith("lm_head")) \
                 or not converted(module, skip):
+            return None
+        if blocks and not module.endswith("lm_head") \
+                and not any(module.startswith(f"{b}.") for b in blocks):
+            return None
+        if inside is not None and not module.endswith("lm_head") \
+                and not any(module.endswith(f".{n}") for n in inside):
             return None
         groups = 1 if group == -1 else _ceil(i, group)
         return [Stored("qweight", (i // 32 * bits, o), "int32", main=True),
@@ -261,7 +273,7 @@ def _gptq(q: Mapping[str, Any]) -> Scheme:
                   unpack=lambda m, s, d: s[0] * 32 // bits * s[1], blocks=("linear",))
 
 
-def _awq(q: Mapping[str, Any]) -> Scheme:
+def _awq(q: Mapping[str, Any], model_dtype: str | None) -> Scheme:
     bits, group = q.get("bits", q.get("w_bit")), q.get("group_size", q.get("q_group_size", 128))
     version = str(q.get("version", "gemm")).lower()
     label = f"awq {bits}-bit group {group} ({version})"
@@ -271,6 +283,9 @@ def _awq(q: Mapping[str, Any]) -> Scheme:
         return Scheme("awq", label, unknown=f"awq version={version!r}")
     skip = q.get("modules_to_not_convert")
     pack = 32 // bits
+    # scales and bias in the model's half dtype (gptqmodel's AWQ kernels: float16 or bfloat16,
+    # else float16; AutoAWQ's WQLinear: float16, its models being float16)
+    half = model_dtype if model_dtype in ("float16", "bfloat16") else "float16"
 
     def gemv_width(i: int) -> int:  # awq.modules.linear.gemv.calculate_zeros_width
         mult = 1 if group >= 128 else {64: 2, 32: 4}.get(group)
@@ -285,10 +300,10 @@ def _awq(q: Mapping[str, Any]) -> Scheme:
         if version == "gemm":
             return [Stored("qweight", (i, o // pack), "int32", main=True),
                     Stored("qzeros", (i // group, o // pack), "int32"),
-                    Stored("scales", (i // group, o), "float16")]
+                    Stored("scales", (i // group, o), half)]
         w = gemv_width(i)
         return [Stored("qweight", (o, i // pack), "int32", main=True),
-                Stored("qzeros", (o, w), "int32"), Stored("scales", (o, w * pack), "float16")]
+                Stored("qzeros", (o, w), "int32"), Stored("scales", (o, w * pack), half)]
 
     return Scheme("awq", label, layer, main="qweight", markers=("qzeros",),
                   unpack=lambda m, s, d: _prod(s) * pack,
@@ -457,7 +472,7 @@ def _ct(q: Mapping[str, Any], model_dtype: str | None) -> Scheme:
 METHODS: dict[str, Callable[[Mapping[str, Any], str | None], Scheme]] = {
     "bitsandbytes": _bnb,
     "gptq": lambda q, d: _gptq(q),
-    "awq": lambda q, d: _awq(q),
+    "awq": lambda q, d: _awq(q, d),
     "compressed-tensors": _ct,
 }
 

@@ -75,10 +75,14 @@ def plan(pred: Prediction, ckpt: Checkpoint) -> Plan | None:
     layers = _weights(pred, sch.blocks)
     if sch.unknown is not None:
         modules = "|".join(re.escape(m) for m, _, _ in layers)
-        part = Part(f"quantization ({sch.unknown})",
-                    f"{sch.unknown} is not modelled: the linear layers' stored tensors are "
-                    "not checked", rf"^(?:{modules})\.[^.]+" if modules else None)
-        return Plan(pred, sch.label, [part])
+        layers_part = Part(f"quantization ({sch.unknown})",
+                           f"{sch.unknown} is not modelled: the linear layers' stored tensors "
+                           "are not checked", rf"^(?:{modules})\." if modules else None)
+        # such a quantizer may convert other modules too (embeddings, norms): what differs
+        # elsewhere is not modelled either; tensors stored as predicted are still checked
+        rest = Part(f"other tensors ({sch.unknown})", "a quantizer that is not modelled may "
+                    "convert other modules too", ".")
+        return Plan(pred, sch.label, [layers_part, rest])
     skips = _default_skips(pred) if sch.method == "bitsandbytes" and \
         q.get("llm_int8_skip_modules") is None else set()
     replaced: dict[str, list[TensorEntry]] = {}
