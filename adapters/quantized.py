@@ -8,7 +8,8 @@ O, every tensor the quantizer's serialization writes (:class:`Stored`: suffix, s
 layouts follow each writer's own code:
 
 * bitsandbytes 0.50 ``Linear4bit._save_to_state_dict`` (``Params4bit`` + ``QuantState.as_dict(
-  packed=True)``): ``weight`` (ceil(O*I/2) / storage bytes, 1) in ``bnb_4bit_quant_storage``,
+  packed=True)``): ``weight`` ((O*I + 1) // (2 * storage bytes), 1) in
+  ``bnb_4bit_quant_storage``,
   ``weight.absmax`` (ceil(O*I/blocksize),) float32 (uint8 with double quantization, then
   ``weight.nested_absmax`` (ceil(blocks/256),) and ``weight.nested_quant_map`` (256,)),
   ``weight.quant_map`` (16,), ``weight.quant_state.bitsandbytes__nf4|fp4``: the JSON of the
@@ -198,8 +199,8 @@ def _bnb(q: Mapping[str, Any], model_dtype: str | None) -> Scheme:
             return None
         n = o * i
         blocks = _ceil(n, blocksize)
-        out = [Stored("weight", (_ceil(_ceil(n, 2), per // 2 or 1) if per > 1 else n, 1), storage,
-                      main=True)]
+        # bitsandbytes/_ops.py quantize_4bit: ((n + 1) // (quant_storage.itemsize * 2), 1)
+        out = [Stored("weight", ((n + 1) // per, 1), storage, main=True)]
         state = {"quant_type": qtype, "blocksize": blocksize, "dtype": "", "shape": [o, i]}
         if nested:
             out += [Stored("weight.absmax", (blocks,), "uint8"),
@@ -218,7 +219,6 @@ def _bnb(q: Mapping[str, Any], model_dtype: str | None) -> Scheme:
                           length=(lo, hi) if hi != lo else None))
         return out
 
-    # weight has ceil(n/2) 4-bit pairs in uint8; other storages pack bits/8 of them per element
     return Scheme("bitsandbytes", f"bitsandbytes {qtype}" + (" double-quant" if nested else ""),
                   four, markers=("weight.absmax",), unpack=lambda m, s, d: _prod(s) * per,
                   notes=_skip_note(skip))
