@@ -50,6 +50,8 @@ from typing import Any
 from .dtypes import BITS
 from .model import Role
 
+# what a malformed quantization_config raises while its layouts are worked out
+OPTION_ERRORS = (ArithmeticError, KeyError, TypeError, ValueError, IndexError, re.error)
 # torch dtype names as config.json spells them (torch_dtype / dtype / bnb_4bit_quant_storage)
 _DTYPE_NAMES = {"float": "float32", "half": "float16", "float32": "float32",
                 "float16": "float16", "bfloat16": "bfloat16", "uint8": "uint8", "int8": "int8",
@@ -150,6 +152,13 @@ def _ct_ignored(module: str, ignore: Iterable[str]) -> bool:
     return False
 
 
+def _names(value: Any) -> list[str] | None:
+    """A list of module names or patterns as config.json gives it (a lone string is one)."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
 def _in_block(module: str) -> bool:
     """A module inside the repeated decoder/encoder blocks (``...layers.3.mlp.up_proj``): the
     modules GPTQ and AWQ quantizers walk (they quantize layer by layer)."""
@@ -166,7 +175,7 @@ def _json_len(d: Mapping[str, Any]) -> int:
 
 
 def _bnb(q: Mapping[str, Any], model_dtype: str | None) -> Scheme:
-    skip = q.get("llm_int8_skip_modules")
+    skip = _names(q.get("llm_int8_skip_modules"))
     if q.get("load_in_8bit") or q.get("_load_in_8bit"):
         if q.get("llm_int8_has_fp16_weight"):
             return Scheme("bitsandbytes", "bitsandbytes int8 (has_fp16_weight)",
@@ -246,7 +255,7 @@ def _gptq(q: Mapping[str, Any]) -> Scheme:
         return Scheme("gptq", label, unknown=f"gptq pack_dtype={q.get('pack_dtype')!r}")
     if q.get("dynamic"):
         return Scheme("gptq", label, unknown="gptq dynamic (per-module bits / group sizes)")
-    skip = q.get("modules_to_not_convert")
+    skip = _names(q.get("modules_to_not_convert"))
     lm_head = bool(q.get("lm_head"))
     # optimum's GPTQConfig: the blocks walked, and which of their modules were quantized
     blocks = q.get("block_name_to_quantize")
@@ -281,7 +290,7 @@ def _awq(q: Mapping[str, Any], model_dtype: str | None) -> Scheme:
         return Scheme("awq", label, unknown=f"awq bits={bits!r} group_size={group!r}")
     if version not in ("gemm", "gemv"):
         return Scheme("awq", label, unknown=f"awq version={version!r}")
-    skip = q.get("modules_to_not_convert")
+    skip = _names(q.get("modules_to_not_convert"))
     pack = 32 // bits
     # scales and bias in the model's half dtype (gptqmodel's AWQ kernels: float16 or bfloat16,
     # else float16; AutoAWQ's WQLinear: float16, its models being float16)
@@ -418,7 +427,10 @@ def _ct_input(static: bool, a: Any, model_dtype: str | None) -> list[Stored]:
 def _ct(q: Mapping[str, Any], model_dtype: str | None) -> Scheme:
     fmt = q.get("format", "dense")
     groups = q.get("config_groups") or {}
-    ignore = [str(x) for x in q.get("ignore") or ()]
+    if not isinstance(groups, Mapping):
+        raise TypeError(f"config_groups is a {type(groups).__name__}")
+    ignore = q.get("ignore") or ()
+    ignore = [ignore] if isinstance(ignore, str) else [str(x) for x in ignore]
     if q.get("sparsity_config") or q.get("transform_config"):
         return Scheme("compressed-tensors", f"compressed-tensors {fmt}",
                       unknown="compressed-tensors sparsity_config / transform_config")
@@ -493,7 +505,7 @@ def scheme(q: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> Sch
                       "without quant_method")
     try:
         return fn(q, model_dtype(config or {}))
-    except (KeyError, TypeError, ValueError) as e:
+    except OPTION_ERRORS as e:
         return Scheme(method, method, unknown=f"{method} options not understood ({e})")
 
 
@@ -546,7 +558,10 @@ def summary(hyperparameters: Mapping[str, Any], unique: Iterable[Any]) -> dict[s
         return {}
     config = hyperparameters.get("config") or {}
     sch = scheme(q, config)
-    if sch.unknown is not None:
-        return {"quantization": f"{sch.label} (not modelled: {sch.unknown})"}
-    return {"quantization": sch.label,
-            "model_parameters": model_parameters(unique, q, config)}
+    if sch.unknown is None:
+        try:
+            return {"quantization": sch.label,
+                    "model_parameters": model_parameters(unique, q, config)}
+        except OPTION_ERRORS as e:
+            sch.unknown = f"{sch.method} options not understood ({e})"
+    return {"quantization": f"{sch.label} (not modelled: {sch.unknown})"}

@@ -138,3 +138,25 @@ def test_skipped_modules_stay_unquantized():
     assert ckpt["model.layers.0.self_attn.o_proj.weight"].dtype == "float32"
     assert "model.layers.0.self_attn.o_proj.SCB" not in ckpt
     assert check(ckpt).verdict == VERIFIED
+
+
+@pytest.mark.parametrize("name,edit", [
+    ("ct_w4a16_group", lambda q: q["config_groups"]["group_0"]["weights"].update(group_size=0)),
+    ("ct_fp8_block", lambda q: q["config_groups"]["group_0"]["weights"].update(
+        block_structure=[0, "x"])),
+    ("ct_w4a16_group", lambda q: q.update(config_groups=["not", "a", "mapping"])),
+    ("ct_w4a16_group", lambda q: q["config_groups"]["group_0"].update(targets=["re:("])),
+    ("gptq_4bit_g32", lambda q: q.update(bits="four", group_size=None)),
+    ("bnb_nf4", lambda q: q.update(llm_int8_skip_modules=[["nested"]], bnb_4bit_quant_storage=7)),
+], ids=["ct group 0", "ct block [0, x]", "ct groups list", "ct bad regex", "gptq bits text",
+        "bnb odd types"])
+def test_malformed_quantization_config_is_named_never_a_crash(tmp_path, name, edit, capsys):
+    if not (QUANT / name).is_dir():
+        pytest.skip(f"fixture {name} not generated")
+    d = _with_config(tmp_path, name, edit)
+    r = check(load(d))
+    assert r.verdict == INCOMPLETE
+    assert any(p.name.startswith("quantization (") for p in r.parts)
+    assert main(["show", str(d)]) == 0
+    assert main(["check", str(d)]) == 3
+    capsys.readouterr()

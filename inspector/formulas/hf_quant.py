@@ -73,6 +73,10 @@ def plan(pred: Prediction, ckpt: Checkpoint) -> Plan | None:
         return None
     sch = quantized.scheme(q, cfg)
     layers = _weights(pred, sch.blocks)
+    try:  # a hostile or malformed option fails here, never later
+        layouts = {m: sch.layout(m, i, o) for m, i, o in layers} if sch.unknown is None else {}
+    except quantized.OPTION_ERRORS as e:
+        sch.unknown = f"{sch.method} options not understood ({e})"
     if sch.unknown is not None:
         modules = "|".join(re.escape(m) for m, _, _ in layers)
         layers_part = Part(f"quantization ({sch.unknown})",
@@ -90,7 +94,7 @@ def plan(pred: Prediction, ckpt: Checkpoint) -> Plan | None:
     for module, i, o in layers:
         if module in skips:
             continue
-        stored = sch.layout(module, i, o)
+        stored = layouts[module]
         if stored is None:
             continue
         entries = []
