@@ -91,7 +91,7 @@ def plan(pred: Prediction, ckpt: Checkpoint) -> Plan | None:
         q.get("llm_int8_skip_modules") is None else set()
     replaced: dict[str, list[TensorEntry]] = {}
     result = Plan(pred, sch.label)
-    for module, i, o in layers:
+    for module, _, _ in layers:
         if module in skips:
             continue
         stored = layouts[module]
