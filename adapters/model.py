@@ -424,13 +424,11 @@ class Checkpoint:
             by_role[t.role] += t.numel
         out = {TOTALS_KEY[r]: n for r, n in by_role.items()}
         out["all"] = sum(by_role.values())
-        cfg = self.hyperparameters.get("config")
-        if isinstance(cfg, dict) and "quantization_config" in cfg:
-            from .quantized import summary  # an HF quantized checkpoint: the model's own count
+        from .quantized import summary  # an HF quantized checkpoint: the model's own count
 
-            n = summary(self.hyperparameters, self.unique()).get("model_parameters")
-            if n is not None:
-                out["model_parameters"] = n
+        n = summary(self, self.unique()).get("model_parameters")
+        if n is not None:
+            out["model_parameters"] = n
         return out
 
     @property

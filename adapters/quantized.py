@@ -111,13 +111,6 @@ def _prod(shape: Iterable[int]) -> int:
     return n
 
 
-def config_of(hyperparameters: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The ``quantization_config`` of an HF directory's config.json, when there is one."""
-    cfg = hyperparameters.get("config") if isinstance(hyperparameters, Mapping) else None
-    q = cfg.get("quantization_config") if isinstance(cfg, Mapping) else None
-    return q if isinstance(q, dict) else None
-
-
 # --- which modules -----------------------------------------------------------------------------
 
 
@@ -549,14 +542,34 @@ def _module_of(name: str, modules: Mapping[str, Any]) -> str | None:
     return None
 
 
-def summary(hyperparameters: Mapping[str, Any], unique: Iterable[Any]) -> dict[str, Any]:
+def hf_config(ckpt: Any) -> Mapping[str, Any] | None:
+    """The config.json of a quantized HF checkpoint: the one an HF directory read as its
+    hyperparameters, else (a lone safetensors file) the one beside it; None without one. A
+    sibling config.json that cannot be read is no quantization config."""
+    cfg = ckpt.hyperparameters.get("config")
+    if isinstance(cfg, dict) and "quantization_config" in cfg:
+        return cfg
+    src = ckpt.source
+    if src is None or not str(ckpt.format).startswith("safetensors") or len(ckpt.paths) != 1:
+        return None
+    from .errors import InspectorError
+    from .hf_dir import CONFIG_NAME, read_config
+
+    try:
+        side = src.sibling(CONFIG_NAME)
+        return read_config(side) if side.is_file() else None
+    except (InspectorError, OSError, ValueError):
+        return None
+
+
+def summary(ckpt: Any, unique: Iterable[Any]) -> dict[str, Any]:
     """The totals a quantized HF checkpoint adds (``{}`` for any other): ``quantization`` (the
-    method as read, "(not modelled)" when it is not) and ``model_parameters``, the original
+    method as read, "(not modelled: ...)" when it is not) and ``model_parameters``, the original
     model's parameter count (packed weights unpacked, quantization state left out)."""
-    q = config_of(hyperparameters)
-    if q is None:
+    config = hf_config(ckpt)
+    q = config.get("quantization_config") if config else None
+    if not isinstance(q, dict):
         return {}
-    config = hyperparameters.get("config") or {}
     sch = scheme(q, config)
     if sch.unknown is None:
         try:

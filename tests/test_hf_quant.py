@@ -160,3 +160,18 @@ def test_malformed_quantization_config_is_named_never_a_crash(tmp_path, name, ed
     assert main(["show", str(d)]) == 0
     assert main(["check", str(d)]) == 3
     capsys.readouterr()
+
+
+def test_lone_safetensors_reads_the_config_beside_it(tmp_path):
+    d = QUANT / "gptq_4bit_g32"
+    if not d.is_dir():
+        pytest.skip("gptq fixtures not generated")
+    want = _truth(d)["unquantized_num_parameters"]
+    assert listing(load(d / "model.safetensors"))["totals"]["model_parameters"] == want
+    assert inspector.load(d / "model.safetensors").totals()["model_parameters"] == want
+    assert check(load(d / "model.safetensors")).verdict == VERIFIED
+    # a sibling config.json that is not JSON is no quantization config: listed as stored
+    shutil.copy(d / "model.safetensors", tmp_path)
+    (tmp_path / "config.json").write_bytes(b"{\x00not json")
+    report = listing(load(tmp_path / "model.safetensors"))
+    assert "quantization" not in report and "model_parameters" not in report["totals"]
