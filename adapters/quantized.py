@@ -544,16 +544,20 @@ def _module_of(name: str, modules: Mapping[str, Any]) -> str | None:
 
 def hf_config(ckpt: Any) -> Mapping[str, Any] | None:
     """The config.json of a quantized HF checkpoint: the one an HF directory read as its
-    hyperparameters, else (a lone safetensors file) the one beside it; None without one. A
-    sibling config.json that cannot be read is no quantization config."""
+    hyperparameters, else (a lone local safetensors file) the one beside it; None without one.
+    A sibling config.json that cannot be read is no quantization config."""
     cfg = ckpt.hyperparameters.get("config")
     if isinstance(cfg, dict) and "quantization_config" in cfg:
         return cfg
-    src = ckpt.source
-    if src is None or not str(ckpt.format).startswith("safetensors") or len(ckpt.paths) != 1:
-        return None
     from .errors import InspectorError
     from .hf_dir import CONFIG_NAME, read_config
+    from .source import LocalSource
+
+    src = ckpt.source
+    # local files only: a listing of a remote file spends no request on a guess
+    if not isinstance(src, LocalSource) or not str(ckpt.format).startswith("safetensors") \
+            or len(ckpt.paths) != 1:
+        return None
 
     try:
         side = src.sibling(CONFIG_NAME)
