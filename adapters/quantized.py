@@ -72,14 +72,13 @@ def _ceil(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class Stored:
-    """One tensor a quantized linear layer writes: ``<module>.<suffix>``. ``length`` is the
-    (lowest, highest) length of a 1-D tensor whose exact length depends on values (a JSON text
-    holding a float); ``main`` marks the packed weight, the one that holds the O*I values."""
+    """One tensor a quantized linear layer writes: ``<module>.<suffix>`` of ``shape`` and
+    ``dtype`` (None: not said). ``length`` is the (lowest, highest) length of a 1-D tensor whose
+    exact length depends on values (a JSON text holding a float)."""
 
     suffix: str
     shape: tuple[int, ...]
     dtype: str | None
-    main: bool = False
     length: tuple[int, int] | None = None
 
 
@@ -89,9 +88,10 @@ class Scheme:
     group 32``...); ``layout(module, I, O)`` lists what one quantized linear layer stores, or None
     for a layer the quantizer leaves as it is; ``unknown`` names what is not modelled (a method,
     an option): then no layout is given and every linear layer is left to ``check`` as not
-    modelled. ``main`` / ``markers`` identify quantized modules among stored tensors (a marker
-    suffix only a quantized module stores) and ``unpack(shape)`` gives O*I from the main tensor's
-    stored shape."""
+    modelled. ``main`` (the packed weight's suffix; ``a|b``: either) and ``markers`` (suffixes
+    only a quantized module stores) identify quantized modules among stored tensors, and
+    ``unpack(module, shape, dtype)`` gives O*I from the packed weight's stored shape (exact when
+    in_features fills whole packed words)."""
 
     method: str
     label: str
@@ -177,7 +177,7 @@ def _bnb(q: Mapping[str, Any], model_dtype: str | None) -> Scheme:
         def int8(module: str, i: int, o: int) -> list[Stored] | None:
             if not converted(module, skip):
                 return None
-            return [Stored("weight", (o, i), "int8", main=True), Stored("SCB", (o,), "float32"),
+            return [Stored("weight", (o, i), "int8"), Stored("SCB", (o,), "float32"),
                     Stored("weight_format", (), "uint8")]
 
         return Scheme("bitsandbytes", "bitsandbytes int8 (LLM.int8)", int8, markers=("SCB",),
@@ -202,7 +202,7 @@ def _bnb(q: Mapping[str, Any], model_dtype: str | None) -> Scheme:
         n = o * i
         blocks = _ceil(n, blocksize)
         # bitsandbytes/_ops.py quantize_4bit: ((n + 1) // (quant_storage.itemsize * 2), 1)
-        out = [Stored("weight", ((n + 1) // per, 1), storage, main=True)]
+        out = [Stored("weight", ((n + 1) // per, 1), storage)]
         state = {"quant_type": qtype, "blocksize": blocksize, "dtype": "", "shape": [o, i]}
         if nested:
             out += [Stored("weight.absmax", (blocks,), "uint8"),
@@ -267,7 +267,7 @@ def _gptq(q: Mapping[str, Any]) -> Scheme:
                 and not any(module.endswith(f".{n}") for n in inside):
             return None
         groups = 1 if group == -1 else _ceil(i, group)
-        return [Stored("qweight", (i // 32 * bits, o), "int32", main=True),
+        return [Stored("qweight", (i // 32 * bits, o), "int32"),
                 Stored("qzeros", (groups, o // 32 * bits), "int32"),
                 Stored("scales", (groups, o), "float16"), Stored("g_idx", (i,), "int32")]
 
@@ -300,11 +300,11 @@ def _awq(q: Mapping[str, Any], model_dtype: str | None) -> Scheme:
         if not _in_block(module) or not converted(module, skip):
             return None
         if version == "gemm":
-            return [Stored("qweight", (i, o // pack), "int32", main=True),
+            return [Stored("qweight", (i, o // pack), "int32"),
                     Stored("qzeros", (i // group, o // pack), "int32"),
                     Stored("scales", (i // group, o), half)]
         w = gemv_width(i)
-        return [Stored("qweight", (o, i // pack), "int32", main=True),
+        return [Stored("qweight", (o, i // pack), "int32"),
                 Stored("qzeros", (o, w), "int32"), Stored("scales", (o, w * pack), half)]
 
     return Scheme("awq", label, layer, main="qweight", markers=("qzeros",),
@@ -366,7 +366,7 @@ def _ct_group(name: str, g: Mapping[str, Any], fmt: str,
 
         def nvfp4(i: int, o: int) -> list[Stored]:
             gs = int(w["group_size"])
-            out = [Stored("weight_packed", (o, _ceil(i, 2)), "uint8", main=True),
+            out = [Stored("weight_packed", (o, _ceil(i, 2)), "uint8"),
                    Stored("weight_scale", (o, _ceil(i, gs)), scale_dtype or "float8_e4m3fn"),
                    Stored("weight_global_scale", (1,), "float32")]
             if isinstance(a, Mapping):  # NVFP4 activations: a global scale from calibration
@@ -380,7 +380,7 @@ def _ct_group(name: str, g: Mapping[str, Any], fmt: str,
         per = 32 // bits
 
         def packed(i: int, o: int) -> list[Stored]:
-            out = [Stored("weight_packed", (o, _ceil(i, per)), "int32", main=True),
+            out = [Stored("weight_packed", (o, _ceil(i, per)), "int32"),
                    Stored("weight_shape", (2,), "int64")]
             sc = scales(i, o)
             out.append(sc[0])
@@ -399,7 +399,7 @@ def _ct_group(name: str, g: Mapping[str, Any], fmt: str,
         return None, f"compressed-tensors {fmt} num_bits={bits} type={kind}"
 
     def plain(i: int, o: int) -> list[Stored]:
-        return [Stored("weight", (o, i), dtype, main=True), *scales(i, o),
+        return [Stored("weight", (o, i), dtype), *scales(i, o),
                 *_ct_input(static_input, a, model_dtype)]
 
     return plain, ""
