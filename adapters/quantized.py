@@ -424,9 +424,10 @@ def _ct(q: Mapping[str, Any], model_dtype: str | None) -> Scheme:
         raise TypeError(f"config_groups is a {type(groups).__name__}")
     ignore = q.get("ignore") or ()
     ignore = [ignore] if isinstance(ignore, str) else [str(x) for x in ignore]
-    if q.get("sparsity_config") or q.get("transform_config"):
-        return Scheme("compressed-tensors", f"compressed-tensors {fmt}",
-                      unknown="compressed-tensors sparsity_config / transform_config")
+    for option in ("sparsity_config", "transform_config", "kv_cache_scheme"):
+        if q.get(option):  # extra tensors (sparsity bitmasks, rotations, k/v scales)
+            return Scheme("compressed-tensors", f"compressed-tensors {fmt}",
+                          unknown=f"compressed-tensors {option}")
     layouts: list[tuple[list[str], Callable[[int, int], list[Stored]], int]] = []
     labels = []
     for name, g in groups.items():

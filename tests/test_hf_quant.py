@@ -111,7 +111,8 @@ def test_changed_quantization_config_is_a_mismatch(tmp_path, change):
     (lambda q: q.update(quant_method="hqq"), "hqq"),
     (lambda q: q.update(bnb_4bit_quant_type="int4"), "int4"),
     (lambda q: q.pop("quant_method"), "without quant_method"),
-], ids=["unknown method", "unknown option", "no method"])
+    (lambda q: q.update(quant_method="fp8", weight_block_size=[128, 128]), "fp8"),
+], ids=["unknown method", "unknown option", "no method", "transformers fp8 (no CPU writer)"])
 def test_unknown_quantization_is_incomplete_and_named(tmp_path, edit, named):
     d = _with_config(tmp_path, "bnb_nf4", edit)
     r = check(load(d))
@@ -124,12 +125,18 @@ def test_unknown_quantization_is_incomplete_and_named(tmp_path, edit, named):
     assert "model_parameters" not in inspector.load(d).totals()
 
 
-def test_gptq_unknown_checkpoint_format_is_incomplete(tmp_path):
-    if not (QUANT / "gptq_4bit_g32").is_dir():
-        pytest.skip("gptq fixtures not generated")
-    d = _with_config(tmp_path, "gptq_4bit_g32", lambda q: q.update(checkpoint_format="marlin"))
-    r = check(load(d))
-    assert r.verdict == INCOMPLETE and any("marlin" in p.name for p in r.parts)
+@pytest.mark.parametrize("name,edit,named", [
+    ("gptq_4bit_g32", lambda q: q.update(checkpoint_format="marlin"), "marlin"),
+    ("gptq_4bit_g32", lambda q: q.update(dynamic={"-:.*down_proj": {}}), "dynamic"),
+    ("awq_gemm", lambda q: q.update(version="exllama"), "exllama"),
+    ("ct_fp8_static", lambda q: q.update(kv_cache_scheme={"num_bits": 8, "type": "float"}),
+     "kv_cache_scheme"),
+], ids=["gptq marlin", "gptq dynamic", "awq exllama", "ct kv cache"])
+def test_unknown_option_is_incomplete(tmp_path, name, edit, named):
+    if not (QUANT / name).is_dir():
+        pytest.skip(f"fixture {name} not generated")
+    r = check(load(_with_config(tmp_path, name, edit)))
+    assert r.verdict == INCOMPLETE and any(named in p.name for p in r.parts)
 
 
 def test_skipped_modules_stay_unquantized():
