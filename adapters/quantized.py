@@ -504,15 +504,17 @@ def scheme(q: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> Sch
 
 
 def model_parameters(entries: Iterable[Any], q: Mapping[str, Any],
-                     config: Mapping[str, Any] | None = None) -> int | None:
+                     config: Mapping[str, Any] | None = None,
+                     names: set[str] | None = None) -> int | None:
     """The original model's parameter count from stored tensors (unique, with roles): each
     quantized module's packed weight unpacked to its O*I values, its quantization state left
-    out, every other parameter as stored. None when the method is not modelled."""
+    out, every other parameter as stored. None when the method is not modelled. ``names``: every
+    stored name (a filtered listing counts its entries, its modules known from all names)."""
     sch = scheme(q, config)
     if sch.unknown is not None:
         return None
     entries = list(entries)
-    names = {t.name for t in entries}
+    names = names if names is not None else {t.name for t in entries}
     mains = sch.main.split("|")
     main_of: dict[str, Any] = {}  # quantized module -> its packed weight
     for t in entries:
@@ -579,7 +581,8 @@ def summary(ckpt: Any, unique: Iterable[Any]) -> dict[str, Any]:
     if sch.unknown is None:
         try:
             return {"quantization": sch.label,
-                    "model_parameters": model_parameters(unique, q, config)}
+                    "model_parameters": model_parameters(unique, q, config,
+                                                         {t.name for t in ckpt.tensors})}
         except OPTION_ERRORS as e:
             sch.unknown = f"{sch.method} options not understood ({e})"
     return {"quantization": f"{sch.label} (not modelled: {sch.unknown})"}
