@@ -48,7 +48,10 @@ def test_every_fixture_is_verified(d):
     r = check(load(d))
     assert r.verdict == VERIFIED, [(i.name, i.status, i.expected, i.found) for i in r.issues] \
         + [f.message for f in r.findings]
-    assert any("quantized by" in n for n in r.notes)
+    # the architecture's prediction of the unquantized model is the producer's num_parameters()
+    want = _truth(d)["unquantized_num_parameters"]
+    assert any("quantized by" in n and f"unquantized model: {want:,} parameters" in n
+               for n in r.notes), r.notes
 
 
 @pytest.mark.parametrize("d", DIRS, ids=lambda d: d.name)

@@ -112,7 +112,8 @@ def plan(pred: Prediction, ckpt: Checkpoint) -> Plan | None:
     for t in pred.tensors:
         tensors += replaced.get(t.name, [t])
     notes = [*pred.notes, f"quantized by {sch.label}: {result.layers} linear layers "
-             "predicted as the quantizer stores them", *sch.notes]
+             f"predicted as the quantizer stores them (the unquantized model: "
+             f"{pred.total():,} parameters; the totals above count stored elements)", *sch.notes]
     result.prediction = Prediction(pred.arch, pred.hparams, tensors, notes, list(pred.parts))
     return result
 
