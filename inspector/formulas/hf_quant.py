@@ -23,6 +23,10 @@ from inspector.adapters.model import Checkpoint, Role, TensorEntry
 from inspector.adapters.roles import stored_role
 from inspector.formulas.core import Part, Prediction, block_of, expected, tied_to
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from inspector.formulas.check import CheckResult
+
 QUANTIZED_BLOCK = "quantized"
 
 
@@ -118,7 +122,7 @@ def plan(pred: Prediction, ckpt: Checkpoint) -> Plan | None:
     return result
 
 
-def review(result, ckpt: Checkpoint, p: Plan) -> None:
+def review(result: CheckResult, ckpt: Checkpoint, p: Plan) -> None:
     """After the comparison: a JSON state tensor whose length lies in its range is as predicted;
     a quantized tensor of another dtype than the quantizer writes is a ``dtype`` finding."""
     from inspector.formulas.check import Finding
