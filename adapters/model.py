@@ -419,12 +419,19 @@ class Checkpoint:
 
     def totals(self) -> dict[str, int]:
         """Element counts under the JSON report's keys (``parameters``, ``buffers``,
-        ``optimizer``, ``other``) plus ``all``; a tied tensor counts once."""
+        ``optimizer``, ``other``) plus ``all``; a tied tensor counts once. A quantized Hugging
+        Face checkpoint whose method is modelled adds ``model_parameters`` (the original model's
+        count: packed weights unpacked, quantization state left out)."""
         by_role = {r: 0 for r in Role}
         for t in self.unique():
             by_role[t.role] += t.numel
         out = {TOTALS_KEY[r]: n for r, n in by_role.items()}
         out["all"] = sum(by_role.values())
+        from .quantized import summary  # an HF quantized checkpoint: the model's own count
+
+        n = summary(self, self.unique()).get("model_parameters")
+        if n is not None:
+            out["model_parameters"] = n
         return out
 
     @property

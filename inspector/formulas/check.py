@@ -396,7 +396,7 @@ def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, An
     hyperparameters with provenance, prediction, comparison, and the structural checks
     (optimizer state, ties, dtypes). With no architecture given and none recognised, the
     structural audit alone (:mod:`inspector.formulas.structure`)."""
-    from inspector.formulas import structure
+    from inspector.formulas import hf_quant, structure
 
     given = arch is not None
     arch = arch or find_arch(ckpt)
@@ -420,9 +420,14 @@ def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, An
     parts = arch.unmodelled(ckpt) if arch.unmodelled is not None else []
     shard = shard_part(ckpt.path) if len(ckpt.paths) == 1 else None  # a set opened whole: no
     parts += [shard] if shard else []
+    quant = hf_quant.plan(pred, ckpt)  # config.json's quantization_config: what is stored
+    if quant is not None:
+        pred, parts = quant.prediction, parts + quant.parts
     result = compare(pred, ckpt, scheme_name or arch.scheme, provenance, parts, arch.modelled)
     result.findings, state_notes, result.checked = structure.training_state(ckpt)
     result.notes = notes + result.notes + state_notes
+    if quant is not None:
+        hf_quant.review(result, ckpt, quant)
     result.used = frozenset(used)
     if not any(source == "checkpoint" for source in provenance.values()):
         result.assumed = _blamed_defaults(arch, values, provenance, used, pred, result)

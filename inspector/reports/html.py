@@ -516,7 +516,10 @@ def _section(s: CheckpointSection, idx: int) -> str:
     verdict = (s.check.get("verdict", s.check["status"]) if s.check else None)
     badge = _verdict_badge(verdict) if verdict else _verdict_badge("none", "not checked")
     totals = "".join(f"<div>{label}<b>{value}</b></div>" for label, value in (
-        ("tensors", _n(t["tensors"])), ("parameters", _n(t["parameters"])),
+        ("tensors", _n(t["tensors"])),
+        *((("parameters", _n(t["model_parameters"])),
+           ("stored parameter elements", _n(t["parameters"])))
+          if "model_parameters" in t else (("parameters", _n(t["parameters"])),)),
         ("buffers", _n(t["buffers"])), ("optimizer state", _n(t["optimizer"])),
         ("bytes", _bytes(t["bytes"])), ("check", badge)))
     scheme = lst.get("scheme", {}).get("name", "")
