@@ -50,6 +50,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.pickled",
     "inspector.adapters.torch",
     "inspector.adapters.mxnet",
+    "inspector.adapters.marian",  # before numpy_npy: a Marian model.npz is an .npz too
     "inspector.adapters.numpy_npy",
     "inspector.adapters.tf_checkpoint",
     "inspector.adapters.directory",
