@@ -159,7 +159,8 @@ class _Reader:
     def string(self, what: str) -> str:
         (n,) = struct.unpack("<H", self.raw(2, what))
         if n == 0:  # model.cc: "Invalid string length"
-            raise FormatError(f"{what}: invalid string length 0", self.where, f"offset {self.pos - 2}")
+            raise FormatError(f"{what}: invalid string length 0", self.where,
+                              f"offset {self.pos - 2}")
         raw = self.raw(n, what)
         try:
             return raw[:-1].decode("utf-8")
