@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
     from .model import ValueLocation
+    from .security.examination import FileResult
 
 NAME = "ctranslate2"
 MODEL_FILE = "model.bin"
@@ -63,6 +64,7 @@ CURRENT_BINARY_VERSION = 6  # include/ctranslate2/models/model.h current_binary_
 DTYPES = ("float32", "int8", "int16", "int32", "float16", "bfloat16")
 ITEM_SIZE = {"float32": 4, "int8": 1, "int16": 2, "int32": 4, "float16": 2, "bfloat16": 2}
 LEGACY_ITEM_SIZE = {4: "float32", 2: "int16", 1: "int8"}  # get_dtype_from_item_size (v<4)
+SNIFF_MAX_VERSION = 64  # versions above the current one are claimed (and refused by name)
 MAX_ATTRIBUTE_BYTES = 4096  # a string attribute longer than this is not read into the listing
 VOCABULARIES = ("shared_vocabulary", "source_vocabulary", "target_vocabulary", "vocabulary")
 MAX_VOCABULARY_BYTES = 64 << 20
@@ -75,8 +77,10 @@ def _plausible(head: bytes) -> bool:
     if len(head) < 12:
         return False
     (version,) = struct.unpack_from("<I", head)
-    if not 1 <= version <= CURRENT_BINARY_VERSION:
+    if not 1 <= version <= SNIFF_MAX_VERSION:
         return False
+    if version > CURRENT_BINARY_VERSION:  # a newer CTranslate2: claimed if its header reads
+        version = CURRENT_BINARY_VERSION   # as today's, then refused by name
     pos = 4
     if version >= 2:
         name, pos = _head_string(head, pos)
@@ -442,6 +446,19 @@ def _reader(ckpt: Checkpoint, model_source: Source, by_name: dict[str, TensorEnt
     return locate
 
 
+def examine(source: Source, variant: str, result: FileResult) -> None:
+    """``inspector scan``: the header walk of a listing (a bad file is an error). CTranslate2's
+    loader reads numbers, names and raw arrays from model.bin; nothing in it is run."""
+    result.kind = NAME
+    if variant == "dir" or source.is_dir():
+        model = file_in(source, MODEL_FILE)
+        if model is None:
+            raise FormatError(f"no {MODEL_FILE} in this CTranslate2 model directory",
+                              source.where)
+        source = model
+    read_model(source)
+
+
 ADAPTER = Adapter(
     name=NAME,
     description="CTranslate2 model.bin (binary versions 1-6) and its model directory",
@@ -449,4 +466,5 @@ ADAPTER = Adapter(
     sniff=sniff,
     open=open_checkpoint,
     default_variant="file",
+    examine=examine,
 )

@@ -56,17 +56,27 @@ def read_config(source: Source) -> tuple[dict[str, Any], int]:
     from .yaml_safe import YamlProblem, parse_yaml
 
     member = f"{source.where}:{CONFIG_ITEM}.npy"
-    with source.open() as raw, zipfile.ZipFile(raw) as z:
-        info = z.getinfo(CONFIG_ITEM + ".npy")
-        if info.file_size > MAX_CONFIG_BYTES:
-            raise FormatError(f"{CONFIG_ITEM} holds {info.file_size:,} bytes (more than "
-                              f"{MAX_CONFIG_BYTES:,} for a YAML configuration)", member)
-        with z.open(info) as f:
-            dtype, shape, itemsize, hinfo = numpy_npy.parse_header(f, member)
-            if dtype not in ("int8", "uint8") or len(shape) != 1:
-                raise FormatError(f"{CONFIG_ITEM} is a {dtype} array of shape {list(shape)}, "
-                                  "not the bytes of a YAML text (int8, one dimension)", member)
-            data = f.read(shape[0])
+    try:
+        with source.open() as raw, zipfile.ZipFile(raw) as z:
+            try:
+                info = z.getinfo(CONFIG_ITEM + ".npy")
+            except KeyError:
+                raise FormatError(f"no {CONFIG_ITEM} in this .npz: not a Marian model",
+                                  source.where) from None
+            if info.file_size > MAX_CONFIG_BYTES:
+                raise FormatError(f"{CONFIG_ITEM} holds {info.file_size:,} bytes (more than "
+                                  f"{MAX_CONFIG_BYTES:,} for a YAML configuration)", member)
+            with z.open(info) as f:
+                dtype, shape, _, _ = numpy_npy.parse_header(f, member)
+                if dtype not in ("int8", "uint8") or len(shape) != 1:
+                    raise FormatError(f"{CONFIG_ITEM} is a {dtype} array of shape "
+                                      f"{list(shape)}, not the bytes of a YAML text (int8, one "
+                                      "dimension)", member)
+                data = f.read(min(shape[0], MAX_CONFIG_BYTES))
+    except FormatError:
+        raise
+    except ZIP_ERRORS as e:
+        raise FormatError(f"{CONFIG_ITEM} cannot be read ({e})", member) from None
     if len(data) != shape[0]:
         raise FormatError(f"{CONFIG_ITEM} ends after {len(data)} of its {shape[0]} bytes", member)
     text = data.split(b"\0", 1)[0].decode("utf-8", "replace")
