@@ -304,3 +304,41 @@ def test_scan_of_a_broken_model_is_an_error(tmp_path):
     path = tmp_path / "model.bin"
     path.write_bytes(OK[:-10])
     assert scan_file(path).verdict == "error"
+
+
+# --- the converters' name mapping, against the real source checkpoints ---------------------------
+
+@pytest.mark.parametrize(("converted", "source", "framework"), [
+    ("fairseq_transformer_none", FIXTURES / "fairseq" / "transformer.pt", "fairseq"),
+    # the committed OpenNMT-py transformer has the converted one's options and names (only its
+    # self_attn_type, which CTranslate2 refuses, differs: it changes no tensor)
+    ("onmt_transformer_none", FIXTURES / "onmt" / "transformer.pt", "opennmt-py"),
+])
+def test_every_converted_parameter_maps_to_its_source_tensors(converted, source, framework):
+    from inspector.adapters.ctranslate2_names import ct2_name, source_names
+
+    ct2 = load(CT2 / converted)
+    src = load(source, allow_unsafe=True)  # OpenNMT-py / fairseq pickles hold Namespaces
+    seen = set()
+    for t in ct2.unique():
+        if t.role is Role.OTHER:
+            continue
+        found = source_names(t.name, framework)
+        assert found is not None, t.name
+        how, names = found
+        if how == "rows_after_padding":  # fairseq's sinusoidal table is not in its state dict
+            assert all(n not in src for n in names)
+            continue
+        shapes = [src[n].shape for n in names]
+        if how == "same":
+            assert shapes == [t.shape], t.name
+        elif how == "concat0":
+            assert sum(s[0] for s in shapes) == t.shape[0], t.name
+            assert all(s[1:] == t.shape[1:] for s in shapes), t.name
+        else:  # squeeze
+            assert [tuple(d for d in s if d != 1) for s in shapes] == [t.shape], t.name
+        for n in names:
+            assert ct2_name(n, framework) == t.name
+        seen.update(names)
+    params = {t.name for t in src.tensors if t.role is Role.PARAMETER}
+    assert params <= seen, sorted(params - seen)  # every source parameter went somewhere
