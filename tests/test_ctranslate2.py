@@ -342,3 +342,20 @@ def test_every_converted_parameter_maps_to_its_source_tensors(converted, source,
         seen.update(names)
     params = {t.name for t in src.tensors if t.role is Role.PARAMETER}
     assert params <= seen, sorted(params - seen)  # every source parameter went somewhere
+
+
+def test_stats_of_quantized_weights_are_of_the_dequantized_values(cli):
+    truth = load_truth(CT2 / "fairseq_transformer_int16.truth.json")
+    proc = cli("stats", "--format", "json", str(CT2 / "fairseq_transformer_int16"))
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)["tensors"]}
+    checked = 0
+    for name, want in truth["values"].items():
+        if "dequantized" not in want:
+            continue
+        s = rows[name]["stats"]
+        assert rows[name]["of"] == "values"
+        assert np.isclose(s["mean"] * s["count"], want["dequantized"]["sum"], atol=1e-4)
+        assert np.isclose(s["l2"] ** 2, want["dequantized"]["sum_squares"], rtol=1e-5)
+        checked += 1
+    assert checked == 14  # 1+1 layers: 11 linear weights, 2 embeddings, the projection
