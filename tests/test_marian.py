@@ -193,3 +193,34 @@ def test_special_items_are_not_parameters():
     ckpt = load(MARIAN / "transformer.npz")
     assert ckpt["special:model.yml"].role is Role.OTHER
     assert all(t.role is Role.PARAMETER for t in ckpt.tensors if ":" not in t.name)
+
+
+def test_ctranslate2s_marian_converter_reads_the_same_model():
+    """CTranslate2's Marian converter (a real reader of Marian npz: np.load + its own YAML
+    parse) converted fixtures/marian/transformer.npz (fixtures/ctranslate2/marian_transformer_*):
+    its spec has this listing's options, counts and values."""
+    ckpt = load(MARIAN / "transformer.npz")
+    cfg = ckpt.hyperparameters
+    truth = load_truth(FIXTURES / "ctranslate2" / "marian_transformer_none.truth.json")
+    rows = {r["stored_name"]: r for r in truth["tensors"]}
+    sums = truth["values"]
+    assert truth["parameter_count"] == ckpt.totals()["parameters"]
+    layers = {n.split("/")[1] for n in rows if n.startswith("encoder/layer_")}
+    assert len(layers) == cfg["enc-depth"]
+    assert rows["decoder/embeddings/weight"]["shape"] == list(ckpt["Wemb"].shape)
+    assert truth["tied"][0] == ["decoder/embeddings/weight", "decoder/projection/weight",
+                                "encoder/embeddings_0/weight"]  # tied-embeddings-all
+    v = {t.name: np.asarray(get_tensor(ckpt, t.name), dtype=np.float64) for t in ckpt.tensors}
+    pairs = [("Wemb", ["decoder/embeddings/weight"]),
+             ("decoder_ff_logit_out_b", ["decoder/projection/bias"])]
+    for i in range(1, cfg["enc-depth"] + 1):
+        p, q = f"encoder_l{i}_self_", f"encoder/layer_{i - 1}/self_attention/"
+        pairs.append(((p + "Wq", p + "Wk", p + "Wv"), [q + "linear_0/weight"]))  # fused, transposed
+        pairs.append((p + "Wo_ln_scale", [q + "layer_norm/gamma"]))
+        pairs.append((f"encoder_l{i}_ffn_W1", [f"encoder/layer_{i - 1}/ffn/linear_0/weight"]))
+    for ours, theirs in pairs:
+        names = ours if isinstance(ours, tuple) else (ours,)
+        total = sum(v[n].sum() for n in names)
+        squares = sum((v[n] ** 2).sum() for n in names)
+        assert np.isclose(total, sum(sums[t]["sum"] for t in theirs), rtol=1e-5, atol=1e-5)
+        assert np.isclose(squares, sum(sums[t]["sum_squares"] for t in theirs), rtol=1e-5)
