@@ -1,8 +1,8 @@
 """Which source tensors each CTranslate2 Transformer variable was converted from, as data.
 
-Read from CTranslate2 4.8.5's converters (``python/ctranslate2/converters/opennmt_py.py`` and
-``fairseq.py``: ``set_transformer_encoder`` / ``_decoder``, ``set_multi_head_attention``,
-``set_ffn``, ``set_layer_norm``, ``set_linear``, ``set_embeddings``,
+Read from CTranslate2 4.8.5's converters (``python/ctranslate2/converters/opennmt_py.py``,
+``fairseq.py`` and ``marian.py``: ``set_transformer_encoder`` / ``_decoder``,
+``set_multi_head_attention``, ``set_ffn``, ``set_layer_norm``, ``set_linear``, ``set_embeddings``,
 ``set_position_encodings``), for the cross-layout diff and anyone comparing a converted model
 with its source. One rule per CTranslate2 variable pattern:
 
@@ -15,11 +15,14 @@ with its source. One rule per CTranslate2 variable pattern:
 - ``"rows_after_padding"``: fairseq's position table without its first ``padding_idx + 1``
   rows (the sinusoidal table is not in fairseq's state dict: ``SinusoidalPositionalEmbedding``
   keeps it as a plain attribute, only its ``_float_tensor`` is stored);
+- Marian's (in, out) matrices and (1, d) vectors: ``"transpose"``, ``"squeeze"``,
+  ``"concat0_of_transposed"``, ``"concat_of_squeezed"``; ``"first_present"`` /
+  ``"squeeze_first_present"``: the first of the names the file has (pre-norm ``_pre`` first);
 - no rule: quantization scales (``*_scale``, made by ``--quantization``) and model attributes
   (``num_heads``, ``pre_norm``, ...) have no source tensor.
 
-``{i}`` is the layer number (the same in both names); ``{p}`` a parameter suffix of
-:data:`LINEAR` or :data:`NORM`.
+``{i}`` is the layer number (``{j}`` = ``{i}`` + 1 for Marian's layers, numbered from 1),
+``{s}`` encoder or decoder, ``{p}`` a parameter suffix of :data:`LINEAR` or :data:`NORM`.
 """
 
 from __future__ import annotations
@@ -128,17 +131,66 @@ FAIRSEQ: tuple[tuple[str, dict[str, str] | None, str, tuple[str, ...]], ...] = (
     ("decoder/projection/weight", None, "same", ("decoder.output_projection.weight",)),
 )
 
-FRAMEWORKS = {"opennmt-py": OPENNMT_PY, "fairseq": FAIRSEQ}
+# Marian (converters/marian.py): layers numbered from 1 ({j} = {i} + 1); Marian's matrices
+# are (in, out), CTranslate2's (out, in); its biases and norms are (1, d). A norm is read from
+# the pre-norm name first (``_pre``), then the post-norm one (``set_layer_norm_auto``); the
+# embedding from ``Wemb`` when one table is shared (tied-embeddings-all/-src). The output
+# layer reuses the decoder embedding when tied (an alias in model.bin); an untied one is
+# ``decoder_ff_logit_out_Wt`` (vocab, d). Position tables are generated, not read.
+MARIAN: tuple[tuple[str, dict[str, str] | None, str, tuple[str, ...]], ...] = (
+    ("encoder/embeddings_0/weight", None, "first_present", ("Wemb", "encoder_Wemb")),
+    ("decoder/embeddings/weight", None, "first_present", ("Wemb", "decoder_Wemb")),
+    ("decoder/projection/weight", None, "same", ("decoder_ff_logit_out_Wt",)),
+    ("decoder/projection/bias", None, "squeeze", ("decoder_ff_logit_out_b",)),
+    ("encoder/layer_norm/{p}", NORM_MARIAN := {"gamma": "scale", "beta": "bias"}, "squeeze",
+     ("encoder_top_ln_{p}",)),
+    ("decoder/layer_norm/{p}", NORM_MARIAN, "squeeze", ("decoder_top_ln_{p}",)),
+    ("{s}/layer_{i}/self_attention/linear_0/weight", None, "concat0_of_transposed",
+     ("{s}_l{j}_self_Wq", "{s}_l{j}_self_Wk", "{s}_l{j}_self_Wv")),
+    ("{s}/layer_{i}/self_attention/linear_0/bias", None, "concat_of_squeezed",
+     ("{s}_l{j}_self_bq", "{s}_l{j}_self_bk", "{s}_l{j}_self_bv")),
+    ("{s}/layer_{i}/self_attention/linear_1/weight", None, "transpose", ("{s}_l{j}_self_Wo",)),
+    ("{s}/layer_{i}/self_attention/linear_1/bias", None, "squeeze", ("{s}_l{j}_self_bo",)),
+    ("{s}/layer_{i}/self_attention/layer_norm/{p}", NORM_MARIAN, "squeeze_first_present",
+     ("{s}_l{j}_self_Wo_ln_{p}_pre", "{s}_l{j}_self_Wo_ln_{p}")),
+    ("decoder/layer_{i}/attention/linear_0/weight", None, "transpose",
+     ("decoder_l{j}_context_Wq",)),
+    ("decoder/layer_{i}/attention/linear_0/bias", None, "squeeze", ("decoder_l{j}_context_bq",)),
+    ("decoder/layer_{i}/attention/linear_1/weight", None, "concat0_of_transposed",
+     ("decoder_l{j}_context_Wk", "decoder_l{j}_context_Wv")),
+    ("decoder/layer_{i}/attention/linear_1/bias", None, "concat_of_squeezed",
+     ("decoder_l{j}_context_bk", "decoder_l{j}_context_bv")),
+    ("decoder/layer_{i}/attention/linear_2/weight", None, "transpose",
+     ("decoder_l{j}_context_Wo",)),
+    ("decoder/layer_{i}/attention/linear_2/bias", None, "squeeze", ("decoder_l{j}_context_bo",)),
+    ("decoder/layer_{i}/attention/layer_norm/{p}", NORM_MARIAN, "squeeze_first_present",
+     ("decoder_l{j}_context_Wo_ln_{p}_pre", "decoder_l{j}_context_Wo_ln_{p}")),
+    ("{s}/layer_{i}/ffn/linear_0/weight", None, "transpose", ("{s}_l{j}_ffn_W1",)),
+    ("{s}/layer_{i}/ffn/linear_0/bias", None, "squeeze", ("{s}_l{j}_ffn_b1",)),
+    ("{s}/layer_{i}/ffn/linear_1/weight", None, "transpose", ("{s}_l{j}_ffn_W2",)),
+    ("{s}/layer_{i}/ffn/linear_1/bias", None, "squeeze", ("{s}_l{j}_ffn_b2",)),
+    ("{s}/layer_{i}/ffn/layer_norm/{p}", NORM_MARIAN, "squeeze_first_present",
+     ("{s}_l{j}_ffn_ffn_ln_{p}_pre", "{s}_l{j}_ffn_ffn_ln_{p}")),
+)
+
+FRAMEWORKS = {"opennmt-py": OPENNMT_PY, "fairseq": FAIRSEQ, "marian": MARIAN}
+_FIELDS = {"i": r"(?P<i>\d+)", "e": r"(?P<e>\d+)", "s": "(?P<s>encoder|decoder)",
+           "j": r"(?P<j>\d+)"}
+
+
+def _pattern(template: str, suffixes: dict[str, str] | None) -> re.Pattern[str]:
+    rx = re.escape(template)
+    for field, group in _FIELDS.items():
+        rx = rx.replace(re.escape("{" + field + "}"), group, 1)
+        rx = rx.replace(re.escape("{" + field + "}"), f"(?P={field})")
+    if suffixes is not None:
+        rx = rx.replace(re.escape("{p}"), "(?P<p>" + "|".join(suffixes) + ")")
+    return re.compile(f"^{rx}$")
 
 
 def _compile(rules):
-    out = []
-    for pattern, suffixes, how, sources in rules:
-        rx = re.escape(pattern).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{e\}", r"(?P<e>\d+)")
-        if suffixes is not None:
-            rx = rx.replace(r"\{p\}", "(?P<p>" + "|".join(suffixes) + ")")
-        out.append((re.compile(f"^{rx}$"), suffixes, how, sources))
-    return out
+    return [(_pattern(pattern, suffixes), suffixes, how, sources)
+            for pattern, suffixes, how, sources in rules]
 
 
 _COMPILED = {name: _compile(rules) for name, rules in FRAMEWORKS.items()}
@@ -146,13 +198,16 @@ _COMPILED = {name: _compile(rules) for name, rules in FRAMEWORKS.items()}
 
 def source_names(ct2_name: str, framework: str) -> tuple[str, tuple[str, ...]] | None:
     """(how, source tensor names) a CTranslate2 variable came from, or None (a quantization
-    scale, an attribute, or a variable the converter of ``framework`` does not write)."""
+    scale, an attribute, or a variable the converter of ``framework`` does not write). With
+    ``first_present`` the converter reads the first of the names that exists."""
     for rx, suffixes, how, sources in _COMPILED[framework]:
         m = rx.match(ct2_name)
         if m:
             fields = m.groupdict()
             if suffixes is not None:
                 fields["p"] = suffixes[fields["p"]]
+            if "i" in fields:
+                fields["j"] = str(int(fields["i"]) + 1)
             return how, tuple(s.format(**fields) for s in sources)
     return None
 
@@ -161,17 +216,14 @@ def ct2_name(source_name: str, framework: str) -> str | None:
     """The CTranslate2 variable a source tensor went into (a fused one for a query, key or
     value projection), or None."""
     for pattern, suffixes, _how, sources in FRAMEWORKS[framework]:
+        back = {v: k for k, v in suffixes.items()} if suffixes is not None else None
         for source in sources:
-            rx = re.escape(source).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{e\}",
-                                                                             r"(?P<e>\d+)")
-            back = None
-            if suffixes is not None:
-                back = {v: k for k, v in suffixes.items()}
-                rx = rx.replace(r"\{p\}", "(?P<p>" + "|".join(back) + ")")
-            m = re.match(f"^{rx}$", source_name)
+            m = _pattern(source, back).match(source_name)
             if m:
                 fields = m.groupdict()
                 if back is not None:
                     fields["p"] = back[fields["p"]]
+                if "j" in fields:
+                    fields["i"] = str(int(fields["j"]) - 1)
                 return pattern.format(**fields)
     return None

@@ -359,3 +359,32 @@ def test_stats_of_quantized_weights_are_of_the_dequantized_values(cli):
         assert np.isclose(s["l2"] ** 2, want["dequantized"]["sum_squares"], rtol=1e-5)
         checked += 1
     assert checked == 14  # 1+1 layers: 11 linear weights, 2 embeddings, the projection
+
+
+def test_every_variable_converted_from_marian_maps_to_its_marian_tensors():
+    from inspector.adapters.ctranslate2_names import source_names
+
+    ct2 = load(CT2 / "marian_transformer_none")
+    src = load(FIXTURES / "marian" / "transformer.npz")
+    seen = set()
+    for t in ct2.unique():
+        if t.role is Role.OTHER or t.name.endswith("position_encodings/encodings"):
+            continue  # attributes; CTranslate2 generates Marian's sinusoidal table
+        how, names = source_names(t.name, "marian")
+        if how.endswith("first_present"):
+            names = (next(n for n in names if n in src),)
+        shapes = [src[n].shape for n in names]
+        if how == "concat0_of_transposed":
+            assert sum(s[1] for s in shapes) == t.shape[0] and {s[0] for s in shapes} == \
+                {t.shape[1]}, t.name
+        elif how == "concat_of_squeezed":
+            assert sum(s[-1] for s in shapes) == t.shape[0], t.name
+        elif how == "transpose":
+            assert [s[::-1] for s in shapes] == [t.shape], t.name
+        elif how.startswith("squeeze"):
+            assert [tuple(d for d in s if d != 1) for s in shapes] == [t.shape], t.name
+        else:
+            assert shapes == [t.shape], t.name
+        seen.update(names)
+    params = {t.name for t in src.tensors if t.role is Role.PARAMETER}
+    assert params <= seen, sorted(params - seen)
