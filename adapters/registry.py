@@ -35,6 +35,7 @@ GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 # Model directories of a known layout come first; a directory of one loose checkpoint file last.
 BUILTIN_MODULES = (
     "inspector.adapters.sockeye",
+    "inspector.adapters.ctranslate2",  # before hf_dir: its directory holds a config.json too
     "inspector.adapters.hf_dir",
     "inspector.adapters.rau_dir",
     "inspector.adapters.joeynmt_dir",  # before torch: a *.ckpt beside a JoeyNMT config.yaml
@@ -51,6 +52,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.pickled",
     "inspector.adapters.torch",
     "inspector.adapters.mxnet",
+    "inspector.adapters.marian",  # before numpy_npy: a Marian model.npz is an .npz too
     "inspector.adapters.numpy_npy",
     "inspector.adapters.tf_checkpoint",
     "inspector.adapters.directory",

@@ -3,8 +3,10 @@
 the size and CRC-32 recorded here makes the loader parse the YAML instead."""
 
 # ruff: noqa: E501
-SOURCES = {'gguf': (1690, 2597979621),
+SOURCES = {'ctranslate2': (1654, 1179895123),
+ 'gguf': (1690, 2597979621),
  'keras': (1663, 124389619),
+ 'marian': (1440, 3560938599),
  'opennmt-py': (2417, 385893176),
  'prefix': (730, 1555535732),
  'rau': (1512, 872090551),
@@ -14,7 +16,53 @@ SOURCES = {'gguf': (1690, 2597979621),
  'torch-rnn': (814, 3950244123),
  'transformer-lm': (2653, 2234668471)}
 
-SCHEMES = {'gguf': {'description': "llama.cpp's GGUF tensor names (gguf-py constants.py TENSOR_NAMES): "
+SCHEMES = {'ctranslate2': {'description': 'CTranslate2 model.bin variable names (python/ctranslate2/specs: '
+                                'transformer_spec, attention_spec, common_spec): encoder/decoder '
+                                'embeddings and position tables, per layer self_attention / '
+                                'attention (cross) / ffn with their linear_N and layer_norm, final '
+                                'norms, the decoder projection; quantization scales (*_scale) with '
+                                'their weight; model attributes (num_heads, pre_norm, activation, '
+                                '...) as attributes.',
+                 'detect': [('^(?:encoder|decoder)/layer_\\d+/(?:self_attention|attention|ffn)/',
+                             10,
+                             False,
+                             '/layer_'),
+                            ('^ctranslate2$', 5, True, 'ctranslate2')],
+                 'groups': [('embeddings',
+                             ('^(?P<block>encoder|decoder)/embeddings(?:_\\d+)?/',),
+                             (),
+                             True),
+                            ('positions',
+                             ('^(?P<block>encoder|decoder)/position_encodings/',
+                              '^(?P<block>encoder|decoder)/layer_(?P<layer>\\d+)/self_attention/relative_(?:position_keys|position_values|attention_bias)'),
+                             (),
+                             False),
+                            ('self_attention',
+                             ('^(?P<block>encoder|decoder)/layer_(?P<layer>\\d+)/self_attention/(?!layer_norm)',),
+                             (),
+                             False),
+                            ('context_attention',
+                             ('^(?P<block>decoder)/layer_(?P<layer>\\d+)/attention/(?!layer_norm)',),
+                             (),
+                             False),
+                            ('feed_forward',
+                             ('^(?P<block>encoder|decoder)/layer_(?P<layer>\\d+)/ffn/(?!layer_norm)',),
+                             (),
+                             False),
+                            ('norms',
+                             ('^(?P<block>encoder|decoder)/layer_(?P<layer>\\d+)/(?:[\\w/]*/)?\\w*layer_norm\\w*/',
+                              '^(?P<block>encoder|decoder)/(?:layer_norm|layernorm_embedding)/'),
+                             (),
+                             False),
+                            ('projection',
+                             ('^decoder/(?:projection|project_in|project_out)/',),
+                             (),
+                             False),
+                            ('attributes', ('^(?:(?P<block>encoder|decoder)/)?[^/]+$',), (), False),
+                            ('{top}', ('^(?P<top>[^/]+)/',), ('top',), False)],
+                 'min_score': 10,
+                 'parameters': {}},
+ 'gguf': {'description': "llama.cpp's GGUF tensor names (gguf-py constants.py TENSOR_NAMES): "
                          'token_embd, blk.N.attn_*, blk.N.ffn_*, the experts ffn_*_exps and shared '
                          'experts ffn_*_shexp, norms, output; per layer (block = enc/dec for '
                          "encoder-decoder models). Group names follow transformer-lm's, so a GGUF "
@@ -88,6 +136,46 @@ SCHEMES = {'gguf': {'description': "llama.cpp's GGUF tensor names (gguf-py const
                        False)],
            'min_score': 5,
            'parameters': {}},
+ 'marian': {'description': 'Marian NMT parameter names (src/models/transformer.h, encoder_decoder, '
+                           's2s): the shared Wemb or encoder_Wemb / decoder_Wemb, per layer '
+                           'encoder_lN_self_* / decoder_lN_self_*, decoder_lN_context_*, *_ffn_*, '
+                           'their layer norms (*_ln_scale / *_ln_bias, _pre for pre-norm), the top '
+                           'norms, the output layer decoder_ff_logit_out_*; special:model.yml.',
+            'detect': [('^(?:encoder|decoder)_l\\d+_(?:self|context|ffn|rnn)_', 10, False, '_l'),
+                       ('^special:model\\.yml$', 5, False, 'special:model.yml'),
+                       ('^marian', 5, True, 'marian')],
+            'groups': [('embeddings',
+                        ('^Wemb$',
+                         '^(?P<block>encoder|decoder)_Wemb$',
+                         '^(?P<block>encoder|decoder)_Wpos$'),
+                        (),
+                        True),
+                       ('self_attention',
+                        ('^(?P<block>encoder|decoder)_l(?P<layer>\\d+)_self_(?!\\w*_ln_)',),
+                        (),
+                        False),
+                       ('context_attention',
+                        ('^(?P<block>decoder)_l(?P<layer>\\d+)_context_(?!\\w*_ln_)',),
+                        (),
+                        False),
+                       ('feed_forward',
+                        ('^(?P<block>encoder|decoder)_l(?P<layer>\\d+)_ffn_(?!\\w*_ln_)',),
+                        (),
+                        False),
+                       ('norms',
+                        ('^(?P<block>encoder|decoder)_l(?P<layer>\\d+)_\\w*_ln_(?:scale|bias)(?:_pre)?$',
+                         '^(?P<block>encoder|decoder)_(?:top|emb)_ln_(?:scale|bias)(?:_pre)?$'),
+                        (),
+                        False),
+                       ('output', ('^decoder_ff_logit_(?:out|l\\d+)_',), (), False),
+                       ('rnn',
+                        ('^(?P<block>encoder|decoder)_(?:bi|bi_r|cell\\d*|l\\d+)_?',),
+                        (),
+                        False),
+                       ('special', ('^special:',), (), False),
+                       ('{top}', ('^(?P<top>[^_]+)_',), ('top',), False)],
+            'min_score': 10,
+            'parameters': {}},
  'opennmt-py': {'description': 'OpenNMT-py (2.x/3.x) Transformer and RNN/BRNN models as onmt_train '
                                'saves them: embeddings (make_embedding.emb_luts, flagged '
                                'embedding) and their sinusoidal pe buffers, per encoder and '

@@ -50,6 +50,12 @@ _TINY = {"float16": 2.0**-14, "bfloat16": 2.0**-126, "float32": 2.0**-126, "floa
          "float8_e5m2fnuz": 2.0**-15}
 
 
+def entry_kind(entry: TensorEntry) -> str:
+    """:func:`kind` of a tensor; an integer tensor its reader dequantizes with its scale
+    (``extra["quantization_scale"]``: CTranslate2 int8/int16) reads as float values."""
+    return "float" if entry.extra.get("quantization_scale") else kind(entry.dtype)
+
+
 def kind(dtype: str) -> str:
     """float, integer, quantized, bool or complex."""
     if dtype == "bool":
@@ -89,7 +95,7 @@ class TensorStats:
 
     @property
     def kind(self) -> str:
-        return kind(self.entry.dtype)
+        return entry_kind(self.entry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +162,7 @@ def tensor_partial(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK,
 
     from inspector import values
 
-    k = kind(entry.dtype)
+    k = entry_kind(entry)
     tiny = _TINY.get(entry.dtype)
     f16 = k == "float" and entry.dtype not in ("float16",) and not entry.dtype.startswith("float8")
     itemsize = (entry.nbytes or 0) / max(1, entry.numel)
