@@ -39,6 +39,8 @@ BUILTIN_MODULES = (
     "inspector.adapters.rau_dir",
     "inspector.adapters.keras_sharded",
     "inspector.adapters.dcp",
+    # before torch: DeepSpeed's *_states.pt are torch zips (claimed by name + ds_version key)
+    "inspector.adapters.deepspeed",
     "inspector.adapters.safetensors",
     "inspector.adapters.gguf",
     "inspector.adapters.onnx",  # before the pickle readers: ONNX files never import them

@@ -1,0 +1,323 @@
+"""DeepSpeed ZeRO checkpoints (``fixtures/deepspeed``) against what DeepSpeed itself reads.
+
+The fixtures and ``*.truth.json`` were written by deepspeed 0.19.8 on 2 CPU ranks
+(``fixtures/deepspeed/make_deepspeed_fixtures.py``): ``zero_to_fp32.
+get_fp32_state_dict_from_zero_checkpoint`` for the parameters and buffers, ``ds_to_universal.py``
+for the optimizer moments per parameter, the model's own parameter count. Damaged and hostile
+variants are made here from copies of them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import struct
+import subprocess
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inspector.adapters.registry import detect, load
+from inspector.adapters.security.scan import scan_file
+from inspector.formulas.check import check
+from inspector.values import iter_values
+
+from conftest import FIXTURES, load_truth, run_cli
+from hostile import assert_clean_error
+
+DS = FIXTURES / "deepspeed"
+NAMES = ("mlp-z1", "gpt2-z2", "llama-z3", "mlp-z3", "gpt2-z2-universal")
+DS_PY = Path("/work/venvs/pickle-deepspeed/bin/python")
+
+
+def _truth(name: str) -> dict:
+    return load_truth(DS / f"{name}.truth.json")
+
+
+def _open(name: str) -> Path:
+    return DS / _truth(name)["open"]
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    """A copy of a fixture's checkpoint directory (the HF Trainer layout's checkpoint-3/)."""
+    dst = tmp_path / name
+    shutil.copytree(_open(name), dst)
+    return dst
+
+
+# ---------------------------------------------------------------------------------------------
+# listing
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_listing_is_deepspeeds_assembly(name):
+    truth = _truth(name)
+    ckpt = load(_open(name))
+    assert ckpt.format == "deepspeed"
+    got = {t.stored_name: t for t in ckpt.tensors}
+    want = {t["stored_name"]: t for t in truth["tensors"]}
+    assert sorted(got) == sorted(want)
+    for n, w in want.items():
+        t = got[n]
+        assert (list(t.shape), t.dtype, t.role.value) == (w["shape"], w["dtype"], w["role"]), n
+    # zero_to_fp32's order for the model (buffers, frozen, trainable, shared aliases)
+    model = [t["stored_name"] for t in truth["tensors"] if t["role"] != "optimizer"]
+    if not truth.get("universal"):
+        assert [t.stored_name for t in ckpt.tensors if t.role.value != "optimizer"] == model
+    totals = ckpt.totals()
+    assert totals["parameters"] == truth["parameter_count"]  # the model's own count, tied once
+    assert totals["buffers"] == truth["buffer_count"]
+    if not truth.get("universal"):
+        assert ckpt.metadata["zero_stage"] == truth["zero_stage"]
+        assert ckpt.metadata["world_size"] == truth["world_size"]
+    assert ckpt.hyperparameters["ds_version"] == truth["ds_version"]
+    for alias, target in truth["shared_params"].items():
+        assert ckpt.shared_with()[target] == (alias,)
+
+
+def test_a_tag_directory_opens_alone_with_the_config_above_it():
+    step = DS / "llama-z3/checkpoint-3/global_step3"
+    adapter, variant = detect(step)
+    assert (adapter.name, variant) == ("deepspeed", "step")
+    ckpt = load(step)
+    whole = load(DS / "llama-z3/checkpoint-3")
+    assert [(t.name, t.shape) for t in ckpt.tensors] == [(t.name, t.shape) for t in whole.tensors]
+    assert ckpt.metadata["config_file"] == "config.json"
+
+
+def test_listing_reads_no_tensor_bytes(monkeypatch):
+    """Metadata only: the listing never reads a partition's bytes (only pickles and headers)."""
+    from inspector.adapters import source as source_module
+
+    reads: list[tuple[str, int, int]] = []
+    real = source_module.LocalSource.read
+
+    def spy(self, offset, n):
+        reads.append((self.name, offset, n))
+        return real(self, offset, n)
+
+    monkeypatch.setattr(source_module.LocalSource, "read", spy)
+    ckpt = load(_open("llama-z3"))
+    located = {t.stored_name: ckpt.reader(t) for t in ckpt.tensors if t.role.value == "parameter"}
+    assert located
+    # no read covers any element of a partition (the 2600-element fp32 groups)
+    big = [r for r in reads if r[2] >= 2600 * 4]
+    assert not big, big
+
+
+# ---------------------------------------------------------------------------------------------
+# values
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_values_are_zero_to_fp32s(name):
+    truth = _truth(name)
+    ckpt = load(_open(name))
+    for w in truth["tensors"]:
+        t = ckpt[w["stored_name"]]
+        v = np.concatenate([np.asarray(a).reshape(-1) for a in iter_values(ckpt, t)] or
+                           [np.zeros(0)]).astype(np.float64)
+        assert v.size == w["numel"], w["stored_name"]
+        assert v[:len(w["first"])].tolist() == w["first"], w["stored_name"]
+        assert v.sum() == pytest.approx(w["sum"], rel=1e-6, abs=1e-9), w["stored_name"]
+        assert (v * v).sum() == pytest.approx(w["sumsq"], rel=1e-6, abs=1e-12), w["stored_name"]
+
+
+def test_stats_and_diff_values_run_over_the_partitions():
+    d = str(_open("mlp-z3"))
+    proc = run_cli("stats", "--format", "json", d)
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(proc.stdout)
+    assert rep["complete"]
+    truth = {t["stored_name"]: t for t in _truth("mlp-z3")["tensors"]}
+    for t in rep["tensors"]:
+        assert t["stats"]["count"] == truth[t["stored_name"]]["numel"]
+    proc = run_cli("diff", "--values", "--format", "json", d, d)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["values_changed"] == 0 and report["values_not_compared"] == 0
+
+
+def test_universal_fp32_equals_the_assembled_master_weights():
+    """ds_to_universal's own per-parameter fp32.pt and the flat partitions it came from hold the
+    same values, read by two different paths of the adapter."""
+    uni = load(_open("gpt2-z2-universal"))
+    flat = load(_open("gpt2-z2"))
+    for t in flat.tensors:
+        if t.stored_name == "lm_head.weight" or ".group" in t.stored_name:
+            continue  # universal keeps the module's bf16 copy of the tied name, steps per param
+        a = np.concatenate(list(iter_values(flat, t)))
+        b = np.concatenate(list(iter_values(uni, uni[t.stored_name])))
+        assert np.array_equal(a, b), t.stored_name
+
+
+# ---------------------------------------------------------------------------------------------
+# check
+
+
+@pytest.mark.parametrize("name", ["gpt2-z2", "llama-z3"])
+def test_check_verifies_with_the_trainers_config(name):
+    result = check(load(_open(name)))
+    assert result.verdict == "verified", result.notes
+
+
+def test_check_without_config_is_incomplete_naming_it(tmp_path):
+    d = _copy(tmp_path, "llama-z3")
+    (d / "config.json").unlink()
+    result = check(load(d))
+    assert result.verdict == "incomplete"
+    text = " ".join(result.notes)
+    assert "config.json" in text and "num_key_value_heads" in text
+    for f in sorted((d / "global_step3").glob("*_model_states.pt")):
+        result = check(load(f))
+        assert result.verdict == "incomplete", f
+    proc = run_cli("check", str(d))
+    assert proc.returncode == 3 and "INCOMPLETE" in proc.stdout and "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# each states file on its own
+
+
+@pytest.mark.parametrize("name", ["mlp-z1", "gpt2-z2", "llama-z3", "mlp-z3"])
+def test_each_states_file_opens_alone(name):
+    step = _open(name) / "global_step3"
+    truth = _truth(name)
+    shapes = {t["stored_name"]: t["shape"] for t in truth["tensors"] if t["role"] != "optimizer"}
+    for f in sorted(step.glob("*_states.pt")):
+        proc = run_cli("show", "--format", "json", str(f))
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+        rep = json.loads(proc.stdout)
+        if f.name.endswith("_model_states.pt"):
+            got = {t["name"]: t["shape"] for t in rep["tensors"]}
+            # stage 3: full shapes from param_shapes, never the empty placeholders
+            for n, shape in got.items():
+                if n in shapes:
+                    assert shape == shapes[n], (f.name, n)
+            assert not any(0 in s for s in got.values())
+        proc = run_cli("check", str(f))
+        assert proc.returncode in (0, 3), proc.stderr
+        assert "Traceback" not in proc.stderr and "MISMATCH" not in proc.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# damaged directories: one clear line, non-zero exit
+
+
+def _latest(d: Path, text: str) -> Path:
+    (d / "latest").write_text(text)
+    return d
+
+
+DAMAGE = {
+    "missing rank file": lambda d: next((d / "global_step3").glob("*rank_1*optim*")).unlink(),
+    "latest outside": lambda d: _latest(d, "../../etc"),
+    "latest missing dir": lambda d: _latest(d, "global_step9"),
+    "latest traversal": lambda d: _latest(d, "../.."),
+    "latest absolute": lambda d: _latest(d, "/tmp"),
+    "latest empty": lambda d: _latest(d, "\n"),
+}
+NEEDLES = {
+    "missing rank file": "rank", "latest outside": "refused", "latest missing dir":
+    "global_step9", "latest traversal": "refused", "latest absolute": "refused",
+    "latest empty": "empty",
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+@pytest.mark.parametrize("name", ["mlp-z1", "llama-z3"])
+def test_damaged_directory_is_one_clear_line(tmp_path, name, damage):
+    d = _copy(tmp_path, name)
+    DAMAGE[damage](d)
+    assert_clean_error(run_cli("show", str(d)), str(d), NEEDLES[damage])
+
+
+@pytest.mark.parametrize("name", ["mlp-z1", "gpt2-z2", "llama-z3", "mlp-z3"])
+def test_truncated_partition_is_one_clear_line(tmp_path, name):
+    d = _copy(tmp_path, name)
+    f = next((d / "global_step3").glob("*rank_1*optim*"))
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 2])
+    proc = run_cli("show", str(d))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_partition_shorter_than_param_shapes_is_refused(tmp_path):
+    """A model states file from another run (more parameters than the partitions hold)."""
+    d = _copy(tmp_path, "mlp-z1")
+    other = _copy(tmp_path, "mlp-z3")
+    shutil.copy(next((other / "global_step3").glob("*rank_1*optim*")),
+                next((d / "global_step3").glob("*rank_1*optim*")))
+    proc = run_cli("show", str(d))
+    assert_clean_error(proc, str(d))
+
+
+# ---------------------------------------------------------------------------------------------
+# security
+
+
+def test_scan_of_the_directories_says_nothing_dangerous():
+    for name in ("mlp-z1", "gpt2-z2", "llama-z3", "mlp-z3"):
+        proc = run_cli("scan", "--format", "json", str(DS / name))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        rep = json.loads(proc.stdout)
+        kinds = {f["path"].rsplit("/", 1)[-1]: f for f in rep["files"]}
+        for fname, f in kinds.items():
+            assert f["verdict"] in ("safe",) or fname.endswith(".py") or fname in (
+                "latest", "latest_universal", "config.json"), f
+            if fname.endswith("_states.pt"):
+                assert f["kind"] == "deepspeed-states", f
+
+
+def _evil_states(marker: Path) -> bytes:
+    """A torch.save-shaped zip whose data.pkl builds {"optimizer_state_dict": os.system(...),
+    "ds_version": "0.19.8"}: DeepSpeed's key at its end, a payload in the middle."""
+    cmd = f"touch {marker}".encode()
+    payload = (b"\x80\x02}q\x00(X\x14\x00\x00\x00optimizer_state_dictq\x01cos\nsystem\nq\x02"
+               + b"X" + struct.pack("<I", len(cmd)) + cmd + b"\x85Rq\x03"
+               + b"X\n\x00\x00\x00ds_versionq\x04X\x06\x00\x00\x000.19.8q\x05u.")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", payload)
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/version", "3\n")
+    return buf.getvalue()
+
+
+def _planted(tmp_path: Path) -> tuple[Path, Path]:
+    marker = tmp_path / "ran"
+    d = _copy(tmp_path, "mlp-z1")
+    f = next((d / "global_step3").glob("*rank_1*optim*"))
+    f.write_bytes(_evil_states(marker))
+    for verb in ("show", "stats", "check"):
+        err = assert_clean_error(run_cli(verb, str(d)), str(d), "os.system")
+        assert "refused" in err
+    assert scan_file(f).verdict == "dangerous"
+    assert scan_file(f).kind == "deepspeed-states"
+    proc = run_cli("scan", str(d))
+    assert proc.returncode != 0 and "dangerous" in proc.stdout
+    assert not marker.exists()
+    return d, marker
+
+
+def test_a_hostile_pickle_in_one_rank_file_is_dangerous(tmp_path):
+    _planted(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not DS_PY.exists(), reason="no deepspeed producer venv")
+def test_zero_to_fp32_runs_the_planted_payload(tmp_path):
+    """DeepSpeed's own loader runs it: zero_to_fp32 torch.loads every optim states file with
+    weights_only=False (~30 s: deepspeed import)."""
+    d, marker = _planted(tmp_path)
+    proc = subprocess.run(
+        [str(DS_PY), "-c", "import sys; from deepspeed.utils.zero_to_fp32 import "
+         "get_fp32_state_dict_from_zero_checkpoint as g; g(sys.argv[1])", str(d)],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "DS_ACCELERATOR": "cpu"})
+    assert marker.exists(), proc.stderr[-2000:]
