@@ -60,6 +60,7 @@ _MODEL = re.compile(r"(?:zero_pp_rank_(\d+)_)?mp_rank_(\d+)_model_states\.pt\Z")
 _OPTIM = re.compile(r"(?:bf16_|fp16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt\Z")
 _EXPERT = re.compile(r"(?:layer|expp_rank)_.*_model_states\.pt\Z")
 _UNIVERSAL = ("fp32.pt", "exp_avg.pt", "exp_avg_sq.pt", "step.pt")
+_UNIVERSAL_OPTIM = "optimizer_state.pt"  # zero/optimizer_state.pt: param groups, loss scaler
 _MARKER = b"ds_version"  # the last key of every model/optim states dict DeepSpeed saves
 _TAIL = 4096
 
@@ -102,13 +103,15 @@ def sniff(head: bytes, source: Source) -> str | None:
         if _pickle_tail_has(source, _MARKER):
             return "model_states" if _MODEL.match(name) else "optim_states"
         return None
-    if name in _UNIVERSAL:
+    if name in _UNIVERSAL or name == _UNIVERSAL_OPTIM:
         try:
-            param = source.parent_dir()
-            zero = param.parent_dir()
+            zero = source.parent_dir()
+            if name != _UNIVERSAL_OPTIM:
+                zero = zero.parent_dir()
+            top = zero.parent_dir()
         except (InspectorError, OSError, RuntimeError):
             return None
-        if zero.name == "zero" and any(_MODEL.match(n) for n in _names(zero.parent_dir())):
+        if zero.name == "zero" and any(_MODEL.match(n) for n in _names(top)):
             return "universal_state"
     return None
 
@@ -796,10 +799,22 @@ def _open_file(source: Source, variant: str) -> Checkpoint:
             raise _guard([r], e.message, source.where) from None
         near = [directory, *_parent(directory)]
         _attach_config(near, ckpt.metadata, ckpt.hyperparameters)
+    if variant == "universal_state" and source.name in _UNIVERSAL:
+        _universal_file(ckpt, directory.name, source.name[:-3])
     ckpt.findings.append(Finding(
         "info", f"one file of a DeepSpeed checkpoint ({variant.replace('_', ' ')}); open its "
         "directory for the assembled fp32 weights and optimizer state", source.name))
     return ckpt
+
+
+def _universal_file(ckpt: Checkpoint, param: str, slot: str) -> None:
+    """``zero/<param>/<slot>.pt`` holds ``{"param": tensor}`` (or the tensor): named as the
+    directory listing names it."""
+    if len(ckpt.tensors) != 1 or ckpt.tensors[0].stored_name not in ("param", "tensor"):
+        return
+    name = param if slot == "fp32" else f"optimizer.state.{param}.{slot}"
+    role = Role.PARAMETER if slot == "fp32" else Role.OPTIMIZER
+    ckpt.tensors = [ckpt.tensors[0].replace(name=name, role=role)]
 
 
 def _model_file(ckpt: Checkpoint, ms: dict) -> None:
