@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import io
 import re
+from bisect import bisect_right
 from contextlib import ExitStack
 from math import ceil, prod
 
@@ -267,23 +268,35 @@ class Piece:
 Run = tuple  # (Piece, first element in it, elements)
 
 
-def _slice(pieces: list[Piece], start: int, count: int, what: str) -> list[Run]:
-    """Elements ``start .. start+count`` of the concatenation of ``pieces`` as runs."""
+class Flat(list):
+    """Pieces end to end (a group's partitions across ranks, a rank's sub-groups), with the
+    element index each starts at."""
+
+    def __init__(self, pieces: list[Piece]) -> None:
+        super().__init__(pieces)
+        self.starts = [0]
+        for p in pieces:
+            self.starts.append(self.starts[-1] + p.numel)
+
+
+def _slice(pieces: Flat, start: int, count: int, what: str) -> list[Run]:
+    """Elements ``start .. start+count`` of the concatenation of ``pieces`` as runs (the first
+    piece found by bisection: a parameter costs its own runs, not the number of ranks)."""
+    starts = pieces.starts
+    if start + count > starts[-1]:
+        raise FormatError(f"{what}: its elements end past the flat partitions ({starts[-1]:,} "
+                          "elements): truncated or not this checkpoint's files")
     runs: list[Run] = []
-    pos = 0
-    for p in pieces:
-        if count <= 0:
-            break
-        if start < pos + p.numel:
-            a = max(start - pos, 0)
-            n = min(p.numel - a, count)
+    i = max(bisect_right(starts, start) - 1, 0)
+    while count > 0:
+        p = pieces[i]
+        a = start - starts[i]
+        n = min(p.numel - a, count)
+        if n > 0:
             runs.append((p, a, n))
             start += n
             count -= n
-        pos += p.numel
-    if count > 0:
-        raise FormatError(f"{what}: its elements end past the flat partitions ({pos:,} "
-                          "elements): truncated or not this checkpoint's files")
+        i += 1
     return runs
 
 
@@ -492,7 +505,7 @@ def _frozen_3(ms: dict, model_reads: list[_Read], lay: Layout) -> None:
             frags = _dict(r.obj.get("frozen_param_fragments") or {}, "frozen_param_fragments")
             rec = _tensor(frags.get(name), f"{r.source.name}: frozen_param_fragments[{name!r}]")
             pieces.append(Piece(r.source, rec, f"frozen parameter {name!r}"))
-        runs = _slice(pieces, 0, prod(shape), f"frozen parameter {name!r}")
+        runs = _slice(Flat(pieces), 0, prod(shape), f"frozen parameter {name!r}")
         lay.items.append(Item(name, shape, pieces[0].dtype, Role.PARAMETER, runs))
 
 
@@ -525,15 +538,15 @@ def _stage_12(groups: list, osds: list[dict], reads: list[_Read], lay: Layout) -
     paddings = osds[0].get("param_alignment_paddings")
     world = len(osds)
     for g, shapes in enumerate(groups):
-        pieces = [Piece(r.source, _tensor(f[g], f"{r.source.name}: fp32 group {g}"),
-                        f"{r.source.name}: fp32 group {g}") for r, f in zip(reads, fp32,
-                                                                            strict=True)]
+        pieces = Flat([Piece(r.source, _tensor(f[g], f"{r.source.name}: fp32 group {g}"),
+                             f"{r.source.name}: fp32 group {g}")
+                       for r, f in zip(reads, fp32, strict=True)])
         states = [_group_state(o.get("base_optimizer_state"), g, "base_optimizer_state")
                   for o in osds]
         flat, scalar = _moment_keys(states, f"group {g}") if all(states) else ([], [])
-        moments = {k: [Piece(r.source, _tensor(s[k], f"{r.source.name}: {k}"),
-                             f"{r.source.name}: state {g} {k}")
-                       for r, s in zip(reads, states, strict=True)] for k in flat}
+        moments = {k: Flat([Piece(r.source, _tensor(s[k], f"{r.source.name}: {k}"),
+                                  f"{r.source.name}: state {g} {k}")
+                            for r, s in zip(reads, states, strict=True)]) for k in flat}
         pads = paddings[g] if isinstance(paddings, list) and g < len(paddings) else None
         if pads is not None and (not isinstance(pads, list) or len(pads) != len(shapes)):
             raise FormatError(f"param_alignment_paddings[{g}] does not hold one padding per "
@@ -571,8 +584,8 @@ def _stage_3(groups: list, osds: list[dict], reads: list[_Read], lay: Layout) ->
     if not all(isinstance(f, list) and len(f) == len(groups) for f in flat_groups):
         raise FormatError(f"fp32_flat_groups does not hold the {len(groups)} sub-group(s) of "
                           "param_shapes on every rank")
-    per_rank = [[Piece(r.source, _tensor(t, f"{r.source.name}: fp32 sub-group {g}"),
-                       f"{r.source.name}: fp32 sub-group {g}") for g, t in enumerate(f)]
+    per_rank = [Flat([Piece(r.source, _tensor(t, f"{r.source.name}: fp32 sub-group {g}"),
+                            f"{r.source.name}: fp32 sub-group {g}") for g, t in enumerate(f)])
                 for r, f in zip(reads, flat_groups, strict=True)]
     inner = [o.get("optimizer_state_dict") for o in osds]
     states = [[_group_state(s, g, "optimizer_state_dict.state") for g in range(len(groups))]
@@ -581,8 +594,8 @@ def _stage_3(groups: list, osds: list[dict], reads: list[_Read], lay: Layout) ->
     scalar: list[str] = []
     if all(all(s) for s in states):
         flat, scalar = _moment_keys([s[0] for s in states], "sub-group 0")
-    moments = {k: [[Piece(r.source, _tensor(s[g][k], f"{r.source.name}: {k}"),
-                          f"{r.source.name}: state {g} {k}") for g in range(len(groups))]
+    moments = {k: [Flat([Piece(r.source, _tensor(s[g][k], f"{r.source.name}: {k}"),
+                               f"{r.source.name}: state {g} {k}") for g in range(len(groups))])
                    for r, s in zip(reads, states, strict=True)] for k in flat}
     offset = 0
     for name, shape in (p for g in groups for p in g):
@@ -604,7 +617,7 @@ def _stage_3(groups: list, osds: list[dict], reads: list[_Read], lay: Layout) ->
         _scalars(states[0][g], scalar, reads[0], g, lay)
 
 
-def _partitioned(ranks: list[list[Piece]], offset: int, part: int, n: int,
+def _partitioned(ranks: list[Flat], offset: int, part: int, n: int,
                  what: str) -> list[Run]:
     """A stage 3 parameter: ``part`` elements at ``offset`` of each rank's flat sub-groups, in
     rank order, the last rank's padding cut (``zero_to_fp32.GatheredTensor``)."""
