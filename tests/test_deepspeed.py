@@ -30,7 +30,7 @@ from conftest import FIXTURES, load_truth, run_cli
 from hostile import assert_clean_error
 
 DS = FIXTURES / "deepspeed"
-NAMES = ("mlp-z1", "gpt2-z2", "llama-z3", "mlp-z3", "gpt2-z2-universal")
+NAMES = ("mlp-z1", "llama-z1", "gpt2-z2", "llama-z3", "mlp-z3", "gpt2-z2-universal")
 DS_PY = Path("/work/venvs/pickle-deepspeed/bin/python")
 
 
@@ -179,11 +179,27 @@ def test_check_without_config_is_incomplete_naming_it(tmp_path):
     assert proc.returncode == 3 and "INCOMPLETE" in proc.stdout and "Traceback" not in proc.stderr
 
 
+def test_zero1_gqa_without_config_is_incomplete_never_mismatch(tmp_path):
+    """The reported case: a GQA Llama's ZeRO-1 model states, no config.json: the head counts
+    are not in the checkpoint, so check says incomplete, naming them; given the model's
+    config.json beside the checkpoint (as HF Trainer writes it), it verifies."""
+    d = _open("llama-z1")
+    for target in (d, d / "global_step3" / "mp_rank_00_model_states.pt"):
+        proc = run_cli("check", str(target))
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        assert "INCOMPLETE" in proc.stdout and "MISMATCH" not in proc.stdout
+        assert "num_key_value_heads" in proc.stdout and "config.json" in proc.stdout
+    c = _copy(tmp_path, "llama-z1")
+    shutil.copy(_open("llama-z3") / "config.json", c / "config.json")  # the same model config
+    assert check(load(c)).verdict == "verified"
+    assert check(load(c / "global_step3" / "mp_rank_00_model_states.pt")).verdict == "verified"
+
+
 # ---------------------------------------------------------------------------------------------
 # each states file on its own
 
 
-@pytest.mark.parametrize("name", ["mlp-z1", "gpt2-z2", "llama-z3", "mlp-z3"])
+@pytest.mark.parametrize("name", ["mlp-z1", "llama-z1", "gpt2-z2", "llama-z3", "mlp-z3"])
 def test_each_states_file_opens_alone(name):
     step = _open(name) / "global_step3"
     truth = _truth(name)
@@ -239,7 +255,7 @@ def test_damaged_directory_is_one_clear_line(tmp_path, name, damage):
     assert_clean_error(run_cli("show", str(d)), str(d), NEEDLES[damage])
 
 
-@pytest.mark.parametrize("name", ["mlp-z1", "gpt2-z2", "llama-z3", "mlp-z3"])
+@pytest.mark.parametrize("name", ["mlp-z1", "llama-z1", "gpt2-z2", "llama-z3", "mlp-z3"])
 def test_truncated_partition_is_one_clear_line(tmp_path, name):
     d = _copy(tmp_path, name)
     f = next((d / "global_step3").glob("*rank_1*optim*"))
@@ -265,7 +281,7 @@ def test_partition_shorter_than_param_shapes_is_refused(tmp_path):
 
 
 def test_scan_of_the_directories_says_nothing_dangerous():
-    for name in ("mlp-z1", "gpt2-z2", "llama-z3", "mlp-z3"):
+    for name in ("mlp-z1", "llama-z1", "gpt2-z2", "llama-z3", "mlp-z3"):
         proc = run_cli("scan", "--format", "json", str(DS / name))
         assert proc.returncode == 0, proc.stdout + proc.stderr
         rep = json.loads(proc.stdout)
