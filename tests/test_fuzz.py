@@ -49,6 +49,8 @@ SEEDS = {
     "gguf": FIXTURES / "gguf" / "kv_zoo_v2.gguf",
     "onnx-zoo": FIXTURES / "onnx" / "dtype_zoo.onnx",
     "onnx-external": FIXTURES / "onnx" / "lstm_external" / "lstm.onnx",
+    "deepspeed-z3-model-states": FIXTURES / "deepspeed" / "llama-z3" / "checkpoint-3"
+    / "global_step3" / "zero_pp_rank_0_mp_rank_00_model_states.pt",
 }
 KERAS_SEEDS = {
     "keras-weights-h5": FIXTURES / "keras" / "lstm.weights.h5",
