@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from inspector.adapters.errors import InspectorError
 from inspector.adapters.registry import detect, load
 from inspector.adapters.security.scan import scan_file
 from inspector.formulas.check import check
@@ -205,20 +206,28 @@ def test_each_states_file_opens_alone(name):
     truth = _truth(name)
     shapes = {t["stored_name"]: t["shape"] for t in truth["tensors"] if t["role"] != "optimizer"}
     for f in sorted(step.glob("*_states.pt")):
-        proc = run_cli("show", "--format", "json", str(f))
-        assert proc.returncode == 0, proc.stderr
-        assert "Traceback" not in proc.stderr
-        rep = json.loads(proc.stdout)
+        ckpt = load(f)
+        assert ckpt.format.startswith("deepspeed-"), f
         if f.name.endswith("_model_states.pt"):
-            got = {t["name"]: t["shape"] for t in rep["tensors"]}
+            got = {t.name: list(t.shape) for t in ckpt.tensors}
             # stage 3: full shapes from param_shapes, never the empty placeholders
-            for n, shape in got.items():
-                if n in shapes:
-                    assert shape == shapes[n], (f.name, n)
+            assert {n: s for n, s in got.items() if n in shapes} == shapes, f.name
             assert not any(0 in s for s in got.values())
-        proc = run_cli("check", str(f))
-        assert proc.returncode in (0, 3), proc.stderr
-        assert "Traceback" not in proc.stderr and "MISMATCH" not in proc.stdout
+            roles = {t.name: t.role.value for t in ckpt.tensors}
+            assert all(roles[b] == "buffer" for b in truth["buffer_names"])
+        assert check(ckpt).verdict != "mismatch", f
+
+
+@pytest.mark.parametrize("verb", ["show", "check"])
+def test_zero3_model_states_cli_has_no_traceback(verb):
+    """The reported case: ``check`` on a ZeRO-3 model states file raised ``ValueError: not
+    enough values to unpack`` (placeholders of shape [0])."""
+    f = _open("llama-z3") / "global_step3" / "zero_pp_rank_0_mp_rank_00_model_states.pt"
+    proc = run_cli(verb, str(f))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "MISMATCH" not in proc.stdout
+    if verb == "check":
+        assert "VERIFIED" in proc.stdout  # config.json two levels up (HF Trainer layout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,54 +256,84 @@ NEEDLES = {
 }
 
 
+def _one_line(path: Path, *needles: str) -> str:
+    with pytest.raises(InspectorError) as e:
+        load(path)
+    text = str(e.value)
+    assert "\n" not in text.strip() and str(path) in text, text
+    for n in needles:
+        assert n in text, (n, text)
+    return text
+
+
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 @pytest.mark.parametrize("name", ["mlp-z1", "llama-z3"])
 def test_damaged_directory_is_one_clear_line(tmp_path, name, damage):
     d = _copy(tmp_path, name)
     DAMAGE[damage](d)
+    _one_line(d, NEEDLES[damage])
+
+
+@pytest.mark.parametrize("damage", ["latest traversal", "missing rank file"])
+def test_damaged_directory_cli(tmp_path, damage):
+    d = _copy(tmp_path, "mlp-z3")
+    DAMAGE[damage](d)
     assert_clean_error(run_cli("show", str(d)), str(d), NEEDLES[damage])
 
 
 @pytest.mark.parametrize("name", ["mlp-z1", "llama-z1", "gpt2-z2", "llama-z3", "mlp-z3"])
-def test_truncated_partition_is_one_clear_line(tmp_path, name):
+@pytest.mark.parametrize("cut", [0.3, 0.7, 0.97])
+def test_truncated_partition_is_one_clear_line(tmp_path, name, cut):
     d = _copy(tmp_path, name)
-    f = next((d / "global_step3").glob("*rank_1*optim*"))
-    data = f.read_bytes()
-    f.write_bytes(data[: len(data) // 2])
-    proc = run_cli("show", str(d))
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
+    for pattern in ("*rank_1*optim*", "*model_states.pt"):
+        f = next((d / "global_step3").glob(pattern))
+        data = f.read_bytes()
+        f.write_bytes(data[: int(len(data) * cut)])
+        _one_line(d)
+        f.write_bytes(data)
 
 
 def test_partition_shorter_than_param_shapes_is_refused(tmp_path):
-    """A model states file from another run (more parameters than the partitions hold)."""
+    """Model states of another run (other parameters than the partitions hold), and a rank
+    file of a stage 3 run among stage 1 ones: named, never sliced wrongly."""
     d = _copy(tmp_path, "mlp-z1")
-    other = _copy(tmp_path, "mlp-z3")
-    shutil.copy(next((other / "global_step3").glob("*rank_1*optim*")),
+    shutil.copy(_open("llama-z1") / "global_step3" / "mp_rank_00_model_states.pt",
+                d / "global_step3" / "mp_rank_00_model_states.pt")
+    _one_line(d, "param_alignment_paddings")
+    d = _copy(tmp_path / "z3", "mlp-z3")
+    for f in (_open("llama-z3") / "global_step3").glob("*_model_states.pt"):
+        shutil.copy(f, d / "global_step3" / f.name)
+    _one_line(d, "fp32_flat_groups")
+    d = _copy(tmp_path / "b", "mlp-z1")
+    shutil.copy(next((_open("mlp-z3") / "global_step3").glob("*rank_1*optim*")),
                 next((d / "global_step3").glob("*rank_1*optim*")))
-    proc = run_cli("show", str(d))
-    assert_clean_error(proc, str(d))
+    _one_line(d, "every rank")
 
 
 # ---------------------------------------------------------------------------------------------
 # security
 
 
-def test_scan_of_the_directories_says_nothing_dangerous():
-    for name in ("mlp-z1", "llama-z1", "gpt2-z2", "llama-z3", "mlp-z3"):
-        proc = run_cli("scan", "--format", "json", str(DS / name))
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        rep = json.loads(proc.stdout)
-        pts = 0
-        for f in rep["files"]:
-            if f["path"].endswith(".py"):  # zero_to_fp32.py: code, run only when executed
-                assert f["verdict"] == "foreign", f
-                continue
-            assert f["verdict"] == "safe", f
-            if f["path"].endswith(".pt"):  # every pickle, through the adapter's examine hook
-                assert f["kind"] == "deepspeed-states", f
-                pts += 1
-        assert pts == sum(1 for _ in (DS / name).rglob("*.pt"))
+@pytest.mark.parametrize("name", ["mlp-z1", "llama-z1", "gpt2-z2", "llama-z3", "mlp-z3"])
+def test_scan_of_the_directories_says_nothing_dangerous(name):
+    from inspector.adapters.security.scan import scan
+
+    pts = 0
+    for res in scan([str(DS / name)]):
+        if res.path.endswith(".py"):  # zero_to_fp32.py: code, run only when executed
+            assert res.verdict == "foreign", res.path
+            continue
+        assert res.verdict == "safe", (res.path, res.items)
+        if res.path.endswith(".pt"):  # every pickle, through the adapter's examine hook
+            assert res.kind == "deepspeed-states", res.path
+            pts += 1
+    assert pts == sum(1 for _ in (DS / name).rglob("*.pt"))
+
+
+def test_scan_cli_of_a_directory():
+    proc = run_cli("scan", "--format", "json", str(DS / "llama-z3"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["summary"]["dangerous"] == 0
 
 
 def _evil_states(marker: Path) -> bytes:
