@@ -110,6 +110,31 @@ def test_listing_reads_no_tensor_bytes(monkeypatch):
     assert not big, big
 
 
+def test_listing_does_not_depend_on_tensor_bytes(tmp_path):
+    """Every storage record of every states file overwritten with 0xFF: the same listing."""
+    d = _copy(tmp_path, "llama-z3")
+    for f in (d / "global_step3").glob("*.pt"):
+        data = bytearray(f.read_bytes())
+        with zipfile.ZipFile(f) as z:
+            for info in z.infolist():
+                if "/data/" not in info.filename:
+                    continue
+                n, m = struct.unpack("<HH", data[info.header_offset + 26:info.header_offset + 30])
+                start = info.header_offset + 30 + n + m
+                data[start:start + info.file_size] = b"\xff" * info.file_size
+        f.write_bytes(bytes(data))
+    a, b = load(_open("llama-z3")), load(d)
+    assert [(t.name, t.shape, t.dtype, t.role) for t in a.tensors] == [
+        (t.name, t.shape, t.dtype, t.role) for t in b.tensors]
+
+
+def test_tensor_parallel_files_are_refused_by_name(tmp_path):
+    d = _copy(tmp_path, "mlp-z1")
+    f = d / "global_step3" / "mp_rank_00_model_states.pt"
+    shutil.copy(f, d / "global_step3" / "mp_rank_01_model_states.pt")
+    _one_line(d, "mp_rank_01_model_states.pt", "tensor/pipeline-parallel")
+
+
 # ---------------------------------------------------------------------------------------------
 # values
 
@@ -351,6 +376,35 @@ def _evil_states(marker: Path) -> bytes:
     return buf.getvalue()
 
 
+def _with_payload(path: Path, marker: Path) -> None:
+    """The real states file with ``os.system(...)`` called and its result popped just before
+    the pickle's STOP: the object torch.load returns is unchanged, its layout still valid."""
+    cmd = f"touch {marker}".encode()
+    call = b"cos\nsystem\nX" + struct.pack("<I", len(cmd)) + cmd + b"\x85R0"
+    with zipfile.ZipFile(path) as z:
+        members = [(i.filename, z.read(i)) for i in z.infolist()]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        for name, data in members:
+            if name.endswith("/data.pkl"):
+                assert data.endswith(b".")
+                data = data[:-1] + call + b"."
+            z.writestr(name, data)
+    path.write_bytes(buf.getvalue())
+
+
+def test_a_payload_in_a_well_formed_rank_file_is_refused(tmp_path):
+    marker = tmp_path / "ran"
+    d = _copy(tmp_path, "llama-z3")
+    f = next((d / "global_step3").glob("*rank_1*optim*"))
+    _with_payload(f, marker)
+    _one_line(d, "os.system")
+    assert load(d, allow_unsafe=True).tensors  # the layout itself is intact
+    res = scan_file(f)
+    assert res.verdict == "dangerous" and res.kind == "deepspeed-states"
+    assert not marker.exists()
+
+
 def _planted(tmp_path: Path) -> tuple[Path, Path]:
     marker = tmp_path / "ran"
     d = _copy(tmp_path, "mlp-z1")
@@ -382,3 +436,19 @@ def test_zero_to_fp32_runs_the_planted_payload(tmp_path):
          "get_fp32_state_dict_from_zero_checkpoint as g; g(sys.argv[1])", str(d)],
         capture_output=True, text=True, timeout=600, env={**os.environ, "DS_ACCELERATOR": "cpu"})
     assert marker.exists(), proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not DS_PY.exists(), reason="no deepspeed producer venv")
+def test_zero_to_fp32_runs_the_payload_of_a_well_formed_rank_file(tmp_path):
+    """The same with the layout intact: zero_to_fp32 runs the payload and assembles the
+    weights as if nothing happened."""
+    marker = tmp_path / "ran"
+    d = _copy(tmp_path, "llama-z3")
+    _with_payload(next((d / "global_step3").glob("*rank_1*optim*")), marker)
+    proc = subprocess.run(
+        [str(DS_PY), "-c", "import sys; from deepspeed.utils.zero_to_fp32 import "
+         "get_fp32_state_dict_from_zero_checkpoint as g; print(len(g(sys.argv[1])))", str(d)],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "DS_ACCELERATOR": "cpu"})
+    assert marker.exists(), proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "21"
