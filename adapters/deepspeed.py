@@ -59,6 +59,7 @@ MAX_RANKS = 65_536
 MAX_PARAMS = 10_000_000
 _MODEL = re.compile(r"(?:zero_pp_rank_(\d+)_)?mp_rank_(\d+)_model_states\.pt\Z")
 _OPTIM = re.compile(r"(?:bf16_|fp16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt\Z")
+_ANY_STATES = re.compile(r"_(model|optim)_states\.pt\Z")  # a states file under any name
 _EXPERT = re.compile(r"(?:layer|expp_rank)_.*_model_states\.pt\Z")
 _UNIVERSAL = ("fp32.pt", "exp_avg.pt", "exp_avg_sq.pt", "step.pt")
 _UNIVERSAL_OPTIM = "optimizer_state.pt"  # zero/optimizer_state.pt: param groups, loss scaler
@@ -100,9 +101,10 @@ def sniff(head: bytes, source: Source) -> str | None:
     if not head.startswith(b"PK\x03\x04"):
         return None
     name = source.name
-    if _MODEL.match(name) or _OPTIM.match(name):
+    kind = _ANY_STATES.search(name)
+    if kind is not None:
         if _pickle_tail_has(source, _MARKER):
-            return "model_states" if _MODEL.match(name) else "optim_states"
+            return f"{kind.group(1)}_states"
         return None
     if name in _UNIVERSAL or name == _UNIVERSAL_OPTIM:
         try:
@@ -419,8 +421,9 @@ def _common(ms: dict, lay: Layout, read: _Read) -> None:
         raise FormatError("buffer_names is not a list of names", read.source.where)
     if isinstance(module, dict):
         prefix = read.source.name
-        dtypes = {getattr(v, "dtype", None) for k, v in module.items() if k not in buffer_names}
-        dtypes.discard(None)
+        dtypes = {getattr(v, "dtype", None) for k, v in module.items()
+                  if k not in buffer_names and getattr(v, "shape", (0,)) != (0,)}
+        dtypes.discard(None)  # stage 3 stores empty placeholders: no copy of the weights
         if dtypes:
             lay.meta["module_dtype"] = ", ".join(sorted(dtypes))
         for name in buffer_names:
