@@ -90,7 +90,8 @@ def sniff(head: bytes, source: Source) -> str | None:
     if source.is_dir():
         names = _names(source)
         if any(n in names for n in LATEST) and (
-            "zero_to_fp32.py" in names or any(n.startswith("global_step") for n in names)):
+            "zero_to_fp32.py" in names or any(n.startswith("global_step") for n in names)
+                or _tag_has_states(source)):
             return "checkpoint"
         model, optim = _states_files(names)
         if model and optim:
@@ -117,6 +118,15 @@ def sniff(head: bytes, source: Source) -> str | None:
         if zero.name == "zero" and any(_MODEL.match(n) for n in _names(top)):
             return "universal_state"
     return None
+
+
+def _tag_has_states(directory: Source) -> bool:
+    """Whether the tag ``latest`` names (any name: ``save_checkpoint(tag=...)``) holds model
+    states files."""
+    try:
+        return any(_MODEL.match(n) for n in _names(_tag_dir(directory)[0]))
+    except (InspectorError, OSError, RuntimeError):
+        return False
 
 
 def _pickle_tail_has(source: Source, marker: bytes) -> bool:

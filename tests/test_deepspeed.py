@@ -90,6 +90,17 @@ def test_a_tag_directory_opens_alone_with_the_config_above_it():
     assert ckpt.metadata["config_file"] == "config.json"
 
 
+def test_a_custom_tag_without_the_recovery_script(tmp_path):
+    """``save_checkpoint(dir, tag="best")`` and no zero_to_fp32.py (older DeepSpeed)."""
+    d = _copy(tmp_path, "mlp-z1")
+    (d / "global_step3").rename(d / "best")
+    (d / "zero_to_fp32.py").unlink()
+    _latest(d, "best")
+    assert detect(d)[0].name == "deepspeed"
+    ckpt = load(d)
+    assert ckpt.metadata["tag"] == "best" and len(ckpt.tensors) == len(_truth("mlp-z1")["tensors"])
+
+
 def test_listing_reads_no_tensor_bytes(monkeypatch):
     """Metadata only: the listing never reads a partition's bytes (only pickles and headers)."""
     from inspector.adapters import source as source_module
