@@ -199,12 +199,37 @@ class _Read:
         from .torch.zip_archive import read_zip
 
         self.source = source
-        self.zip = read_zip(source)
+        try:
+            self.zip = read_zip(source)
+        except FormatError as e:
+            raise _unsafe_or(source, e) from None
         self.obj = self.zip.obj
         self.globals = self.zip.globals
 
     def dangerous(self) -> list[str]:
         return sorted(g.name for g in self.globals.values() if g.severity == "danger")
+
+
+_EXAMINE_ERRORS = (InspectorError, OSError, ValueError, KeyError, IndexError, TypeError,
+                   EOFError, RuntimeError, RecursionError, MemoryError)
+
+
+def _unsafe_or(source: Source, error: FormatError) -> InspectorError:
+    """A states file that cannot be read: refused as unsafe, naming what a loader would run,
+    when scan's walk of it finds anything dangerous before the damage; else ``error``."""
+    from .security.examination import DANGEROUS, FileResult
+    from .torch.examine import examine_zip
+
+    res = FileResult(source.where)
+    try:
+        examine_zip(source, res)
+    except _EXAMINE_ERRORS:
+        pass  # what was found before the break stays
+    bad = [i.text for i in res.items if i.level == DANGEROUS]
+    if bad:
+        return UnsafeContentError(f"refused: {'; '.join(bad[:2])}; and {error.message}; nothing "
+                                  "was run", source.where)
+    return error
 
 
 def _guard(reads: list[_Read], why: str, where: str) -> InspectorError:
@@ -375,7 +400,10 @@ def read_step(step: Source) -> Layout:
     model_reads = [_Read(step.child(n)) for n in models]
     lay.reads += model_reads
     if "zero" in names and not optims:
-        _read_universal(step, model_reads[0], lay)
+        try:
+            _read_universal(step, model_reads[0], lay)
+        except FormatError as e:
+            raise _guard(lay.reads, e.message, e.where or step.where) from None
     else:
         if not optims:
             raise FormatError("no *_optim_states.pt file: the fp32 weights and optimizer state "
@@ -387,7 +415,7 @@ def read_step(step: Source) -> Layout:
             _assemble(model_reads, optim_reads, lay)
         except FormatError as e:
             raise _guard(lay.reads, e.message, e.where or step.where) from None
-    lay.paths = [step.child(n).where for n in models + optims]
+    lay.paths = [r.source.where for r in lay.reads]
     return lay
 
 

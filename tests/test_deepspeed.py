@@ -416,6 +416,27 @@ def test_a_payload_in_a_well_formed_rank_file_is_refused(tmp_path):
     assert not marker.exists()
 
 
+def test_a_payload_in_a_broken_rank_file_is_still_named(tmp_path):
+    """A pickle that calls os.system and then breaks off: refused as unsafe, not merely as
+    unreadable (torch.load would have run the call before failing)."""
+    marker = tmp_path / "ran"
+    d = _copy(tmp_path, "mlp-z1")
+    f = next((d / "global_step3").glob("*rank_1*optim*"))
+    data = _evil_states(marker)
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        pkl = z.read("archive/data.pkl")
+    cut = pkl.index(b"\x85R") + 2  # the call, then the pickle ends without STOP
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", pkl[:cut] + b"X\x0a\x00\x00\x00ds_version")
+        z.writestr("archive/version", "3\n")
+    f.write_bytes(buf.getvalue())
+    err = assert_clean_error(run_cli("show", str(d)), str(d), "os.system")
+    assert "refused" in err
+    assert scan_file(f).verdict == "dangerous"
+    assert not marker.exists()
+
+
 def _planted(tmp_path: Path) -> tuple[Path, Path]:
     marker = tmp_path / "ran"
     d = _copy(tmp_path, "mlp-z1")
