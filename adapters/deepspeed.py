@@ -446,13 +446,15 @@ def _param_groups(ms: dict) -> list[list[tuple[str, tuple[int, ...]]]]:
 
 def _common(ms: dict, lay: Layout, read: _Read) -> None:
     """Buffers, hyperparameters and facts of the model states."""
-    lay.hyper["ds_config"] = ms.get("ds_config")
-    lay.hyper["ds_version"] = ms.get("ds_version")
+    from .security.restricted_pickle import render
+
+    lay.hyper["ds_config"] = render(ms.get("ds_config"))  # placeholders as plain values
+    lay.hyper["ds_version"] = render(ms.get("ds_version"))
     for k in ("global_steps", "global_samples", "skipped_steps", "dp_world_size",
               "mp_world_size"):
         if type(ms.get(k)) is int:
             lay.hyper[k] = ms[k]
-    lay.meta["ds_version"] = ms.get("ds_version")
+    lay.meta["ds_version"] = lay.hyper["ds_version"]
     module = ms.get("module")
     buffer_names = ms.get("buffer_names") or []
     if not isinstance(buffer_names, list) or not all(type(n) is str for n in buffer_names):
