@@ -42,6 +42,8 @@ BUILTIN_MODULES = (
     "inspector.adapters.onmt_tf_dir",  # before tf_checkpoint: its directory + model description
     "inspector.adapters.keras_sharded",
     "inspector.adapters.dcp",
+    # before torch: DeepSpeed's *_states.pt are torch zips (claimed by name + ds_version key)
+    "inspector.adapters.deepspeed",
     "inspector.adapters.safetensors",
     "inspector.adapters.gguf",
     "inspector.adapters.onnx",  # before the pickle readers: ONNX files never import them

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -390,6 +390,16 @@ def _part_results(parts: Sequence[Part], issues: Sequence[TensorIssue],
     return [PartResult(n, r, tensors[n], elements[n]) for n, r in reasons.items()]
 
 
+def _refuse_guesses(ckpt: Checkpoint, used: Iterable[str], provenance: Mapping[str, str]) -> None:
+    """A checkpoint whose adapter says its model config is missing (``metadata
+    ["config_missing"]``: a DeepSpeed directory without ``config.json``) is not predicted from
+    defaults: a default the prediction reads is a guess, and a guess is no mismatch."""
+    missing = ckpt.metadata.get("config_missing")
+    guessed = sorted(h for h in used if provenance.get(h) == "default") if missing else []
+    if guessed:
+        raise UsageError(f"{', '.join(guessed)} not recorded: {missing} is missing")
+
+
 def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, Any] | None = None,
           scheme_name: str | None = None) -> CheckResult:
     """The audit ``inspector check`` prints: architecture (detected unless given),
@@ -408,6 +418,7 @@ def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, An
     try:
         values, provenance, notes = resolve_hparams(arch, ckpt, overrides or {})
         pred, used = reading(arch.predict, values)
+        _refuse_guesses(ckpt, used, provenance)
     except UsageError as e:
         if given or overrides:
             raise
