@@ -51,6 +51,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.mxnet",
     "inspector.adapters.numpy_npy",
     "inspector.adapters.tf_checkpoint",
+    "inspector.adapters.flax_msgpack",  # a msgpack map reaching a flax array ext in its head
     "inspector.adapters.directory",
 )
 # A file whose first bytes are one of these signatures is offered first to that module's
