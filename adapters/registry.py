@@ -39,6 +39,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.rau_dir",
     "inspector.adapters.keras_sharded",
     "inspector.adapters.dcp",
+    "inspector.adapters.orbax",  # a folder with _METADATA, a step folder, a manager's steps
     "inspector.adapters.safetensors",
     "inspector.adapters.gguf",
     "inspector.adapters.onnx",  # before the pickle readers: ONNX files never import them
