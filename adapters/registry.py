@@ -46,6 +46,7 @@ BUILTIN_MODULES = (
     # before torch: a .keras zip may hold a data.pkl (Keras loads it as Keras, torch as torch;
     # its config.json must be examined), and a Keras HDF5 file may open with any user block
     "inspector.adapters.keras",
+    "inspector.adapters.nemo",  # a tar naming model_config.yaml / model_weights.ckpt
     "inspector.adapters.torch.torchscript",
     "inspector.adapters.pickled",
     "inspector.adapters.torch",
