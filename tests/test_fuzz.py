@@ -49,6 +49,9 @@ SEEDS = {
     "gguf": FIXTURES / "gguf" / "kv_zoo_v2.gguf",
     "onnx-zoo": FIXTURES / "onnx" / "dtype_zoo.onnx",
     "onnx-external": FIXTURES / "onnx" / "lstm_external" / "lstm.onnx",
+    "flax-msgpack": FIXTURES / "flax" / "transformer_train_state.msgpack",
+    "flax-chunked": FIXTURES / "flax" / "chunked.msgpack",
+    "nemo": FIXTURES / "nemo" / "tiny_model.nemo",
 }
 KERAS_SEEDS = {
     "keras-weights-h5": FIXTURES / "keras" / "lstm.weights.h5",
