@@ -49,7 +49,8 @@ MAX_DIMS = 64
 MAX_ITEMS = 1 << 26  # map entries / array items walked in one file
 MAX_KEY = 1 << 16  # bytes of one map key or string read
 MAX_SCALARS = 256  # Python scalar leaves kept in the metadata
-BUF = 1 << 16
+BUF = 1 << 13  # bytes read at a time: keys and headers are small, array bytes are skipped
+ARRAY_HEAD = 1 << 10  # an ndarray payload's (shape, dtype, bin header) prefix
 # numpy dtype names flax writes (arr.dtype.name) -> item size in bytes (ml_dtypes' sub-byte
 # types are stored one element per byte by NumPy, hence 1).
 ITEMSIZE = {
@@ -93,8 +94,8 @@ class _Reader:
     """Sequential msgpack reads over ``[start, end)`` of a file through a small buffer; bin and
     ext payloads are skipped, never read, unless asked for."""
 
-    def __init__(self, f: BinaryIO, start: int, end: int, where: str) -> None:
-        self.f, self.pos, self.end, self.where = f, start, end, where
+    def __init__(self, f: BinaryIO, start: int, end: int, where: str, buf: int = BUF) -> None:
+        self.f, self.pos, self.end, self.where, self.bufsize = f, start, end, where, buf
         self.buf, self.base = b"", start
         self.items = 0
 
@@ -108,7 +109,7 @@ class _Reader:
         i = self.pos - self.base
         if i < 0 or i + n > len(self.buf):
             self.f.seek(self.pos)
-            self.buf = self.f.read(min(self.end - self.pos, max(n, BUF)))
+            self.buf = self.f.read(min(self.end - self.pos, max(n, self.bufsize)))
             self.base, i = self.pos, 0
             if len(self.buf) < n:
                 raise self.fail(f"the file ended early while reading {what}")
@@ -209,7 +210,7 @@ class _Array:
 
 def _ndarray(f: BinaryIO, ext: _Ext, where: str, path: str) -> _Array:
     """The ``(shape, dtype name, bytes)`` payload of an ndarray / npscalar ext."""
-    rd = _Reader(f, ext.offset, ext.offset + ext.size, where)
+    rd = _Reader(f, ext.offset, ext.offset + ext.size, where, ARRAY_HEAD)
     what = f"array {path!r}"
     try:
         m = rd.take(1, what)[0]
