@@ -16,10 +16,11 @@ Layout (orbax ``_src/metadata/tree.py``, ``_src/serialization/tensorstore_utils.
 Names are the leaf's keys joined by ``.`` (orbax's own ``param_name``). Shapes and dtypes come
 from each array's zarr metadata where it is a plain file (``use_ocdbt=False``); inside an OCDBT
 database they are not readable without tensorstore, so the shape is ``_METADATA``'s
-``write_shape`` (the global shape for a single-device array; a sharded array's is one shard's,
-said in a finding) and the dtype is ``unknown``. Values: zarr v2 arrays stored uncompressed in one
-chunk are plain byte ranges; anything else says which decoder it needs. Roles as in
-:mod:`.flax_msgpack` (``params``, ``opt_state``, ``batch_stats``).
+``write_shape`` (the global shape for a single-device array; a sharded array's is the piece one
+device wrote, which orbax also splits among replicas: said in a warning, never computed) and the
+dtype is ``unknown``. Values: zarr v2 arrays stored uncompressed in one chunk are plain byte
+ranges; anything else says which decoder it needs. Roles as in :mod:`.flax_msgpack` (``params``,
+``opt_state``, ``batch_stats``).
 """
 
 from __future__ import annotations
@@ -195,7 +196,8 @@ def _read_item(item: Source, prefix: str, findings: list[Finding], meta: dict[st
     if sharded:
         findings.append(Finding(
             "warning", f"{len(sharded)} array(s) not on a single device (e.g. {sharded[0]!r}): "
-            "their listed shape is the written shard's (write_shape), not the global one",
+            "the listed shape is the piece each device wrote (write_shape), not the array's; "
+            "the global shape is in the OCDBT database (needs tensorstore)",
             sharded[0]))
     if scalars:
         meta.setdefault("non_array_leaves", {}).update(scalars)

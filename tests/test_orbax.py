@@ -40,6 +40,19 @@ def test_listing_equals_orbax_metadata(name):
         assert any("OCDBT" in f.message for f in ckpt.findings)
 
 
+def test_sharded_arrays_say_their_shape_is_the_written_piece():
+    """orbax writes each device's piece (and splits a replicated one among replicas): write_shape
+    is not the array's shape, and the listing says so instead of guessing."""
+    truth = load_truth(ORBAX / "sharded.truth.json")
+    ckpt = load(ORBAX / "sharded")
+    assert sorted(t.stored_name for t in ckpt.tensors) == sorted(
+        w["stored_name"] for w in truth["tensors"])
+    assert all(t.extra.get("shape_is_write_shape") for t in ckpt.tensors)
+    assert any("not the array's" in f.message and f.severity == "warning"
+               for f in ckpt.findings)
+    assert any(list(ckpt[w["stored_name"]].shape) != w["shape"] for w in truth["tensors"])
+
+
 def test_manager_lists_the_latest_step_and_names_the_others():
     truth = load_truth(ORBAX / "manager.truth.json")
     ckpt = load(ORBAX / "manager")
