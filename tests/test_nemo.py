@@ -129,6 +129,19 @@ def test_huge_size_field_is_refused_without_reading(tmp_path):
     _refused(path, "runs past the end of the file|not a readable tar")
 
 
+def test_model_parallel_archive_lists_rank_0_and_names_the_others(tmp_path):
+    """NeMo's model-parallel layout (inject_model_parallel_rank): one weights file per rank."""
+    m = _members()
+    weights = m.pop("./model_weights.ckpt")
+    m["./mp_rank_00/model_weights.ckpt"] = weights
+    m["./mp_rank_01/model_weights.ckpt"] = weights
+    _tar(tmp_path / "mp.nemo", m)
+    ckpt = load(tmp_path / "mp.nemo")
+    assert ckpt.metadata["weights_member"] == "mp_rank_00/model_weights.ckpt"
+    assert any("2 model-parallel ranks" in f.message for f in ckpt.findings)
+    assert len(ckpt.tensors) == len(load(NEMO / "tiny_model.nemo").tensors)
+
+
 def test_missing_weights_and_not_a_tar(tmp_path):
     m = _members()
     del m["./model_weights.ckpt"]
@@ -141,6 +154,19 @@ def test_gzip_weights_over_the_memory_limit_are_refused(tmp_path, monkeypatch):
 
     monkeypatch.setattr(nemo, "MAX_GZ_MEMBER", 100)
     _refused(NEMO / "tiny_model_gz.nemo", "not decompressed .limit 100.")
+
+
+def test_gzip_bomb_stops_at_the_limit(tmp_path, monkeypatch):
+    """A gzip archive whose members expand past the walk's limit is refused, not decompressed."""
+    from inspector.adapters import nemo
+
+    monkeypatch.setattr(nemo, "MAX_GZ_TOTAL", 1 << 20)
+    m = _members()
+    m["./zeros.bin"] = bytes(4 << 20)  # compresses to a few KiB
+    path = tmp_path / "bomb.nemo"
+    _tar(path, m, mode="w:gz")
+    assert path.stat().st_size < 64 << 10
+    _refused(path, "not decompressed")
 
 
 class _Evil:
