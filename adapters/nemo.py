@@ -296,10 +296,27 @@ def examine(source: Source, variant: str, result: FileResult) -> None:
         for item in result.items[before:]:
             item.where = f"{name}:{item.where}" if item.where else name
     result.kind = kind  # the torch examination names its own kind
+    if variant == "tar":
+        _zip_after(source, max(members[n].offset_data + members[n].size
+                               for n in [weights, *others]), result)
     conf = _config(source, variant, members)
     for where, target in _targets(conf):
         result.add(FOREIGN, f"{CONFIG} names {target!r}: NeMo's restore_from imports and "
                    "instantiates it (NeMo 3.0 only inside its approved namespaces)", where)
+
+
+def _zip_after(source: Source, end: int, result: FileResult) -> None:
+    """The weights' zip ends inside the tar, so Python's zipfile (which looks for the end
+    record from the end) also opens the whole ``.nemo`` as that zip, examined above. A zip end
+    record after the last weights member is another zip: examined as scan examines one."""
+    from .security.scan import _zip_at_the_end
+    from .zip_container import END_MAGIC
+
+    with source.view() as mm:
+        size = len(mm)
+        if END_MAGIC not in bytes(mm[max(end, size - (1 << 16) - 22):size]):
+            return
+    _zip_at_the_end(source, result)
 
 
 ADAPTER = Adapter(

@@ -194,6 +194,20 @@ def test_malicious_weights_pickle_is_dangerous_and_refused(tmp_path, cli):
     assert "Traceback" not in r.stderr
 
 
+def test_a_zip_appended_after_the_tar_is_examined(tmp_path, cli):
+    """zipfile opens a file by its last end record: a zip appended to a .nemo is read as the
+    file's zip by such readers, so scan examines it (not only the weights' own zip)."""
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("evil/data.pkl", pickle.dumps(_Evil(), protocol=2))
+    path = tmp_path / "appended.nemo"
+    path.write_bytes((NEMO / "tiny_model.nemo").read_bytes() + buf.getvalue())
+    r = cli("scan", str(path))
+    assert "dangerous" in r.stdout and "1 dangerous" in r.stdout, r.stdout
+
+
 def _refused(path, match):
     with pytest.raises(FormatError, match=match) as e:
         load(path)
