@@ -38,6 +38,10 @@ def test_listing_equals_orbax_metadata(name):
     assert params == truth["parameter_count"]
     if ocdbt:
         assert any("OCDBT" in f.message for f in ckpt.findings)
+        # sizes unknown, and the totals say so instead of a bare 0 B
+        from inspector.reports.listing import listing
+
+        assert listing(ckpt)["totals"]["bytes_unknown_tensors"] == len(truth["tensors"])
 
 
 def test_sharded_arrays_say_their_shape_is_the_written_piece():
