@@ -28,11 +28,17 @@ from inspector.formulas.torch_nn import parameters
 CONFIG_NAME = "config.json"
 
 
+# Formats whose tensors follow Flax's layout, not PyTorch's, whatever config.json says.
+FLAX_LAYOUTS = ("flax-msgpack",)
+
+
 def sidecar_config(ckpt: Checkpoint) -> dict[str, Any]:
     """The checkpoint's ``config.json``: what a Hugging Face directory read as its
     hyperparameters, else the one beside a weights file; ``{}`` when there is none."""
     if ckpt.metadata.get("config_file") == CONFIG_NAME:
         return ckpt.hyperparameters.get("config") or {}
+    if ckpt.format in FLAX_LAYOUTS:  # a Flax model's config: its names (kernel, scale,
+        return {}  # embedding) and (in, out) kernels are not the PyTorch layout modelled here
     src = ckpt.source if ckpt.source is not None else as_source(ckpt.path)
     if src.is_dir():
         return {}
