@@ -47,7 +47,7 @@ def test_transformers_5_fused_state_dict_verifies(name):
     assert any(t["stored_name"].endswith("experts.gate_up_proj") for t in truth["tensors"])
     res = check(load(folder / "model.pt"))
     assert res.arch == ARCH[name] and res.verdict == "verified", res.to_dict()["tensors"]
-    assert res.hparams["fused_experts"] is True
+    assert res.hparams["saved_fused_experts"] is True
     assert res.found_total == res.predicted_total == truth["parameter_count"]
 
 

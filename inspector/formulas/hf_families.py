@@ -387,8 +387,8 @@ OPT = Family(
 # (transformers 5.24 fuses the experts in memory, experts.gate_up_proj (E, 2 ff, d) and
 # experts.down_proj (E, d, ff), and its conversion mapping splits them again on save). A state
 # dict taken from a transformers 5 model in memory (torch.save(model.state_dict())) keeps them
-# fused, and Mixtral's block_sparse_moe is named mlp there: the file flag fused_experts, read from
-# the stored names, predicts that layout.
+# fused, and Mixtral's block_sparse_moe is named mlp there: the file flag saved_fused_experts,
+# read from the stored names, predicts that layout.
 
 
 def scoped(prefix: str, parts: tuple, when: str | bool = True, **bind: str) -> Layers:
@@ -399,20 +399,20 @@ def scoped(prefix: str, parts: tuple, when: str | bool = True, **bind: str) -> L
 def experts(block: str, fused: str, count: str, names: dict[str, str], ff: str) -> tuple:
     """``count`` gated MLPs of width ``ff`` under ``block`` ``experts.{e}`` (the file's
     layout), or the two fused 3D parameters transformers 5 keeps in memory under ``fused``
-    (``fused_experts``: gate and up stacked in one ``gate_up_proj``)."""
+    (``saved_fused_experts``: gate and up stacked in one ``gate_up_proj``)."""
     def under(prefix: str, name: str) -> str:
         return f"{prefix}.{name}" if prefix else name
 
     return (
         Layers(under(block, "experts.{i}"), count, (Mlp("", names),), bind={"ff": ff},
-               when="not fused_experts"),
+               when="not saved_fused_experts"),
         Param(under(fused, "experts.gate_up_proj"), (count, f"2 * {ff}", "d"),
-              when="fused_experts"),
-        Param(under(fused, "experts.down_proj"), (count, "d", ff), when="fused_experts"),
+              when="saved_fused_experts"),
+        Param(under(fused, "experts.down_proj"), (count, "d", ff), when="saved_fused_experts"),
     )
 
 
-FUSED_EXPERTS = {"fused_experts": (
+FUSED_EXPERTS = {"saved_fused_experts": (
     r"experts\.gate_up_proj$", False,
     "experts fused in one (E, 2 ff, d) gate_up_proj: a transformers 5 state dict taken in "
     "memory (save_pretrained writes one MLP per expert)")}
@@ -429,8 +429,8 @@ MIXTRAL = Family(
         Layers("layers.{i}", "num_hidden_layers", (
             Attn("self_attn", QKVO),
             Lin("block_sparse_moe.gate", "d", "num_local_experts", bias=False,
-                when="not fused_experts"),
-            Lin("mlp.gate", "d", "num_local_experts", bias=False, when="fused_experts"),
+                when="not saved_fused_experts"),
+            Lin("mlp.gate", "d", "num_local_experts", bias=False, when="saved_fused_experts"),
             *experts("block_sparse_moe", "mlp", "num_local_experts",
                      {"gate": "w1", "down": "w2", "up": "w3"}, "ff"),
             Norm("input_layernorm"), Norm("post_attention_layernorm"),

@@ -111,7 +111,8 @@ def summary_line(report: dict[str, Any], style: Style = PLAIN) -> str:
     if report["values"]:
         parts.append(f"{n(s['changed'])} changed, {n(s['unchanged'])} unchanged")
     else:
-        parts.append(f"{n(s['unchanged'])} of the same shape and dtype (values not compared)")
+        same = "shape (types as converted)" if "layout" in report else "shape and dtype"
+        parts.append(f"{n(s['unchanged'])} of the same {same} (values not compared)")
     parts.append(
         f"{n(s['added'])} added, {n(s['removed'])} removed, {n(s['reshaped'])} reshaped, "
         f"{n(s['retyped'])} retyped"
@@ -163,8 +164,9 @@ def _text(report: dict[str, Any], markdown: bool, style: Style = PLAIN) -> str:
         1 for t in report["tensors"] if t["op"] == "unchanged"
     )
     if hidden:
+        same = "shape (types as converted)" if "layout" in report else "shape and dtype"
         what = ("unchanged tensors" if report["values"] else
-                "tensors of the same shape and dtype (values not compared)")
+                f"tensors of the same {same} (values not compared)")
         out.write("\n" + style.wrap(f"({n(hidden)} {what} not shown; --all lists them)") + "\n")
     if report["groups"]:
         out.write(f"\n{'### ' if markdown else ''}groups (scheme {report['scheme']}):\n\n")
