@@ -12,8 +12,8 @@ pairs equal names, ``strip: auto`` after finding the prefixes that pair the most
 applies to two checkpoints when each side's formats and hyperparameters fit and most names of
 each side fit its rules; a same-format diff is never re-paired unless a map is named.
 
-Values (``--values``) are read whole per pair (a stack: every member), widened to float64,
-block-quantized types dequantized as ggml does (:mod:`inspector.dequantize`).
+Values (``--values``) are read per pair (a stack: every member) in their own type, block-quantized
+types dequantized as ggml does (:mod:`inspector.dequantize`), and compared in float64 row blocks.
 """
 
 from __future__ import annotations
@@ -428,41 +428,64 @@ def unpermute_rows(x: Any, n_head: int, n_head_kv: int) -> Any:
 
 
 def arrays(p: Pair, a: Checkpoint, b: Checkpoint) -> tuple[Any, Any]:
-    """Side a's values (a stack: its members stacked) and side b's, in side a's layout
-    (rows un-permuted), both float64."""
+    """Side a's values (a stack: its members stacked) and side b's, in side a's layout (rows
+    un-permuted), each in its own type (block-quantized types decoded to float32)."""
     import numpy as np
 
     from inspector.arrays import get_tensor
 
     if p.members:
-        xa = np.stack([np.asarray(get_tensor(a, t.name), dtype=np.float64) for t in p.members])
+        xa = np.stack([np.asarray(get_tensor(a, t.name)) for t in p.members])
     else:
-        xa = np.asarray(get_tensor(a, p.a.name), dtype=np.float64)
-    xb = np.asarray(get_tensor(b, p.b.name), dtype=np.float64).reshape(xa.shape)
+        xa = np.asarray(get_tensor(a, p.a.name))
+    xb = np.asarray(get_tensor(b, p.b.name)).reshape(xa.shape)
     if p.permute is not None:
         xb = unpermute_rows(xb, *p.permute)
     return xa, xb
 
 
+CHUNK = 1 << 20  # elements widened to float64 at a time
+
+
 def stats(x: Any, y: Any, atol: float, rtol: float) -> tuple[Any, float, float]:
-    """(:class:`inspector.values.ValueStats` of ``x`` against ``y``, ||x||^2, ||x - y||^2),
-    in float64 (NumPy's numbers when NaN or Inf are present)."""
+    """(:class:`inspector.values.ValueStats` of ``x`` against ``y``, ||x||^2, ||x - y||^2):
+    float64 arithmetic over row blocks of at most :data:`CHUNK` elements (NaN and Inf
+    propagate as in NumPy's whole-array numbers)."""
     import numpy as np
 
     from inspector.values import ValueStats
 
-    d = x - y
-    ss_a, ss_b, ss_d = float(np.dot(x.ravel(), x.ravel())), float(np.dot(y.ravel(), y.ravel())), \
-        float(np.dot(d.ravel(), d.ravel()))
-    max_abs = float(np.max(np.abs(d))) if d.size else 0.0
+    n = x.shape[0] if x.ndim else 1
+    xa, xb = x.reshape(n, -1), y.reshape(n, -1)
+    step = max(1, CHUNK // max(1, xa.shape[1]))
+    ss_a = ss_b = ss_d = dot = 0.0
+    max_abs = 0.0
+    identical, changed = True, False
+    bad = {"a": [0, 0, 0], "b": [0, 0, 0]}
+    for i in range(0, n, step):
+        u = np.asarray(xa[i:i + step], dtype=np.float64).ravel()
+        v = np.asarray(xb[i:i + step], dtype=np.float64).ravel()
+        d = u - v
+        ss_a += float(u @ u)
+        ss_b += float(v @ v)
+        ss_d += float(d @ d)
+        dot += float(u @ v)
+        if d.size:
+            m = float(np.max(np.abs(d)))
+            max_abs = m if math.isnan(m) or math.isnan(max_abs) else max(max_abs, m)
+        both_nan = np.isnan(u) & np.isnan(v)
+        identical = identical and bool(np.all((u == v) | both_nan))
+        changed = changed or bool(np.any(~(np.abs(d) <= atol + rtol * np.abs(v)) & ~both_nan))
+        for side, w in (("a", u), ("b", v)):
+            if not np.all(np.isfinite(w)):
+                c = bad[side]
+                c[0] += int(np.isnan(w).sum())
+                c[1] += int(np.isposinf(w).sum())
+                c[2] += int(np.isneginf(w).sum())
     rel = math.sqrt(ss_d) / math.sqrt(ss_a) if ss_a > 0 else (0.0 if ss_d == 0 else math.inf)
     cos = None
     if ss_a > 0 and ss_b > 0:
-        cos = max(-1.0, min(1.0, float(np.dot(x.ravel(), y.ravel())) / math.sqrt(ss_a * ss_b)))
-    identical = bool(np.array_equal(x, y, equal_nan=True))
-    changed = bool(np.any(~(np.abs(d) <= atol + rtol * np.abs(y)) & ~(np.isnan(x) & np.isnan(y))))
-    nonfinite = None
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        nonfinite = {s: {"nan": int(np.isnan(v).sum()), "+inf": int(np.isposinf(v).sum()),
-                         "-inf": int(np.isneginf(v).sum())} for s, v in (("a", x), ("b", y))}
+        cos = max(-1.0, min(1.0, dot / math.sqrt(ss_a * ss_b)))
+    nonfinite = {side: dict(zip(("nan", "+inf", "-inf"), c, strict=True))
+                 for side, c in bad.items() if any(c)} or None
     return ValueStats(identical, max_abs, rel, cos, changed, nonfinite), ss_a, ss_d
