@@ -104,6 +104,11 @@ def _side(d: Any, where: str) -> Side:
     if not isinstance(d, dict):
         raise UsageError("a side must be a mapping (what, formats, hyperparameters)", where)
     hp = d.get("hyperparameters") or {}
+    formats = d.get("formats") or []
+    if not isinstance(hp, dict) or not isinstance(formats, list) or not all(
+            isinstance(f, str) for f in formats):
+        raise UsageError("a side's formats is a list of names, its hyperparameters a mapping",
+                         where)
     return Side(str(d.get("what", "")), tuple(d.get("formats") or ()),
                 {k: tuple(v if isinstance(v, list) else [v]) for k, v in hp.items()})
 
@@ -112,6 +117,20 @@ def parse(data: Any, where: str) -> LayoutMap:
     """A validated :class:`LayoutMap` from a map file's YAML data."""
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         raise UsageError("a layout map is a mapping with a name", where)
+    if not isinstance(data.get("tensors") or [], list):
+        raise UsageError("tensors must be a list of rules", where)
+    params = data.get("params") or {}
+    if not isinstance(params, dict) or not all(
+            isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+            for v in params.values()):
+        raise UsageError("params maps a name to {a: key, b: key, default: name}", where)
+    if data.get("strip") not in (None, AUTO) or data.get("dtypes", "compare") not in (
+            "compare", "converted"):
+        raise UsageError("strip is auto (or absent); dtypes is compare or converted", where)
+    generated_list = data.get("generated") or []
+    if not isinstance(generated_list, list) or not all(
+            isinstance(g, dict) and "b" in g for g in generated_list):
+        raise UsageError("generated is a list of {b: template, why: text}", where)
     rules = []
     for i, r in enumerate(data.get("tensors") or ()):
         w = f"{where}: tensors[{i}]"
@@ -129,12 +148,11 @@ def parse(data: Any, where: str) -> LayoutMap:
         if perm is not None and (not isinstance(perm, list) or len(perm) != 2):
             raise UsageError("permute_rows is [n_head, n_head_kv] (two parameter names)", w)
         rules.append(Rule(r["a"], r["b"], a_rx, b_rx, stack, tuple(perm) if perm else None))
-    params = data.get("params") or {}
     for p in (q for r in rules if r.permute_rows for q in r.permute_rows):
         if p not in params:
             raise UsageError(f"permute_rows names {p!r}, which params does not define", where)
     generated = tuple((_template(g["b"], where), str(g.get("why", "")))
-                      for g in data.get("generated") or ())
+                      for g in generated_list)
     if not rules and not data.get("same_names"):
         raise UsageError("a layout map needs tensors rules or same_names: true", where)
     return LayoutMap(data["name"], str(data.get("description", "")), _side(data.get("a"), where),
