@@ -199,3 +199,15 @@ def test_a_layout_map_file_is_validated(tmp_path):
                    "  - {a: model.norm.weight, b: output_norm.weight}\n")
     with pytest.raises(UsageError, match="does not fit"):
         diff(CONV / "llama_hf", CONV / "llama.f32.gguf", layout=str(own))
+
+
+@pytest.mark.parametrize("path", ["llama_hf", "mixtral_hf", "llama.q8_0.gguf",
+                                  "mixtral.bf16.gguf"])
+def test_both_sides_of_the_conversion_verify(path):
+    """The formulas agree with the converter: the HF input (hf families) and its GGUF output
+    (gguf-llama, experts included) both verify against their own hyperparameters."""
+    from inspector.adapters.registry import load
+    from inspector.formulas.check import check
+
+    res = check(load(CONV / path))
+    assert res.verdict == "verified", res.to_dict()["tensors"]
