@@ -158,7 +158,7 @@ def _text(report: dict[str, Any], markdown: bool, style: Style = PLAIN) -> str:
     if rows:
         out.write("\n")
         out.write(table(headers, rows, style, markdown=markdown, drop=("cosine", "rel L2"),
-                        elide_cols=("tensor",), paint_cols=("op",)))
+                        elide_cols=("tensor", "B tensor"), paint_cols=("op",)))
         out.write("\n")
     hidden = report["summary"]["unchanged"] - sum(
         1 for t in report["tensors"] if t["op"] == "unchanged"
