@@ -49,6 +49,8 @@ type_vocab_size use_extra_bias use_padding vdim vocab_size vocab_source_size voc
 weight_normalization weight_tying weight_tying_type word_embed_proj_dim
 block_count embedding_length expert_count expert_feed_forward_length feed_forward_length
 head_count head_count_kv key_length rope_dimension_count rope_freqs tied_output value_length
+num_local_experts num_experts moe_intermediate_size shared_expert_intermediate_size
+decoder_sparse_step mlp_only_layers
 """.split())
 """Every hyperparameter name (and alias) of the built-in architectures that is a config key
 (tests/test_cli_output.py keeps it in step with :mod:`inspector.formulas`)."""
