@@ -38,6 +38,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.hf_dir",
     "inspector.adapters.rau_dir",
     "inspector.adapters.keras_sharded",
+    "inspector.adapters.megatron",  # before dcp: a torch_dist iteration directory is DCP too
     "inspector.adapters.dcp",
     "inspector.adapters.safetensors",
     "inspector.adapters.gguf",

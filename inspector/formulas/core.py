@@ -275,7 +275,7 @@ def get(name: str) -> Arch:
 # Modules under inspector.formulas that register architectures when imported.
 BUILTIN_MODULES: tuple[str, ...] = (
     "keras", "sockeye_rnn", "sockeye_transformer", "sockeye_cnn", "seed001", "torch_nn", "hf",
-    "rau", "gguf",
+    "rau", "gguf", "megatron",
 )
 
 
