@@ -102,6 +102,7 @@ MAX_RANK_FILES = 65_536
 SHARDING_INFO = "DCP_SHARDING_INFO"
 SAVED_OFFSETS = "saved_offsets"
 MAX_SAFETENSORS_FILES = 65_536
+_SNIFFED_SHARDS = 16
 # Accelerate (accelerate/utils/constants.py FSDP_MODEL_NAME, OPTIMIZER_NAME, RNG_STATE_NAME)
 _ACC_MODEL = re.compile(r"pytorch_model_fsdp_(\d+)\Z")
 _ACC_OPTIM = re.compile(r"optimizer_(\d+)\Z")
@@ -138,10 +139,11 @@ def _safetensors_files(directory: Source) -> list[str]:
         names = [n for n in directory.list() if n.endswith(".safetensors")]
     except (InspectorError, OSError):
         return []
-    if not names:
-        return []
-    head = _head_of(directory, names[0], 4096)
-    return names if head[8:9] == b"{" and SHARDING_INFO.encode() in head else []
+    for name in names[:_SNIFFED_SHARDS]:  # any of them: the first may be the damaged one
+        head = _head_of(directory, name, 4096)
+        if head[8:9] == b"{" and SHARDING_INFO.encode() in head:
+            return names
+    return []
 
 
 def _accelerate_dirs(directory: Source) -> tuple[list[str], list[str]]:
@@ -1016,6 +1018,10 @@ def _reader(directory: Source, md: Metadata, files: dict[str, Source], only: str
         if len(chunks) == 1 and chunks[0].sizes == entry.shape:
             src, offset, stride = chunk_bytes(it, chunks[0])
             return ByteRange(src, offset, False, stride)
+        covered, numel = sum(map(prod, map(_SIZES, chunks))), prod(it.shape)
+        if covered != numel:  # said before reading: a gap or overlap shows in the counts
+            raise FormatError(f"{fqn!r}: its chunks hold {covered:,} elements of its "
+                              f"{numel:,}: they overlap or leave a gap", directory.where)
         placed = []
         for c in chunks:
             src, offset, stride = chunk_bytes(it, c)

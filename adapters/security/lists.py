@@ -467,8 +467,6 @@ INERT_CALLABLES: dict[str, str] = {
     # attention_backend; checked to be Enum subclasses by fixtures/megatron/make_megatron.py)
     "signal.Signals": "IntEnum member by value (a lookup: no handler is installed)",
     "megatron.core.transformer.enums.AttnBackend": "Enum member by value",
-    "argparse.Namespace": "attribute bag without __setstate__/__reduce__: BUILD fills its "
-    "__dict__ (Megatron-LM, fairseq and others pickle their args this way)",
     # -- paths: a value (hyperparameters such as Lightning's default_root_dir); no I/O on build
     "pathlib.PosixPath": "path object built from its parts",
     "pathlib.WindowsPath": "path object built from its parts",
