@@ -238,3 +238,40 @@ def test_a_rank_of_another_checkpoint_is_refused(tmp_path):
                 d / "iter_0000010" / "mp_rank_01_001" / "model_optim_rng.pt")
     proc = run_cli("show", str(d))
     assert_clean_error(proc, str(d))
+
+
+# ---------------------------------------------------------------------------------------------
+# structured fuzzing: only the project's own one-line errors come out, nothing hangs
+
+
+def _open_and_read(d: Path) -> None:
+    """detect + open without the registry's catch-all, then every tensor's values."""
+    from inspector.adapters.source import LocalSource
+    from inspector.values import iter_values
+
+    source = LocalSource(d)
+    adapter, variant = detect(source)
+    ckpt = adapter.open(source, variant)
+    for t in ckpt.tensors:
+        for _ in iter_values(ckpt, t):
+            pass
+
+
+def test_fuzz_rank_file_flips_and_cuts(tmp_path):
+    import random
+
+    from inspector.adapters.errors import InspectorError
+
+    d = _copy(tmp_path)
+    f = d / "iter_0000010" / "mp_rank_01_001" / "model_optim_rng.pt"
+    data = f.read_bytes()
+    rng = random.Random(28)
+    for _ in range(60):
+        raw = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            raw[rng.randrange(len(raw))] = rng.randrange(256)
+        f.write_bytes(bytes(raw[: rng.choice([len(raw), rng.randrange(len(raw))])]))
+        try:
+            _open_and_read(d)
+        except InspectorError as e:
+            assert "\n" not in str(e).strip(), str(e)

@@ -41,8 +41,6 @@ from inspector.adapters.model import Checkpoint
 from inspector.formulas.core import Arch, HParam, Part, Prediction, expected, register
 
 FORMAT = "megatron"
-NORMS = ("LayerNorm", "RMSNorm")
-POSITIONS = ("learned_absolute", "rope", "yarn", "mrope", "relative", "none")
 
 HPARAMS = (
     HParam("num_layers", None, "transformer layers"),
@@ -63,10 +61,10 @@ HPARAMS = (
     HParam("untie_embeddings_and_output_weights", False, "a separate output_layer", bool),
     HParam("add_bias_linear", True, "biases of the linear layers", bool),
     HParam("add_qkv_bias", False, "a QKV bias without other linear biases", bool),
-    HParam("normalization", "LayerNorm", "LayerNorm (weight, bias) or RMSNorm (weight)", str,
-           NORMS),
+    HParam("normalization", "LayerNorm", "LayerNorm has weight and bias; RMSNorm (and the "
+           "others) a weight", str),
     HParam("position_embedding_type", "learned_absolute", "learned_absolute adds "
-           "position_embeddings", str, POSITIONS),
+           "position_embeddings (rope, yarn, mrope, none: no table)", str),
     HParam("max_position_embeddings", None, "learned position table rows"),
     HParam("naming", "mcore", "parameter names: mcore (decoder.layers.N) or legacy "
            "(language_model.encoder.layers.N); from the stored names", str, ("mcore", "legacy")),
