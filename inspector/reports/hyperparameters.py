@@ -49,6 +49,10 @@ type_vocab_size use_extra_bias use_padding vdim vocab_size vocab_source_size voc
 weight_normalization weight_tying weight_tying_type word_embed_proj_dim
 block_count embedding_length expert_count expert_feed_forward_length feed_forward_length
 head_count head_count_kv key_length rope_dimension_count rope_freqs tied_output value_length
+ffn_hidden_size kv_channels group_query_attention num_query_groups swiglu padded_vocab_size
+make_vocab_size_divisible_by tensor_model_parallel_size pipeline_model_parallel_size
+untie_embeddings_and_output_weights add_bias_linear add_qkv_bias normalization
+position_embedding_type
 """.split())
 """Every hyperparameter name (and alias) of the built-in architectures that is a config key
 (tests/test_cli_output.py keeps it in step with :mod:`inspector.formulas`)."""
