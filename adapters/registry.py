@@ -41,6 +41,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.joeynmt_dir",  # before torch: a *.ckpt beside a JoeyNMT config.yaml
     "inspector.adapters.onmt_tf_dir",  # before tf_checkpoint: its directory + model description
     "inspector.adapters.keras_sharded",
+    "inspector.adapters.megatron",  # before dcp: a torch_dist iteration directory is DCP too
     "inspector.adapters.dcp",
     # before torch: DeepSpeed's *_states.pt are torch zips (claimed by name + ds_version key)
     "inspector.adapters.deepspeed",
