@@ -604,3 +604,25 @@ def test_stats_on_dask_equals_the_single_pass():
             assert plain.returncode == dask.returncode == 0, dask.stderr
             assert [t["stats"] for t in json.loads(plain.stdout)["tensors"]] == [
                 t["stats"] for t in json.loads(dask.stdout)["tensors"]]
+
+
+@pytest.mark.parametrize("name", ["single", "fsdp2"])
+def test_over_http_in_a_few_requests(name: str) -> None:
+    """A DCP directory lists over HTTP range reads as it does locally (names, shapes, dtypes,
+    chunk files), and its values are the same, in a handful of requests counted by the
+    server (the listing: .metadata and the bytes items)."""
+    import numpy as np
+    from remote_servers import RangeServer
+
+    local = load(DCP / name)
+    with RangeServer(DCP) as srv:
+        remote = load(f"{srv.url}/{name}/")
+        listed = len(srv.log)
+        assert [(t.name, t.shape, t.dtype, t.role, t.file) for t in remote.tensors] == [
+            (t.name, t.shape, t.dtype, t.role, t.file) for t in local.tensors]
+        for t in remote.tensors[:6]:
+            got = np.concatenate([np.asarray(c).ravel() for c in iter_values(remote, t)])
+            want = np.concatenate([np.asarray(c).ravel()
+                                   for c in iter_values(local, local[t.name])])
+            assert np.array_equal(got, want, equal_nan=True), t.name
+    assert listed <= 4, [r.__dict__ for r in srv.log]
