@@ -226,15 +226,28 @@ def _fit(headers: list[str], rows: list[list[str]], align: list[str], width: int
     rows = [[r[i] for i in kept] for r in rows]
     widths = _widths(headers, rows)
     over = total(widths) - width
-    shorten = [(n, clip) for n in clip_cols] + [(n, elide) for n in elide_cols]
-    for i, cut in [(headers.index(n), f) for n, f in shorten if n in headers]:
+    for i in [headers.index(n) for n in clip_cols if n in headers]:
         if over <= 0:
             break
         target = max(MIN_NAME, len(headers[i]) + 2, widths[i] - over)
         if target < widths[i]:
-            rows = [[*r[:i], cut(r[i], target), *r[i + 1:]] for r in rows]
+            rows = [[*r[:i], clip(r[i], target), *r[i + 1:]] for r in rows]
             over -= widths[i] - target
             widths[i] = target
+    names = [headers.index(n) for n in elide_cols if n in headers]
+    if over > 0 and names:  # the widest name column first, so two name columns end up alike
+        targets = {i: widths[i] for i in names}
+        floors = {i: max(MIN_NAME, len(headers[i]) + 2) for i in names}
+        while over > 0:
+            i = max(names, key=lambda j: (targets[j] - floors[j] > 0, targets[j]))
+            if targets[i] <= floors[i]:
+                break
+            targets[i] -= 1
+            over -= 1
+        for i, target in targets.items():
+            if target < widths[i]:
+                rows = [[*r[:i], elide(r[i], target), *r[i + 1:]] for r in rows]
+                widths[i] = target
     # still too wide: any text column, names included, down to a few characters, then down
     # to its header's width (numbers are never cut)
     for floor in (LAST_RESORT, 1):
