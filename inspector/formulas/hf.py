@@ -17,30 +17,28 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from inspector.adapters.errors import FormatError, UsageError
-from inspector.adapters.hf_dir import read_config
+from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, TensorEntry
-from inspector.adapters.source import as_source
+from inspector.adapters.side_files import HF_CONFIG
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, HParam, Prediction, Symbol, expected, register
+from inspector.formulas.core import (
+    Arch,
+    HParam,
+    Prediction,
+    Symbol,
+    expected,
+    register,
+    side_config,
+)
 from inspector.formulas.torch_nn import parameters
 
 CONFIG_NAME = "config.json"
 
 
 def sidecar_config(ckpt: Checkpoint) -> dict[str, Any]:
-    """The checkpoint's ``config.json``: what a Hugging Face directory read as its
-    hyperparameters, else the one beside a weights file; ``{}`` when there is none."""
-    if ckpt.metadata.get("config_file") == CONFIG_NAME:
-        return ckpt.hyperparameters.get("config") or {}
-    src = ckpt.source if ckpt.source is not None else as_source(ckpt.path)
-    if src.is_dir():
-        return {}
-    try:
-        cfg = src.sibling(CONFIG_NAME)
-    except FormatError:
-        return {}
-    return read_config(cfg) if cfg.is_file() else {}
+    """The checkpoint's ``config.json``, as the adapters attached it (``hf_config``: the one a
+    Hugging Face directory read, else the one beside a weights file); ``{}`` when there is none."""
+    return side_config(ckpt, HF_CONFIG)
 
 
 def _from_config(arch_hparams: tuple[HParam, ...]):

@@ -27,8 +27,18 @@ from typing import Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
+from inspector.adapters.side_files import HF_CONFIG
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, HParam, Prediction, expected, register, tied_to, total_of
+from inspector.formulas.core import (
+    Arch,
+    HParam,
+    Prediction,
+    expected,
+    register,
+    side_config,
+    tied_to,
+    total_of,
+)
 
 # --- expressions -------------------------------------------------------------------------------
 
@@ -368,9 +378,7 @@ def predict(family: Family, hp: Mapping[str, Any]) -> Prediction:
 
 
 def _config(ckpt: Checkpoint) -> dict[str, Any]:
-    from inspector.formulas.hf import sidecar_config
-
-    return sidecar_config(ckpt)
+    return side_config(ckpt, HF_CONFIG)
 
 
 def model_type(ckpt: Checkpoint) -> str | None:
