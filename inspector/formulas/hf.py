@@ -32,8 +32,6 @@ from inspector.formulas.core import (
 )
 from inspector.formulas.torch_nn import parameters
 
-CONFIG_NAME = "config.json"
-
 
 def sidecar_config(ckpt: Checkpoint) -> dict[str, Any]:
     """The checkpoint's ``config.json``, as the adapters attached it (``hf_config``: the one a

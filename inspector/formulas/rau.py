@@ -39,7 +39,6 @@ Leaf = list[TensorEntry]
 # quirk kept on purpose: `^` anchors only the first alternative and `$` only the last, and
 # re.match needs no full match, so "16-1" is read as 16 standard layers (seed 003's notebook).
 LAYER_RE = re.compile(r"^(\d+)|superposition-(\d+)|nondeterministic-(\d+)-(\d+)-(\d+)$")
-KWARGS_FILE = "kwargs.json"  # rau's saver writes it beside parameters/main.pt or parameters.pt
 
 VOCAB = HParam("vocab_size", 64, "input vocabulary size (rau's input_vocabulary_size)")
 PADDING = HParam("use_padding", False, "one more embedding row for a padding symbol", bool)
