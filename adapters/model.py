@@ -99,6 +99,9 @@ if TYPE_CHECKING:  # a type, for checkers and readers: no run-time cost
         config: dict[str, Any]  # HF config.json; Sockeye's ``config`` file
         args: dict[str, Any]  # Sockeye's args.yaml; a torch training dict's args
         kwargs: dict[str, Any]  # rau's kwargs.json
+        joeynmt_config: dict[str, Any]  # JoeyNMT's config.yaml beside the checkpoint
+        onmt_tf_model: dict[str, Any]  # OpenNMT-tf's model_description.py, parsed (never run)
+        onmt_tf_config: dict[str, Any]  # OpenNMT-tf's config.yml in the model directory
         sockeye_version: str
         class_name: str  # Keras: the model config itself (class_name, config, ...)
         model_config: Any  # Keras legacy .h5: the JSON model config
@@ -432,12 +435,19 @@ class Checkpoint:
 
     def totals(self) -> dict[str, int]:
         """Element counts under the JSON report's keys (``parameters``, ``buffers``,
-        ``optimizer``, ``other``) plus ``all``; a tied tensor counts once."""
+        ``optimizer``, ``other``) plus ``all``; a tied tensor counts once. A quantized Hugging
+        Face checkpoint whose method is modelled adds ``model_parameters`` (the original model's
+        count: packed weights unpacked, quantization state left out)."""
         by_role = {r: 0 for r in Role}
         for t in self.unique():
             by_role[t.role] += t.numel
         out = {TOTALS_KEY[r]: n for r, n in by_role.items()}
         out["all"] = sum(by_role.values())
+        from .quantized import summary  # an HF quantized checkpoint: the model's own count
+
+        n = summary(self, self.unique()).get("model_parameters")
+        if n is not None:
+            out["model_parameters"] = n
         return out
 
     @property

@@ -17,7 +17,7 @@ from contextvars import ContextVar
 
 from .errors import FormatError, InspectorError, NotFoundError, UnknownFormatError
 from .model import ByteRange, Checkpoint, TensorEntry, ValueLocation, ValueReader
-from .side_files import beside
+from .side_files import beside, recorded
 from .source import Source, as_source
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
@@ -36,10 +36,15 @@ GIT_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 # Model directories of a known layout come first; a directory of one loose checkpoint file last.
 BUILTIN_MODULES = (
     "inspector.adapters.sockeye",
+    "inspector.adapters.ctranslate2",  # before hf_dir: its directory holds a config.json too
     "inspector.adapters.hf_dir",
     "inspector.adapters.rau_dir",
+    "inspector.adapters.joeynmt_dir",  # before torch: a *.ckpt beside a JoeyNMT config.yaml
+    "inspector.adapters.onmt_tf_dir",  # before tf_checkpoint: its directory + model description
     "inspector.adapters.keras_sharded",
     "inspector.adapters.dcp",
+    # before torch: DeepSpeed's *_states.pt are torch zips (claimed by name + ds_version key)
+    "inspector.adapters.deepspeed",
     "inspector.adapters.safetensors",
     "inspector.adapters.gguf",
     "inspector.adapters.onnx",  # before the pickle readers: ONNX files never import them
@@ -50,6 +55,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.pickled",
     "inspector.adapters.torch",
     "inspector.adapters.mxnet",
+    "inspector.adapters.marian",  # before numpy_npy: a Marian model.npz is an .npz too
     "inspector.adapters.numpy_npy",
     "inspector.adapters.tf_checkpoint",
     "inspector.adapters.directory",
@@ -277,7 +283,7 @@ def _load(path: str | Path | Source, format: str | None) -> Checkpoint:
     if ckpt.reader is None:
         ckpt.reader = byte_ranges(ckpt, ckpt.source)
     if ckpt.side_configs is None:
-        ckpt.side_configs = beside(source)
+        ckpt.side_configs = beside(source, recorded(ckpt.metadata, ckpt.hyperparameters))
     return ckpt
 
 

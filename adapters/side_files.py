@@ -100,12 +100,25 @@ class SideConfigs(Mapping):
         return f"SideConfigs(given={sorted(self._given)}, unread={sorted(self._loaders)})"
 
 
-def beside(source: Source) -> SideConfigs:
-    """The side configurations of a checkpoint opened from ``source`` by an adapter that read
-    none: for a file, the ``config.json`` beside it and rau's ``kwargs.json`` beside it
-    (``parameters.pt``) or one level up (``parameters/main.pt``); none for a directory."""
-    return SideConfigs(loaders={HF_CONFIG: lambda: _hf_config(source),
+def beside(source: Source, recorded: Mapping[str, Any] | None = None) -> SideConfigs:
+    """The side configurations of a checkpoint opened from ``source`` by an adapter that gave
+    none: ``recorded`` (:func:`recorded`), else for a file the ``config.json`` beside it and
+    rau's ``kwargs.json`` beside it (``parameters.pt``) or one level up
+    (``parameters/main.pt``); none for a directory."""
+    return SideConfigs(recorded, loaders={HF_CONFIG: lambda: _hf_config(source),
                                 RAU_KWARGS: lambda: _rau_kwargs(source)})
+
+
+def recorded(metadata: Mapping[str, Any], hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The side configs an adapter recorded through the :class:`SharedMetadata` keys:
+    ``config_file: "config.json"`` (its ``hyperparameters["config"]`` is HF's config.json) and
+    ``kwargs_file: "kwargs.json"`` (``hyperparameters["kwargs"]`` is rau's)."""
+    out: dict[str, Any] = {}
+    if metadata.get("config_file") == HF_CONFIG_FILE:
+        out[HF_CONFIG] = hyperparameters.get("config") or {}
+    if metadata.get("kwargs_file") == RAU_KWARGS_FILE:
+        out[RAU_KWARGS] = hyperparameters.get("kwargs") or {}
+    return out
 
 
 def _hf_config(source: Source) -> dict[str, Any] | None:

@@ -63,6 +63,7 @@ class Opener:
     address: str
     input_format: str | None
     shard: str | None = None
+    allow_unsafe: bool = False  # --allow-unsafe: the worker loads what the client loaded
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +135,7 @@ def _open(opener: Opener, refs: Sequence[Ref]) -> list[tuple[Checkpoint, TensorE
 
     if opener.shard is not None and opener.input_format is None:
         try:
-            shard = load(opener.shard)
+            shard = load(opener.shard, allow_unsafe=opener.allow_unsafe)
         except InspectorError:
             shard = None
         if shard is not None:
@@ -145,7 +146,7 @@ def _open(opener: Opener, refs: Sequence[Ref]) -> list[tuple[Checkpoint, TensorE
             if all(t is not None and _same(r, t, shard=True)
                    for r, t in zip(refs, found, strict=True)):
                 return [(shard, t) for t in found]  # type: ignore[misc]
-    ckpt = load(opener.address, opener.input_format)
+    ckpt = load(opener.address, opener.input_format, allow_unsafe=opener.allow_unsafe)
     out = []
     for r in refs:
         t = ckpt.tensors[r.index] if r.index < len(ckpt.tensors) else None
@@ -241,10 +242,11 @@ class Cluster:
     """A connected Dask client and the passes that run on it."""
 
     def __init__(self, client: Any, task_bytes: int = TASK_BYTES,
-                 input_format: str | None = None) -> None:
+                 input_format: str | None = None, allow_unsafe: bool = False) -> None:
         self.client = client
         self.task_bytes = task_bytes
         self.input_format = input_format  # --input-format: workers read every file as this
+        self.allow_unsafe = allow_unsafe  # --allow-unsafe: as the client's own load
 
     def run(self, fn: Any, tasks: Sequence[Task], *args: Any, progress: Any = None) -> list[Any]:
         """Every task's results, in task order; the first failure ends the pass as one line
@@ -307,10 +309,11 @@ class Cluster:
         prev_shards: dict[str | None, str | None] = {}
         tasks = []
         for (file, pfile), items in groups.items():
-            openers = [Opener(address(ckpt.source), self.input_format, _shard(ckpt, file, shards))]
+            openers = [Opener(address(ckpt.source), self.input_format,
+                              _shard(ckpt, file, shards), self.allow_unsafe)]
             if prev is not None:
                 openers.append(Opener(address(prev.source), self.input_format,
-                                      _shard(prev, pfile, prev_shards)))
+                                      _shard(prev, pfile, prev_shards), self.allow_unsafe))
             tasks.extend(self._tasks(ckpt.path, file, openers, items))
         return tasks
 
@@ -339,9 +342,9 @@ class Cluster:
             tasks = []
             for (fa, fb), items in groups.items():
                 openers = [Opener(address(ckpt_a.source), self.input_format,
-                                  _shard(ckpt_a, fa, shards_a)),
+                                  _shard(ckpt_a, fa, shards_a), self.allow_unsafe),
                            Opener(address(ckpt_b.source), self.input_format,
-                                  _shard(ckpt_b, fb, shards_b))]
+                                  _shard(ckpt_b, fb, shards_b), self.allow_unsafe)]
                 tasks.extend(self._tasks(ckpt_a.path, fa, openers, items))
             for part in self.run(run_diff_task, tasks, atol, rtol, chunk, progress=progress):
                 for i, stats, note in part:
@@ -373,8 +376,8 @@ def timeout() -> float:
 
 
 @contextmanager
-def connect(spec: str, task_bytes: int = TASK_BYTES, input_format: str | None = None
-            ) -> Iterator[Cluster]:
+def connect(spec: str, task_bytes: int = TASK_BYTES, input_format: str | None = None,
+            allow_unsafe: bool = False) -> Iterator[Cluster]:
     """A :class:`Cluster` on ``spec``: ``local`` (a ``LocalCluster`` of worker processes, one
     per core), ``local:N`` (N workers) or a scheduler address (``tcp://host:8786``)."""
     try:
@@ -417,7 +420,7 @@ def connect(spec: str, task_bytes: int = TASK_BYTES, input_format: str | None = 
         except (OSError, TimeoutError):
             raise DaskError(f"the Dask scheduler at {spec} has no worker (waited {wait:g} s)"
                             ) from None
-        yield Cluster(client, task_bytes, input_format)
+        yield Cluster(client, task_bytes, input_format, allow_unsafe)
     finally:
         client.close()
         if cluster is not None:

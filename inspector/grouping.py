@@ -825,6 +825,17 @@ def group_counts(scheme: Scheme, items: Iterable[tuple[str, int]]) -> dict[str, 
 # Report sections (used by inspector.reports.listing)
 
 
+_INDEX = re.compile(r"(?<=\.)(\d+)(?=\.|$)")
+
+
+def numbered_layer(name: str) -> tuple[str, str] | None:
+    """The layer of a name the scheme captures no layer in: its first numbered component
+    (``layers.3.bias`` -> (``layers.``, ``3``)), else None. The statistics' per-layer norms and
+    the report's per-layer parameters use the same rule."""
+    m = _INDEX.search(name)
+    return None if m is None else (name[:m.start()], m.group(1))
+
+
 def summarize(
     scheme: Scheme, entries: Sequence[TensorEntry], unique: Sequence[TensorEntry],
     per_layer: bool = True, placed: Sequence[Assignment] | None = None,

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
+from inspector.grouping import numbered_layer
 from inspector.partial import Partial, merge_all, reduce
 
 SCHEMA = "inspector.stats/1"
@@ -47,6 +48,12 @@ KIND_NOTE = {
 _TINY = {"float16": 2.0**-14, "bfloat16": 2.0**-126, "float32": 2.0**-126, "float64": 2.0**-1022,
          "float8_e4m3fn": 2.0**-6, "float8_e4m3fnuz": 2.0**-7, "float8_e5m2": 2.0**-14,
          "float8_e5m2fnuz": 2.0**-15}
+
+
+def entry_kind(entry: TensorEntry) -> str:
+    """:func:`kind` of a tensor; an integer tensor its reader dequantizes with its scale
+    (``extra["quantization_scale"]``: CTranslate2 int8/int16) reads as float values."""
+    return "float" if entry.extra.get("quantization_scale") else kind(entry.dtype)
 
 
 def kind(dtype: str) -> str:
@@ -88,7 +95,7 @@ class TensorStats:
 
     @property
     def kind(self) -> str:
-        return kind(self.entry.dtype)
+        return entry_kind(self.entry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +162,7 @@ def tensor_partial(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK,
 
     from inspector import values
 
-    k = kind(entry.dtype)
+    k = entry_kind(entry)
     tiny = _TINY.get(entry.dtype)
     f16 = k == "float" and entry.dtype not in ("float16",) and not entry.dtype.startswith("float8")
     itemsize = (entry.nbytes or 0) / max(1, entry.numel)
@@ -325,10 +332,9 @@ def _groups(sch: Any, rows: list[TensorStats]) -> tuple[list[GroupStats], list[G
         if a.layer is not None:
             by_layer.setdefault((r.group, a.block, a.direction, a.layer), []).append(r)
             continue
-        m = _INDEX.search(r.entry.name)  # no layer capture: the first numbered component
-        if m is not None:
-            by_layer.setdefault((r.group, r.entry.name[:m.start()], None, m.group(1)),
-                                []).append(r)
+        numbered = numbered_layer(r.entry.name)
+        if numbered is not None:
+            by_layer.setdefault((r.group, numbered[0], None, numbered[1]), []).append(r)
     groups = [GroupStats(g, len(rs), merge_all(r.stats for r in rs), None, (g,), _dss(rs))
               for g, rs in by_group.items()]
     layers = [GroupStats(g, len(rs), merge_all(r.stats for r in rs), layer,
@@ -336,8 +342,6 @@ def _groups(sch: Any, rows: list[TensorStats]) -> tuple[list[GroupStats], list[G
               for (g, block, direction, layer), rs in by_layer.items()]
     return groups, layers
 
-
-_INDEX = re.compile(r"(?<=\.)(\d+)(?=\.|$)")
 
 
 def _dss(rows: list[TensorStats]) -> float | None:

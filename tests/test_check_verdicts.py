@@ -295,3 +295,27 @@ def test_recognised_but_unpredictable_file_gets_the_structural_audit():
     assert run_cli("check", str(weights), "--arch", "keras").returncode == 2
     config = FIXTURES / "keras" / "lstm.keras"
     assert run_cli("check", str(weights), "--set", f"config={config}").returncode == 0
+
+
+def test_weights_without_configuration_are_incomplete_not_mismatch(tmp_path: Path):
+    """A grouped-query Llama's weights alone: the head counts are the formula's defaults, not
+    the model's, and the key/value projections disagree with them: incomplete, naming them.
+    Given the producer's values, it verifies; a wrong value given is a mismatch."""
+    src = FIXTURES / "hf" / "llama_gqa"
+    config = json.loads((src / "config.json").read_text())
+    truth = load_truth(src / "model.safetensors.truth.json")
+    bare = tmp_path / "model.safetensors"
+    shutil.copy(src / "model.safetensors", bare)
+    r = run_cli("check", str(bare), "--format", "json")
+    assert r.returncode == 3, r.stdout
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "incomplete" and "num_attention_heads" in doc["assumed"]
+    assert any("no configuration" in n for n in doc["notes"])
+    heads = ["--set", f"num_attention_heads={config['num_attention_heads']}",
+             "--set", f"num_key_value_heads={config['num_key_value_heads']}"]
+    r = run_cli("check", str(bare), *heads, "--format", "json")
+    assert r.returncode == 0, r.stdout
+    assert json.loads(r.stdout)["totals"]["found"] == truth["parameter_count"]
+    r = run_cli("check", str(bare), "--set", "num_attention_heads=4",
+                "--set", "num_key_value_heads=4", "--format", "json")
+    assert r.returncode == 1 and json.loads(r.stdout)["verdict"] == "mismatch"

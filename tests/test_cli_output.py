@@ -76,6 +76,11 @@ COMMANDS_80 = [
     ("archs", "--format", "table"),
     ("formats",),
     ("schemes",),
+    ("scan", str(FIXTURES / "dcp")),
+    ("scan", str(FIXTURES / "gguf")),
+    ("stats", str(FIXTURES / "gguf" / "kv_zoo_v2.gguf")),
+    ("show", str(FIXTURES / "gguf" / "tiny_mixtral.gguf")),
+    ("check", str(FIXTURES / "onmt" / "rnn.pt")),
 ]
 
 

@@ -303,3 +303,18 @@ def _client(address: str):
     from distributed import Client
 
     return Client(address, timeout=30)
+
+
+def test_allow_unsafe_reaches_the_workers(scheduler) -> None:
+    """A Keras 2 file with a Lambda layer (bytecode: refused unless --allow-unsafe): with the
+    flag, the workers open it as the client did and the statistics equal the local pass; without
+    it, the client refuses it before any task (exit 2, one line)."""
+    path = str(FIXTURES / "keras" / "keras205_seq2seq_states.h5")
+    local = cli("stats", path, "--allow-unsafe", "--format", "json")
+    assert local.returncode in (0, 1), local.stderr
+    there = cli("stats", path, "--allow-unsafe", "--format", "json", "--dask", scheduler)
+    assert there.returncode == local.returncode, there.stderr
+    assert json.loads(there.stdout) == json.loads(local.stdout)
+    refused = cli("stats", path, "--dask", scheduler)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert len(refused.stderr.strip().splitlines()) == 1 and "--allow-unsafe" in refused.stderr

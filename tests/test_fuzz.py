@@ -49,6 +49,10 @@ SEEDS = {
     "gguf": FIXTURES / "gguf" / "kv_zoo_v2.gguf",
     "onnx-zoo": FIXTURES / "onnx" / "dtype_zoo.onnx",
     "onnx-external": FIXTURES / "onnx" / "lstm_external" / "lstm.onnx",
+    "ctranslate2": FIXTURES / "ctranslate2" / "fairseq_transformer_int8_float16" / "model.bin",
+    "marian-npz": FIXTURES / "marian" / "transformer_untied.npz",
+    "deepspeed-z3-model-states": FIXTURES / "deepspeed" / "llama-z3" / "checkpoint-3"
+    / "global_step3" / "zero_pp_rank_0_mp_rank_00_model_states.pt",
 }
 KERAS_SEEDS = {
     "keras-weights-h5": FIXTURES / "keras" / "lstm.weights.h5",

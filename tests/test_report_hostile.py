@@ -79,10 +79,28 @@ def _swap(obj: Any, table: dict[str, str]) -> Any:
     return obj
 
 
+def _drop_word_breaks(doc: Any) -> None:
+    """Remove the bare ``<wbr>`` elements names wrap at (their places follow the name's dots,
+    which differ between a hostile name and its placeholder), joining the texts around them."""
+    for parent in list(doc.iter()):
+        for child in list(parent):
+            if child.tag != "wbr":
+                continue
+            assert not child.attrib and not child.text and not len(child), "a bare <wbr>"
+            kids = list(parent)
+            i = kids.index(child)
+            if i:
+                kids[i - 1].tail = (kids[i - 1].tail or "") + (child.tail or "")
+            else:
+                parent.text = (parent.text or "") + (child.tail or "")
+            parent.remove(child)
+
+
 def _dom(text: str) -> list[tuple[Any, ...]]:
     """Every element in document order: tag, attributes, text and tail (a JSON script's text
     as the parsed JSON)."""
     doc = html5lib.parse(text, namespaceHTMLElements=False)
+    _drop_word_breaks(doc)
     out = []
     for el in doc.iter():
         if not isinstance(el.tag, str):  # a comment: none is written, none may appear

@@ -6,6 +6,7 @@ list, the real training run's changed tensors. A screenshot is saved (to
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -46,6 +47,9 @@ def browse(html: Path, tmp_path: Path, fragment: str = "", *extra: str) -> str:
     return proc.stdout
 
 
+VOID = ("br", "input", "meta", "rect", "wbr")  # elements without an end tag
+
+
 class Dom(HTMLParser):
     """Just enough of the DOM: elements as (tag, attrs) with their text, in order."""
 
@@ -58,11 +62,11 @@ class Dom(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         text: list[str] = []
         self.elements.append((tag, {k: v or "" for k, v in attrs}, text))
-        if tag not in ("br", "input", "meta", "rect"):
+        if tag not in VOID:
             self._open.append(text)
 
     def handle_endtag(self, tag: str) -> None:
-        if self._open and tag not in ("br", "input", "meta", "rect"):
+        if self._open and tag not in VOID:
             self._open.pop()
 
     def handle_data(self, data: str) -> None:
@@ -287,3 +291,69 @@ def test_navigation_diff_first_group_filter_and_structural_audit(cli, tmp_path):
                          str(FIXTURES / "onmt" / "rnn.pt"))
     body = plain.read_text(encoding="utf-8")
     assert "no prediction" in body and "predicted 0" not in body
+
+
+# Run in the page after its own scripts: for each name cell, the characters a line ends after
+# (a character whose successor sits lower on the page), written where --dump-dom shows it.
+_LINE_ENDS = r"""<script>
+window.addEventListener('load', function(){
+  var out = [];
+  document.querySelectorAll('td.name').forEach(function(td){
+    var text = td.textContent, walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+    var tops = [], last = [], node;
+    while ((node = walker.nextNode())) {
+      for (var i = 0; i < node.length; i++) {
+        var r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1);
+        var box = r.getClientRects()[0]; tops.push(box ? box.top : null);
+        last.push(i === node.length - 1 && node.nextSibling !== null
+                  && node.nextSibling.nodeName === 'BR');
+      }
+    }
+    var ends = [];  // the character a line ends after, or 'br' before the stored name
+    for (var j = 1; j < tops.length; j++)
+      if (tops[j] !== null && tops[j - 1] !== null && tops[j] > tops[j - 1] + 2)
+        ends.push(last[j - 1] ? 'br' : text.charAt(j - 1));
+    out.push({name: text, ends: ends});
+  });
+  var pre = document.createElement('pre'); pre.id = 'line-ends';
+  pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
+});
+</script>"""
+
+
+def test_names_wrap_between_components_in_chromium(cli, tmp_path):
+    """In a narrow window, long tensor names wrap after a separator (``.``, ``_``), never
+    inside a word."""
+    page = write_report(cli, tmp_path / "narrow.html", str(SOCKEYE.relative_to(ROOT)))
+    page.write_text(page.read_text(encoding="utf-8").replace("</body>", _LINE_ENDS + "</body>"),
+                    encoding="utf-8")
+    dom = Dom(browse(page, tmp_path, "", "--window-size=420,900", "--dump-dom"))
+    cells = json.loads(dom.find("pre", id="line-ends")[0][1])
+    truth = load_truth(SOCKEYE / "params.best.truth.json")
+    assert len(cells) >= truth["num_tensors"]
+    wrapped = [c for c in cells if c["ends"]]
+    assert wrapped, "the window is narrow enough that some names wrap"
+    assert all(set(c["ends"]) <= set("._/:") | {"br"} for c in wrapped), wrapped
+
+
+def test_per_layer_chart_without_scheme_layers():
+    """A scheme with no layer captures: the per-layer chart numbers the layers as the
+    statistics' per-layer norms do (the first numbered name component), never a "no layers"
+    note above a per-layer norm chart."""
+    from inspector.adapters.registry import load
+    from inspector.reports.audit import build
+    from inspector.reports.html import to_html
+
+    truth = load_truth(Path(str(NAN_ZERO) + ".truth.json"))
+    html = to_html(build([load(str(NAN_ZERO))], values=True))
+    chart = html[html.index('id="layers-chart-0"'):]
+    chart = chart[:chart.index("</svg>")]
+    labels = re.findall(r'data-label="([^"]*)" data-value="(\d+)"', chart)
+    layers = {}
+    for t in truth["tensors"]:
+        m = re.match(r"layers\.(\d+)\.", t["stored_name"])
+        if m:
+            layers[f"layers layer {m.group(1)}"] = layers.get(f"layers layer {m.group(1)}", 0) \
+                + math.prod(t["shape"])
+    assert dict((k, int(v)) for k, v in labels) == layers
+    assert "no layers" not in html

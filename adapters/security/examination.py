@@ -301,11 +301,15 @@ def examine_zip_members(source: Any, res: FileResult,
                 data = read_member(mm, size, m, where, MAX_PICKLE_BYTES)
                 head = data[:16]
                 low = m.name.lower()
-                if (is_pickle_start(head) or low.endswith(PICKLE_NAMES)
-                        or parses_as_pickle(data)):
+                # The .npy magic before the opcode walk: numpy.load reads such a member as an
+                # array, and as a pickle "\x93" (STACK_GLOBAL on an empty stack) runs nothing,
+                # while an array's float bytes can walk as opcodes by chance.
+                if is_pickle_start(head) or low.endswith(PICKLE_NAMES):
                     examine_stream(res, io.BytesIO(data), len(data), m.name)
                 elif head.startswith(NPY_MAGIC):
                     examine_npy(res, io.BytesIO(data), len(data), m.name)
+                elif parses_as_pickle(data):
+                    examine_stream(res, io.BytesIO(data), len(data), m.name)
                 elif other is not None:
                     other(m.name, data, res)
             except Exception as e:  # noqa: BLE001 - one member's damage is that member's error

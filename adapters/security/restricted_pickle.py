@@ -71,6 +71,8 @@ _EXT_OPCODES = frozenset({"EXT1", "EXT2", "EXT4"})
 # Rendering limits for hyperparameters (a vocabulary list must not become a 50,000-item value).
 _RENDER_DEPTH = 8
 _RENDER_ITEMS = 200
+# A config namespace keeps every option (fairseq, OpenNMT-py: 300-400 keys): dicts keep more.
+_RENDER_KEYS = 2000
 _RENDER_STR = 2000
 
 
@@ -400,7 +402,7 @@ def render(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for i, (k, v) in enumerate(value.items()):
-            if i >= _RENDER_ITEMS:
+            if i >= _RENDER_KEYS:
                 out["..."] = f"{len(value) - i} more"
                 break
             out[k if isinstance(k, str) else str(render(k, depth + 1))] = render(v, depth + 1)

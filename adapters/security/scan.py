@@ -179,7 +179,7 @@ def _examine(source: Source, res: FileResult) -> None:
 
 
 # kinds whose examination already walked their zips (a DCP shard is torch.save zips end to end)
-ZIP_KINDS = ("torch-zip", "torchscript", "npz", "zip", "keras", "dcp-shard")
+ZIP_KINDS = ("torch-zip", "torchscript", "npz", "zip", "keras", "dcp-shard", "deepspeed-states")
 
 
 def _zip_at_the_end(source: Source, res: FileResult) -> None:

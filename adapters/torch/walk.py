@@ -396,7 +396,7 @@ def tensor_entry(stored: str, name: str, rec: Any, role: Role, where: str) -> Te
         extra["stride"] = rec.stride
         extra["storage_offset"] = rec.storage_offset
         extra["storage_numel"] = st.numel
-        offset = _byte_offset(rec)
+        offset = byte_offset(rec)
     extra["requires_grad"] = rec.requires_grad
     if rec.extra:
         for k, v in rec.extra.items():
@@ -420,7 +420,7 @@ def _view_nbytes(rec: TensorRecord) -> int | None:
     return None if bits is None else (math.prod(rec.shape) * bits + 7) // 8
 
 
-def _byte_offset(rec: TensorRecord) -> int | None:
+def byte_offset(rec: TensorRecord) -> int | None:
     """Absolute file offset of the first element, None if unknown or not on a byte boundary."""
     st = rec.storage
     bits = VALUE_BITS.get(rec.dtype)
@@ -463,7 +463,7 @@ def _summary(rec: TensorRecord) -> dict[str, Any]:
         "storage": None if rec.storage is None else rec.storage.key,
         "storage_offset": rec.storage_offset,
     }
-    offset = _byte_offset(rec)
+    offset = byte_offset(rec)
     if offset is not None:
         out["offset"] = offset
     return out

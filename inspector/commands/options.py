@@ -60,4 +60,5 @@ def dask_cluster(args: argparse.Namespace) -> Any:
         return nullcontext(None)
     from inspector import cluster
 
-    return cluster.connect(args.dask, input_format=args.input_format)
+    return cluster.connect(args.dask, input_format=args.input_format,
+                           allow_unsafe=bool(getattr(args, "allow_unsafe", False)))

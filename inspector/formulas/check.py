@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from inspector.adapters.errors import UsageError
@@ -242,13 +242,23 @@ def _part_results(parts: Sequence[Part], issues: Sequence[TensorIssue],
     return [PartResult(n, r, tensors[n], elements[n]) for n, r in reasons.items()]
 
 
+def _refuse_guesses(ckpt: Checkpoint, used: Iterable[str], provenance: Mapping[str, str]) -> None:
+    """A checkpoint whose adapter says its model config is missing (``metadata
+    ["config_missing"]``: a DeepSpeed directory without ``config.json``) is not predicted from
+    defaults: a default the prediction reads is a guess, and a guess is no mismatch."""
+    missing = ckpt.metadata.get("config_missing")
+    guessed = sorted(h for h in used if provenance.get(h) == "default") if missing else []
+    if guessed:
+        raise UsageError(f"{', '.join(guessed)} not recorded: {missing} is missing")
+
+
 def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, Any] | None = None,
           scheme_name: str | None = None) -> CheckResult:
     """The audit ``inspector check`` prints: architecture (detected unless given),
     hyperparameters with provenance, prediction, comparison, and the structural checks
     (optimizer state, ties, dtypes). With no architecture given and none recognised, the
     structural audit alone (:mod:`inspector.formulas.structure`)."""
-    from inspector.formulas import structure
+    from inspector.formulas import hf_quant, structure
 
     given = arch is not None
     arch = arch or find_arch(ckpt)
@@ -260,6 +270,7 @@ def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, An
     try:
         values, provenance, notes = resolve_hparams(arch, ckpt, overrides or {})
         pred, used = reading(arch.predict, values)
+        _refuse_guesses(ckpt, used, provenance)
     except UsageError as e:
         if given or overrides:
             raise
@@ -272,8 +283,62 @@ def check(ckpt: Checkpoint, arch: Arch | None = None, overrides: Mapping[str, An
     parts = arch.unmodelled(ckpt) if arch.unmodelled is not None else []
     shard = shard_part(ckpt.path) if len(ckpt.paths) == 1 else None  # a set opened whole: no
     parts += [shard] if shard else []
+    quant = hf_quant.plan(pred, ckpt)  # config.json's quantization_config: what is stored
+    if quant is not None:
+        pred, parts = quant.prediction, parts + quant.parts
     result = compare(pred, ckpt, scheme_name or arch.scheme, provenance, parts, arch.modelled)
     result.findings, state_notes, result.checked = structure.training_state(ckpt)
     result.notes = notes + result.notes + state_notes
+    if quant is not None:
+        hf_quant.review(result, ckpt, quant)
     result.used = frozenset(used)
+    if not any(source == "checkpoint" for source in provenance.values()):
+        result.assumed = _blamed_defaults(arch, values, provenance, used, pred, result)
+        if result.assumed:
+            result.notes.insert(0, (
+                "the checkpoint stores no configuration, and the tensors that disagree depend "
+                f"on the defaults {arch.name} assumes for " + ", ".join(result.assumed)
+                + ": not a mismatch (give them with --set, or keep the configuration beside "
+                "the weights)"))
     return result
+
+
+def _blamed_defaults(arch: Arch, values: Mapping[str, Any], provenance: Mapping[str, str],
+                     used: set[str], pred: Prediction, result: CheckResult) -> tuple[str, ...]:
+    """With no configuration stored, the defaults the prediction read are guesses, not the
+    model's values. When every tensor that disagrees depends on one of them (its shape or its
+    presence changes when that default changes), the disagreement says nothing about the file:
+    those defaults. Else (some disagreement holds whatever the defaults) nothing."""
+    guessed = [k for k in sorted(used) if provenance.get(k) == "default"
+               and values.get(k) is not None]  # a None default is derived from the others
+    wrong = {i.name for i in result.issues if i.mismatch}
+    if not guessed or result.findings or not wrong and not any(
+            g.status == "mismatch" for g in result.groups):
+        return ()
+    base = pred.shapes()
+    depends: set[str] = set()
+    blamed: list[str] = []
+    for k in guessed:
+        changed: set[str] | None = set()
+        for other in _nearby(values[k]):
+            try:
+                shapes = arch.predict(arch.resolve({**values, k: other})).shapes()
+            except (UsageError, KeyError, ValueError, TypeError, ZeroDivisionError):
+                changed = None  # the default cannot change alone: anything may depend on it
+                break
+            changed |= {n for n in base.keys() | shapes.keys() if base.get(n) != shapes.get(n)}
+        if changed is None or changed & wrong:
+            blamed.append(k)
+            depends |= wrong if changed is None else changed
+    return tuple(blamed) if wrong <= depends else ()
+
+
+def _nearby(value: Any) -> list[Any]:
+    """Other values a hyperparameter could have, to see what depends on it."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [value * 2, value + 1]
+    if isinstance(value, float):
+        return [value * 2]
+    return []

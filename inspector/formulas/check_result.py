@@ -107,6 +107,9 @@ class CheckResult:
     audit: str = "formula"
     checked: dict[str, int] = field(default_factory=dict)  # structure: what was looked at
     used: frozenset[str] | None = None  # hyperparameters the prediction read (None: unknown)
+    # with no configuration stored: the architecture's defaults the prediction read (guesses,
+    # not the model's values), so a disagreement with them is not a mismatch
+    assumed: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -114,13 +117,17 @@ class CheckResult:
         ``incomplete`` when parts were not modelled (or no architecture applied);
         ``verified`` when every stored tensor was predicted with its shape and every predicted
         tensor found."""
-        if self.findings or any(i.mismatch for i in self.issues) \
-                or any(g.status == "mismatch" for g in self.groups):
+        if self.findings:
             return MISMATCH
+        if any(i.mismatch for i in self.issues) \
+                or any(g.status == "mismatch" for g in self.groups):
+            return INCOMPLETE if self.assumed else MISMATCH
         if self.audit != "formula" or self.parts \
                 or any(not i.mismatch for i in self.issues):
             return INCOMPLETE
-        return VERIFIED if self.found_total == self.predicted_total else MISMATCH
+        if self.found_total == self.predicted_total:
+            return VERIFIED
+        return INCOMPLETE if self.assumed else MISMATCH
 
     @property
     def ok(self) -> bool:
@@ -168,6 +175,7 @@ class CheckResult:
                 "delta": self.found_total - self.predicted_total,
                 "not_modelled": self.not_modelled_elements,
             },
+            "assumed": list(self.assumed),
             "notes": self.notes,
         }
 

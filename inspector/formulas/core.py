@@ -281,8 +281,9 @@ def get(name: str) -> Arch:
 
 # Modules under inspector.formulas that register architectures when imported.
 BUILTIN_MODULES: tuple[str, ...] = (
-    "keras", "sockeye_rnn", "sockeye_transformer", "sockeye_cnn", "seed001", "torch_nn", "hf",
-    "rau", "gguf",
+    "keras", "sockeye_rnn", "sockeye_transformer", "sockeye_cnn", "seed001", "fairseq", "onmt",
+    "joeynmt", "onmt_tf", "torch_nn", "hf",
+    "rau", "gguf", "ctranslate2", "marian",
 )
 
 

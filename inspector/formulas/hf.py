@@ -129,8 +129,9 @@ def infer_gpt2(ckpt: Checkpoint) -> dict[str, Any]:
         out["n_positions"] = s["transformer.wpe.weight"][0]
     if (n := _layers(ckpt, r"^transformer\.h\.(\d+)\.")) is not None:
         out["n_layer"] = n
-    if "transformer.h.0.mlp.c_fc.weight" in s:
-        out["n_inner"] = s["transformer.h.0.mlp.c_fc.weight"][1]
+    fc = s.get("transformer.h.0.mlp.c_fc.weight")
+    if fc is not None and len(fc) == 2 and fc[0] == out["n_embd"]:  # Conv1D (n_embd, n_inner);
+        out["n_inner"] = fc[1]  # a quantizer's packed weight says nothing of n_inner
     out["add_cross_attention"] = "transformer.h.0.ln_cross_attn.weight" in s
     out["tie_word_embeddings"] = _tied(ckpt, "lm_head.weight")
     return out

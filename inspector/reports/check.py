@@ -37,9 +37,11 @@ def _shape(shape: list[int] | None) -> str:
     return "-" if shape is None else shape_text(shape)
 
 
-def _status(g: dict[str, Any]) -> str:
+def _status(g: dict[str, Any], assumed: bool = False) -> str:
+    """A group's status; ``assumed``: a disagreement with assumed defaults, not a mismatch."""
     n = g["issues"] or g.get("not_modelled", 0)
-    return g["status"] if not n else f"{g['status']} ({n} tensor{'s' if n != 1 else ''})"
+    status = "differs" if assumed and g["status"] == "mismatch" else g["status"]
+    return status if not n else f"{status} ({n} tensor{'s' if n != 1 else ''})"
 
 
 def _shown(h: dict[str, Any]) -> bool:
@@ -67,14 +69,15 @@ def _text(report: dict[str, Any], md: bool, style: Style) -> str:
     if report["inferred"]:
         out += [style.wrap(f"inferred from shapes: {', '.join(report['inferred'])}"), ""]
     rows = [[esc(g["name"]), n(g["found"]), n(g["predicted"]), style.delta(g["delta"])
-             if not md else style.signed(g["delta"]), _status(g)]
+             if not md else style.signed(g["delta"]), _status(g, bool(report.get("assumed")))]
             for g in report["groups"]]
     if rows:
         out.append(table(["group", "found", "predicted", "delta", "status"], rows, style,
                          align=("left", "right", "right", "right", "left"), markdown=md,
                          elide_cols=("group",), paint_cols=("status",)))
     if report["tensors"]:
-        out += ["", "### Tensors" if md else "tensors:"]
+        head = "tensors (against assumed defaults)" if report.get("assumed") else "tensors"
+        out += ["", f"### {head.capitalize()}" if md else f"{head}:"]
         rows = [[t["status"], esc(t["name"]), esc(t["group"]), _shape(t["expected"]),
                  _shape(t["found"])] for t in report["tensors"]]
         out.append(table(["status", "name", "group", "expected", "found"], rows, style,

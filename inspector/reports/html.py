@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
+from inspector.grouping import numbered_layer
+
 SCHEMA = "inspector.report/1"
 
 
@@ -76,7 +78,7 @@ table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{padding:3px 8px;border-bottom:1px solid #eceef2;text-align:left;vertical-align:top}
 th{background:#eef1f5;position:sticky;top:0}th.sortable{cursor:pointer;user-select:none}
 th.sorted-asc::after{content:' \\25B2'}th.sorted-desc::after{content:' \\25BC'}
-td.num{text-align:right;white-space:nowrap}td.name{word-break:break-all}
+td.num{text-align:right;white-space:nowrap}td.name{overflow-wrap:break-word}
 tr.mismatch td,tr.op-removed td{background:#fde8e8}tr.not_modelled td,tr.op-reshaped td,
 tr.op-retyped td,tr.op-changed td{background:#fff6dc}tr.op-added td{background:#e6f6ea}
 .verdict{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:600;color:#fff}
@@ -248,8 +250,8 @@ def _listing_table(listing: dict[str, Any], idx: int, stats: dict[str, Any] | No
     rows = []
     for i, t in enumerate(listing["tensors"]):
         stored = t["stored_name"]
-        name = escape(t["name"]) + ("" if stored == t["name"] else
-                                    f'<br><span class="muted">{escape(stored)}</span>')
+        name = _name_html(t["name"]) + ("" if stored == t["name"] else
+                                        f'<br><span class="muted">{_name_html(stored)}</span>')
         tied = " (tied)" if t.get("tied_to") and t["tied_to"] != stored else ""
         st = by_stored.get(t.get("tied_to") or stored) or by_stored.get(stored)
         sev = severity.get(st["name"], "") if st else ""
@@ -302,14 +304,34 @@ def _sort_attr(v: Any) -> str:
     return f' data-sort="{v!r}"' if isinstance(v, (int, float)) and math.isfinite(v) else ""
 
 
+_BREAK_AFTER = str.maketrans({c: c + "<wbr>" for c in "./_:"})
+
+
+def _name_html(name: str) -> str:
+    """A tensor name as HTML text that wraps between its components (after ``.``, ``/``, ``_``
+    and ``:``), never inside one unless a component alone is wider than its column."""
+    return escape(name).translate(_BREAK_AFTER)
+
+
 def _layer_items(listing: dict[str, Any]) -> list[tuple[str, int, str]]:
+    """Parameters per layer: the scheme's layer captures, else (as the statistics' per-layer
+    norms do) each parameter's first numbered name component within its group."""
     items = []
     for g in listing.get("groups", ()):
         for r in g.get("layers", ()):
             label = " ".join(str(x) for x in (g["name"], r.get("block"), "layer", r["layer"],
                                               r.get("direction")) if x)
             items.append((label, r["parameters"], ""))
-    return items
+    if items:
+        return items
+    sums: dict[tuple[str, str, str], int] = {}
+    for t in listing.get("tensors", ()):
+        numbered = numbered_layer(t["name"]) if t.get("role") == "parameter" else None
+        if numbered is not None:
+            key = (t.get("group") or "", numbered[0].rstrip("."), numbered[1])
+            sums[key] = sums.get(key, 0) + t["numel"]
+    return [(" ".join(x for x in (group, block if block != group else "", "layer", layer) if x),
+             n, "") for (group, block, layer), n in sums.items()]
 
 
 def _check_html(check: dict[str, Any]) -> str:
@@ -336,7 +358,7 @@ def _check_html(check: dict[str, Any]) -> str:
                           cls="check-groups"))
     if check["tensors"]:
         rows = [f'<tr class="{_row_class(t["status"])}"><td>{escape(t["status"])}</td>'
-                f'<td class="name">{escape(t["name"])}</td>'
+                f'<td class="name">{_name_html(t["name"])}</td>'
                 f'<td>{escape(t["group"])}</td><td class="shape">{escape(_shape(t["expected"]))}'
                 f'</td><td class="shape">{escape(_shape(t["found"]))}</td></tr>'
                 for t in check["tensors"]]
@@ -375,7 +397,7 @@ def _diff_html(d: dict[str, Any]) -> str:
             for k, fmt in (("max_abs", ".3g"), ("rel_l2", ".3g"), ("cosine", ".7f")))
         rows.append(
             f'<tr class="op-{escape(t["op"])}"><td>{escape(op)}</td>'
-            f'<td class="name">{escape(t["name"])}</td>'
+            f'<td class="name">{_name_html(t["name"])}</td>'
             f'<td class="shape">{escape(_shape(t["a"]["shape"]) if t["a"] else "")}</td>'
             f'<td class="shape">{escape(_shape(t["b"]["shape"]) if t["b"] else "")}</td>'
             + (nums if d["values"] else "") + f'<td>{escape(t.get("note") or "")}</td></tr>')
@@ -494,7 +516,10 @@ def _section(s: CheckpointSection, idx: int) -> str:
     verdict = (s.check.get("verdict", s.check["status"]) if s.check else None)
     badge = _verdict_badge(verdict) if verdict else _verdict_badge("none", "not checked")
     totals = "".join(f"<div>{label}<b>{value}</b></div>" for label, value in (
-        ("tensors", _n(t["tensors"])), ("parameters", _n(t["parameters"])),
+        ("tensors", _n(t["tensors"])),
+        *((("parameters", _n(t["model_parameters"])),
+           ("stored parameter elements", _n(t["parameters"])))
+          if "model_parameters" in t else (("parameters", _n(t["parameters"])),)),
         ("buffers", _n(t["buffers"])), ("optimizer state", _n(t["optimizer"])),
         ("bytes", _bytes(t["bytes"])), ("check", badge)))
     scheme = lst.get("scheme", {}).get("name", "")
@@ -508,7 +533,7 @@ def _section(s: CheckpointSection, idx: int) -> str:
            bar_chart(groups, f"groups-chart-{idx}")]
     out.append("<h2>Parameters per layer</h2>")
     out.append(bar_chart(layers, f"layers-chart-{idx}", "layerbar", t["parameters"]) if layers else
-               '<p class="muted">the scheme captures no layers in these names</p>')
+               '<p class="muted">no layers: no parameter name has a numbered component</p>')
     out.append(f'<h2 id="check-{idx}">Check: tensors and groups against the prediction</h2>')
     if s.check:
         out.append(f'<div class="card">{_check_html(s.check)}</div>')

@@ -22,6 +22,12 @@ Schema (``"schema": "inspector.listing/1"``), fields never change meaning, later
 - ``bytes_by_dtype``: stored bytes per dtype, tied tensors once.
 - ``findings``: ``{"severity", "message", "where", "subject"}`` records (e.g. foreign pickle
   globals; ``subject`` is the global's dotted name).
+- ``quantization`` (quantized Hugging Face checkpoints only: the directory's config.json, or
+  the one beside a lone safetensors file, has a ``quantization_config``): the method as read
+  (``bitsandbytes nf4``, ``gptq 4-bit group 32 (gptq)``, ...), with "(not modelled: ...)" when
+  it is not; else ``totals.model_parameters`` is the original model's parameter count (each
+  packed weight unpacked to out*in values, quantization state such as scales and zero points
+  left out), while ``totals.parameters`` stays the stored floating-point elements.
 - ``filter``: the ``match`` regex and how many of how many tensors it kept, when one was given.
 
 Added by the grouping schemes (:mod:`inspector.grouping`):
@@ -115,6 +121,7 @@ def listing(
     ``per_layer`` the groups carry no ``layers`` and ``repeats`` (for views that show neither).
     """
     from inspector import grouping
+    from inspector.adapters import quantized
     from inspector.compare import choose_scheme
 
     entries = select(ckpt, match, sort)
@@ -125,6 +132,9 @@ def listing(
     placed = chosen.assign_all([t.name for t in entries])
     groups = grouping.summarize(chosen, entries, unique, per_layer, placed)
     sums = totals(entries, unique)
+    quant = quantized.summary(ckpt, unique)  # {} unless an HF quantization_config
+    if "model_parameters" in quant:
+        sums["model_parameters"] = quant["model_parameters"]
     split = grouping.embedding_split(groups)
     if split is not None:
         sums["embedding_parameters"] = split["embedding"]
@@ -154,6 +164,8 @@ def listing(
             for f in ckpt.findings
         ],
     }
+    if quant:
+        report["quantization"] = quant["quantization"]
     if match:
         report["filter"] = {"match": match, "kept": len(entries), "of": len(ckpt.tensors)}
     return report

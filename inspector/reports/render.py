@@ -177,7 +177,7 @@ def _summary(report: dict[str, Any], style: Style = PLAIN) -> list[tuple[str, st
         tensors += f" matching /{sanitize(f['match'])}/ of {n(f['of'])}"
     lines = [
         ("tensors", tensors),
-        ("parameters", n(t["parameters"])),
+        *_parameters(report, style),
         ("buffers", n(t["buffers"])),
         ("optimizer state", n(t["optimizer"])),
     ]
@@ -200,6 +200,19 @@ def _summary(report: dict[str, Any], style: Style = PLAIN) -> list[tuple[str, st
         lines.append(("groups", f"{len(report['groups'])} by scheme {sanitize(sc['name'])} "
                       f"({how}{params})"))
     return lines
+
+
+def _parameters(report: dict[str, Any], style: Style) -> list[tuple[str, str]]:
+    """The parameters line; a quantized checkpoint shows the model's count (packed weights
+    unpacked) beside the elements it stores."""
+    t, n = report["totals"], style.count
+    if "quantization" not in report:
+        return [("parameters", n(t["parameters"]))]
+    method = sanitize(str(report["quantization"]))
+    if "model_parameters" not in t:
+        return [("parameters", f"{n(t['parameters'])} stored elements ({method})")]
+    return [("parameters", f"{n(t['model_parameters'])} (the model's, {method} unpacked)"),
+            ("  stored", f"{n(t['parameters'])} parameter elements as stored (packed)")]
 
 
 def _share(x: float) -> str:
