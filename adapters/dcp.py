@@ -26,11 +26,27 @@ tensor of several chunks is streamed in C order, run by run, from the chunks tha
 
 A ``.distcp`` file opened alone lists the chunks it holds (each with its place in the global
 tensor); ``.metadata`` opened alone is the whole checkpoint.
+
+Variants of the same checkpoint:
+
+* ``SerializationFormat.SAFETENSORS`` (``HuggingFaceStorageWriter(save_distributed=True)``,
+  ``torch/distributed/checkpoint/hf_storage.py``): no ``.metadata``; one
+  ``shard-<rank>-model-<i>-of-<n>.safetensors`` per rank and file index, each tensor's chunk
+  offsets in the file's ``__metadata__["DCP_SHARDING_INFO"]`` (JSON, ``saved_offsets``); the
+  global size is, per dimension, the largest offset + size, as ``HuggingFaceStorageReader.
+  read_metadata`` computes it. Chunks are plain byte ranges of the safetensors files.
+* Accelerate's ``save_state`` under FSDP with ``SHARDED_STATE_DICT``
+  (``accelerate/utils/fsdp_utils.py``): ``pytorch_model_fsdp_<i>/`` (``{"model": state
+  dict}``) and ``optimizer_<i>/`` (``{"optimizer": state}``) are DCP directories beside
+  ``random_states_<rank>.pkl`` (``torch.load``-ed by ``load_state``) and other pickles: the
+  directory is one checkpoint, the model and its optimizer state; the pickles beside them are
+  examined (their findings are the checkpoint's) and named.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -82,6 +98,16 @@ MAX_BYTES_ITEM = 64 << 20
 MAX_LISTED_BYTES_ITEMS = 1000
 # Rank metadata files read for one checkpoint.
 MAX_RANK_FILES = 65_536
+# HuggingFaceStorageWriter (torch/distributed/checkpoint/_hf_utils.py)
+SHARDING_INFO = "DCP_SHARDING_INFO"
+SAVED_OFFSETS = "saved_offsets"
+MAX_SAFETENSORS_FILES = 65_536
+_SNIFFED_SHARDS = 16
+# Accelerate (accelerate/utils/constants.py FSDP_MODEL_NAME, OPTIMIZER_NAME, RNG_STATE_NAME)
+_ACC_MODEL = re.compile(r"pytorch_model_fsdp_(\d+)\Z")
+_ACC_OPTIM = re.compile(r"optimizer_(\d+)\Z")
+_ACC_PICKLE = re.compile(r"(?:random_states_\d+|custom_checkpoint_\d+)\.pkl\Z|"
+                         r"(?:scheduler|sampler|scaler|dl_state_dict)(?:_\d+)?\.bin\Z")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,10 +132,49 @@ def _metadata_files(directory: Source) -> list[str]:
     return [n for _, n in ranks]
 
 
-def _head_of(directory: Source, name: str) -> bytes:
+def _safetensors_files(directory: Source) -> list[str]:
+    """The ``.safetensors`` files of a directory written by ``HuggingFaceStorageWriter`` with
+    ``save_distributed`` (the first one's header names ``DCP_SHARDING_INFO``), else []."""
+    try:
+        names = [n for n in directory.list() if n.endswith(".safetensors")]
+    except (InspectorError, OSError):
+        return []
+    for name in names[:_SNIFFED_SHARDS]:  # any of them: the first may be the damaged one
+        head = _head_of(directory, name, 4096)
+        if head[8:9] == b"{" and SHARDING_INFO.encode() in head:
+            return names
+    return []
+
+
+def _accelerate_dirs(directory: Source) -> tuple[list[str], list[str]]:
+    """(``pytorch_model_fsdp_<i>`` DCP directories, ``optimizer_<i>`` ones) of an Accelerate
+    checkpoint directory, in index order."""
+    try:
+        names = directory.list()
+    except (InspectorError, OSError):
+        return [], []
+
+    def dcp_dirs(pattern: re.Pattern[str]) -> list[str]:
+        found = sorted((int(m.group(1)), n) for n in names if (m := pattern.match(n)))
+        out = []
+        for _, n in found:
+            try:
+                sub = directory.child(n)
+                meta = _metadata_files(sub) if sub.is_dir() else []
+            except (InspectorError, OSError, RuntimeError):
+                meta = []
+            if meta and _is_metadata_head(_head_of(sub, meta[0])):
+                out.append(n)
+        return out
+
+    models = dcp_dirs(_ACC_MODEL)
+    return (models, dcp_dirs(_ACC_OPTIM)) if models else ([], [])
+
+
+def _head_of(directory: Source, name: str, n: int = 256) -> bytes:
     try:
         child = directory.child(name)
-        return child.head(256) if child.is_file() else b""
+        return child.head(n) if child.is_file() else b""
     except (InspectorError, OSError, RuntimeError):
         return b""
 
@@ -119,7 +184,11 @@ def sniff(head: bytes, source: Source) -> str | None:
     file beside one); decided by the metadata pickle's first global, never by names alone."""
     if source.is_dir():
         found = _metadata_files(source)
-        return "dir" if found and _is_metadata_head(_head_of(source, found[0])) else None
+        if found:
+            return "dir" if _is_metadata_head(_head_of(source, found[0])) else None
+        if _safetensors_files(source):
+            return "safetensors"
+        return "accelerate" if _accelerate_dirs(source)[0] else None
     if _is_metadata_head(head):
         return "metadata"
     if head[:4] == b"PK\x03\x04" and source.suffix == ".distcp":
@@ -140,7 +209,7 @@ def sniff(head: bytes, source: Source) -> str | None:
 class Chunk:
     """One saved piece of a tensor: its place in the global tensor and its bytes."""
 
-    __slots__ = ("offsets", "sizes", "file", "offset", "length", "transforms")
+    __slots__ = ("offsets", "sizes", "file", "offset", "length", "transforms", "raw")
 
     def __init__(self, offsets: tuple[int, ...], sizes: tuple[int, ...]) -> None:
         self.offsets = offsets
@@ -149,6 +218,7 @@ class Chunk:
         self.offset = 0
         self.length = 0
         self.transforms: tuple[str, ...] = ()
+        self.raw = False  # the elements themselves at offset (safetensors), not a torch.save blob
 
     @property
     def numel(self) -> int:
@@ -619,7 +689,155 @@ def _names(md: Metadata) -> dict[str, tuple[str, Role]]:
 # opening
 
 
+def _sharding_info(meta: Any, name: str, where: str) -> dict[str, Any]:
+    text = meta.get(SHARDING_INFO) if isinstance(meta, dict) else None
+    if not isinstance(text, str):
+        raise FormatError(f"{name} has no {SHARDING_INFO} in its __metadata__: not a file of "
+                          "this distributed checkpoint", where)
+    try:
+        info = json.loads(text)
+    except ValueError as e:
+        raise FormatError(f"{name}: {SHARDING_INFO} is not JSON ({e})", where) from None
+    if not isinstance(info, dict):
+        raise FormatError(f"{name}: {SHARDING_INFO} is not a JSON object", where)
+    return info
+
+
+def read_safetensors_shards(directory: Source, names: list[str]) -> tuple[Metadata, list[Any]]:
+    """The items of ``HuggingFaceStorageWriter`` shards: each file's tensors placed by its
+    ``saved_offsets``; global sizes as ``HuggingFaceStorageReader.read_metadata`` computes
+    them. Also the shards' checkpoints (their findings)."""
+    from .registry import load
+
+    if len(names) > MAX_SAFETENSORS_FILES:
+        raise FormatError(f"{len(names):,} safetensors files (limit "
+                          f"{MAX_SAFETENSORS_FILES:,})", directory.where)
+    md = Metadata()
+    shards = []
+    for name in names:
+        ck = load(directory.child(name), format="safetensors")
+        shards.append(ck)
+        meta = ck.metadata.get("__metadata__")
+        info = _sharding_info(meta, name, directory.where)
+        version = meta.get("DCP_VERSION") if isinstance(meta, dict) else None
+        md.version = version if isinstance(version, str) else md.version
+        for t in ck.tensors:
+            place = info.get(t.stored_name)
+            offsets = place.get(SAVED_OFFSETS) if isinstance(place, dict) else None
+            if not (isinstance(offsets, list) and _sizes_ok(tuple(offsets))
+                    and len(offsets) == len(t.shape)):
+                raise FormatError(f"{name}: {t.stored_name!r} has no valid {SAVED_OFFSETS} "
+                                  f"({_short(offsets)}) for its shape {list(t.shape)}",
+                                  directory.where)
+            it = md.items.get(t.stored_name)
+            if it is None:
+                it = md.items[t.stored_name] = Item(t.stored_name, t.dtype, ())
+            elif it.dtype != t.dtype:
+                raise FormatError(f"{t.stored_name!r} is {it.dtype} in one shard and {t.dtype} "
+                                  f"in {name}", directory.where)
+            chunk = Chunk(tuple(offsets), tuple(t.shape))
+            if any((c.offsets, c.sizes) == (chunk.offsets, chunk.sizes) for c in it.chunks):
+                continue  # a replicated chunk saved by two ranks
+            if t.offset is None or t.nbytes is None:
+                raise FormatError(f"{name}: {t.stored_name!r} has no byte range",
+                                  directory.where)
+            chunk.file, chunk.offset, chunk.length, chunk.raw = name, t.offset, t.nbytes, True
+            it.chunks.append(chunk)
+    for it in md.items.values():
+        ndim = len(it.chunks[0].sizes)
+        if any(len(c.sizes) != ndim for c in it.chunks):
+            raise FormatError(f"{it.fqn!r}: chunks of different ranks", directory.where)
+        it.shape = tuple(max(c.offsets[d] + c.sizes[d] for c in it.chunks) for d in range(ndim))
+    md.files = sorted({c.file for it in md.items.values() for c in it.chunks if c.file})
+    return md, shards
+
+
+def _open_safetensors(directory: Source) -> Checkpoint:
+    names = _safetensors_files(directory)
+    md, shards = read_safetensors_shards(directory, names)
+    files: dict[str, Source] = {}
+    findings = [f for ck in shards for f in ck.findings]
+    metadata: dict[str, Any] = {
+        "dcp_version": md.version,
+        "storage": "safetensors (HuggingFaceStorageWriter)",
+        "metadata_files": [],
+        "files": md.files,
+        "chunks": sum(len(it.chunks) for it in md.items.values()),
+        "bytes_items": 0,
+        "pickle_globals": [],
+    }
+    paths = (directory.where, *(directory.child(f).where for f in names))
+    return Checkpoint(paths=paths, format=NAME, tensors=_entries(md, None), metadata=metadata,
+                      findings=findings, source=directory,
+                      reader=_reader(directory, md, files, None))
+
+
+def _open_accelerate(directory: Source) -> Checkpoint:
+    """Accelerate's FSDP checkpoint directory: its model and optimizer DCP directories as one
+    checkpoint; the pickles beside them examined."""
+    from .registry import load
+
+    models, optims = _accelerate_dirs(directory)
+    parts = [*models, *optims]
+    tensors: list[TensorEntry] = []
+    readers: dict[str, Any] = {}
+    findings: list[Finding] = []
+    rows: list[dict[str, Any]] = []
+    hyper: dict[str, Any] = {}
+    paths = [directory.where]
+    several = len(models) > 1
+    for part in parts:
+        ck = open_checkpoint(directory.child(part), "dir")
+        paths.extend(ck.paths[1:])
+        findings.extend(ck.findings)
+        known = {r["name"] for r in rows}
+        rows.extend(r for r in ck.metadata.get("pickle_globals", ()) if r["name"] not in known)
+        hyper.update({f"{part}/{k}": v for k, v in ck.hyperparameters.items()})
+        for t in ck.tensors:
+            stored = f"{part}/{t.stored_name}" if several else t.stored_name
+            name = f"{part}/{t.name}" if several else t.name
+            if stored in readers:
+                raise FormatError(f"{stored!r} is in two of {', '.join(parts)}",
+                                  directory.where)
+            readers[stored] = (ck, t)
+            tensors.append(TensorEntry(stored, name, t.shape, t.dtype, t.role, nbytes=t.nbytes,
+                                       file=f"{part}/{t.file}" if t.file else None,
+                                       extra=dict(t.extra, dcp_dir=part)))
+    try:
+        others = [n for n in directory.list() if _ACC_PICKLE.match(n)]
+    except (InspectorError, OSError):
+        others = []
+    for name in others:
+        ck = load(directory.child(name))  # refused here when it holds what a loader would run
+        paths.append(ck.path)
+        findings.extend(ck.findings)
+        known = {r["name"] for r in rows}
+        rows.extend(r for r in ck.metadata.get("pickle_globals", ()) if r["name"] not in known)
+    if others:
+        findings.append(Finding("info", f"training state beside the model, not listed: "
+                                f"{', '.join(others[:8])}" + (" ..." if len(others) > 8 else ""),
+                                directory.where))
+
+    def locate(entry: TensorEntry) -> ValueLocation:
+        found = readers.get(entry.stored_name)
+        if found is None:
+            raise FormatError(f"{entry.stored_name!r} is not a tensor of this checkpoint",
+                              directory.where)
+        ck, inner = found
+        return ck.reader(inner)
+
+    metadata = {"layout": "accelerate-fsdp", "dcp_dirs": parts, "other_files": others,
+                "pickle_globals": rows}
+    return Checkpoint(paths=tuple(paths), format=NAME, tensors=tensors, metadata=metadata,
+                      hyperparameters=hyper, findings=findings, source=directory,
+                      reader=locate)
+
+
 def open_checkpoint(source: Source, variant: str) -> Checkpoint:
+    if variant == "safetensors":
+        return _open_safetensors(source)
+    if variant == "accelerate":
+        return _open_accelerate(source)
     if variant == "dir":
         directory, names = source, _metadata_files(source)
     elif variant in ("metadata", "shard"):
@@ -800,6 +1018,10 @@ def _reader(directory: Source, md: Metadata, files: dict[str, Source], only: str
         if len(chunks) == 1 and chunks[0].sizes == entry.shape:
             src, offset, stride = chunk_bytes(it, chunks[0])
             return ByteRange(src, offset, False, stride)
+        covered, numel = sum(map(prod, map(_SIZES, chunks))), prod(it.shape)
+        if covered != numel:  # said before reading: a gap or overlap shows in the counts
+            raise FormatError(f"{fqn!r}: its chunks hold {covered:,} elements of its "
+                              f"{numel:,}: they overlap or leave a gap", directory.where)
         placed = []
         for c in chunks:
             src, offset, stride = chunk_bytes(it, c)
@@ -822,6 +1044,8 @@ def _locate(directory: Source, it: Item, c: Chunk,
         raise FormatError(f"{it.fqn!r}: chunk stored through {', '.join(c.transforms)} "
                           "(a stream transform): not supported")
     blob = _blob(directory, c, it.fqn, files)
+    if c.raw:
+        return blob_base(blob), c.offset, None
     try:
         z = read_zip(blob)
     except FormatError as e:

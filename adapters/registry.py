@@ -42,15 +42,18 @@ BUILTIN_MODULES = (
     "inspector.adapters.joeynmt_dir",  # before torch: a *.ckpt beside a JoeyNMT config.yaml
     "inspector.adapters.onmt_tf_dir",  # before tf_checkpoint: its directory + model description
     "inspector.adapters.keras_sharded",
+    "inspector.adapters.megatron",  # before dcp: a torch_dist iteration directory is DCP too
     "inspector.adapters.dcp",
     # before torch: DeepSpeed's *_states.pt are torch zips (claimed by name + ds_version key)
     "inspector.adapters.deepspeed",
+    "inspector.adapters.orbax",  # a folder with _METADATA, a step folder, a manager's steps
     "inspector.adapters.safetensors",
     "inspector.adapters.gguf",
     "inspector.adapters.onnx",  # before the pickle readers: ONNX files never import them
     # before torch: a .keras zip may hold a data.pkl (Keras loads it as Keras, torch as torch;
     # its config.json must be examined), and a Keras HDF5 file may open with any user block
     "inspector.adapters.keras",
+    "inspector.adapters.nemo",  # a tar naming model_config.yaml / model_weights.ckpt
     "inspector.adapters.torch.torchscript",
     "inspector.adapters.pickled",
     "inspector.adapters.torch",
@@ -58,6 +61,7 @@ BUILTIN_MODULES = (
     "inspector.adapters.marian",  # before numpy_npy: a Marian model.npz is an .npz too
     "inspector.adapters.numpy_npy",
     "inspector.adapters.tf_checkpoint",
+    "inspector.adapters.flax_msgpack",  # a msgpack map reaching a flax array ext in its head
     "inspector.adapters.directory",
 )
 # A file whose first bytes are one of these signatures is offered first to that module's

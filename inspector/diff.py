@@ -13,6 +13,12 @@ whose ``op`` is one of :data:`OPS`. With ``values=True`` aligned tensors of equa
 compared chunk by chunk (:mod:`inspector.values`): ``changed`` when some element differs by more
 than ``atol + rtol * |b|``. :func:`collapse` folds records that repeat across layers into patterns
 (``encoder.layers.#.ff.weight`` x12); group deltas use the shared grouping scheme.
+
+Two layouts of one model (a Hugging Face state dict and the GGUF llama.cpp made of it; a DCP
+directory and its consolidated state dict) are paired by the producers' name mappings instead
+(:mod:`inspector.layout_map`, ``layout=``): each record's ``how`` says what the producer did
+(renamed, rows permuted, experts stacked), values are compared in A's layout, and
+:func:`layout_summary` gives the conversion error per group and stored type.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ class TensorDiff:
     aligned_by: str | None = None  # "name" | "shape" (None for a lone tensor)
     values: Any = None  # inspector.values.ValueStats when values were compared
     note: str | None = None  # why values were not compared
+    how: str | None = None  # cross-layout: what the producer's mapping did to this tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +109,10 @@ class DiffResult:
     atol: float = 0.0
     rtol: float = 0.0
     filter: dict[str, Any] | None = None  # match / roles and how many records they kept
+    # cross-layout diffs: the map, its parameters and their disagreements (layout_map)
+    layout: dict[str, Any] | None = None
+    # cross-layout values: record name -> (||a||^2, ||a - b||^2), for the group summaries
+    sums: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         c = Counter(r.op for r in self.records)
@@ -109,8 +120,10 @@ class DiffResult:
 
     @property
     def structural(self) -> bool:
-        """True when tensors were added, removed, reshaped or retyped."""
-        return any(r.op in STRUCTURAL for r in self.records)
+        """True when tensors were added, removed, reshaped or retyped (a tensor a converter
+        generates, such as llama.cpp's ``rope_freqs``, is not a difference)."""
+        return any(r.op in STRUCTURAL and not (r.how or "").startswith("generated")
+                   for r in self.records)
 
     @property
     def values_changed(self) -> int:
@@ -221,10 +234,13 @@ def group_deltas(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Tenso
     sch = engine.choose_scheme(scheme, names, fmt)
     ua = {id(t) for t in ckpt_a.unique()}
     ub = {id(t) for t in ckpt_b.unique()}
+    def counted(t: TensorEntry, unique: set[int]) -> int:
+        return t.numel if id(t) in unique or "stack" in t.extra else 0
+
     counts_a = grouping.group_counts(
-        sch, [(r.name, r.a.numel if id(r.a) in ua else 0) for r in records if r.a is not None])
+        sch, [(r.name, counted(r.a, ua)) for r in records if r.a is not None])
     counts_b = grouping.group_counts(
-        sch, [(r.name, r.b.numel if id(r.b) in ub else 0) for r in records if r.b is not None])
+        sch, [(r.name, counted(r.b, ub)) for r in records if r.b is not None])
     ops: dict[str, Counter] = {}
     for r in records:
         ops.setdefault(sch.assign(r.name).group, Counter())[r.op] += 1
@@ -265,17 +281,28 @@ def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
          rtol: float = 0.0, scheme: str | None = None, groups: bool = True,
          chunk: int | None = None, match: str | None = None,
          roles: Sequence[str] = (), progress: Any = None,
-         values_pass: Any = None) -> DiffResult:
+         values_pass: Any = None, layout: str | None = "auto") -> DiffResult:
     """Diff two checkpoints (paths or loaded :class:`Checkpoint`); see the module docstring.
     ``match`` / ``roles`` keep only some records (:func:`select`) before values are read, so
     counts, groups and the verdict are over those. ``values_pass``: what compares values
-    (default :func:`compare_values`; same arguments, e.g. a Dask cluster's)."""
+    (default :func:`compare_values`; same arguments, e.g. a Dask cluster's). ``layout``: a
+    layout map's name or YAML file, ``"auto"`` (a built-in map when A and B are two layouts it
+    knows, and no ``renames`` are given) or ``"none"``."""
     from inspector.adapters.registry import load
 
     ckpt_a = a if isinstance(a, Checkpoint) else load(a)
     ckpt_b = b if isinstance(b, Checkpoint) else load(b)
     if isinstance(renames, (str, Path)):
         renames = load_map(renames)
+    chosen = None
+    if layout not in (None, "auto") or not (renames or strip_prefixes) and align_mode == "names":
+        from inspector import layout_map
+
+        chosen = layout_map.choose(layout, ckpt_a, ckpt_b)
+    if chosen is not None:
+        return _cross(ckpt_a, ckpt_b, *chosen, values=values, atol=atol, rtol=rtol,
+                      scheme=scheme, groups=groups, match=match, roles=roles,
+                      progress=progress)
     records = align(ckpt_a.tensors, ckpt_b.tensors, strip_prefixes=strip_prefixes,
                     renames=renames, align_mode=align_mode)
     kept = None
@@ -289,6 +316,117 @@ def diff(a: str | Path | Checkpoint, b: str | Path | Checkpoint, *,
     scheme_name, rows = (group_deltas(ckpt_a, ckpt_b, records, scheme) if groups
                          else (None, []))
     return DiffResult(ckpt_a, ckpt_b, records, rows, scheme_name, values, atol, rtol, kept)
+
+
+# ---------------------------------------------------------------------------------------------
+# Two layouts of one model (inspector.layout_map)
+
+_FLIP = {REMOVED: ADDED, ADDED: REMOVED}
+UNRELATED = 0.5  # a relative L2 error no conversion makes (Q2_K is about 0.1)
+
+
+def _cross(ckpt_a: Checkpoint, ckpt_b: Checkpoint, m: Any, swapped: bool, *, values: bool,
+           atol: float, rtol: float, scheme: str | None, groups: bool, match: str | None,
+           roles: Sequence[str], progress: Any) -> DiffResult:
+    """The diff of two layouts paired by the layout map ``m`` (``swapped``: A is its side b)."""
+    from inspector import layout_map
+
+    side_a, side_b = (ckpt_b, ckpt_a) if swapped else (ckpt_a, ckpt_b)
+    params, problems = layout_map.params(m, side_a, side_b)
+    pairs = layout_map.pair(m, side_a, side_b, params)
+    records = []
+    by_key = {}
+    for p in pairs:
+        a, b, op = (p.b, p.a, _FLIP.get(p.op, p.op)) if swapped else (p.a, p.b, p.op)
+        records.append(TensorDiff(p.key, op, a, b, "layout" if a and b else None, how=p.how))
+        by_key[p.key] = p
+    kept = None
+    if match or roles:
+        of = len(records)
+        records = select(records, match, roles)
+        kept = {"match": match, "roles": list(roles), "kept": len(records), "of": of}
+    sums: dict[str, tuple[float, float]] = {}
+    if values:
+        if atol < 0 or rtol < 0:
+            raise UsageError("--atol and --rtol must be >= 0")
+        out = []
+        for r in records:
+            p = by_key[r.name]
+            if r.a is None or r.b is None or r.op not in (UNCHANGED, RETYPED):
+                out.append(r)
+                continue
+            try:
+                xa, xb = layout_map.arrays(p, side_a, side_b)
+            except (ValueError, UsageError) as e:  # ValuesUnavailable is a FormatError
+                out.append(with_values(r, note=str(e)))
+                continue
+            except Exception as e:  # noqa: BLE001  (an unreadable tensor is a note, not a stop)
+                out.append(with_values(r, note=f"values not read ({e})"))
+                continue
+            if swapped:
+                xa, xb = xb, xa
+            st, ss_a, ss_d = layout_map.stats(xa, xb, atol, rtol)
+            sums[r.name] = (ss_a, ss_d)
+            if progress is not None:
+                progress.advance((r.a.nbytes or 0) + (r.b.nbytes or 0))
+            out.append(with_values(r, st))
+        records = out
+    info = {"map": m.name, "description": m.description, "file": m.where,
+            "a": (m.b if swapped else m.a).what, "b": (m.a if swapped else m.b).what,
+            "swapped": swapped, "params": params, "problems": problems,
+            "names": sorted({p.how for p in pairs if p.how}) if m.same_names else []}
+    scheme_name, rows = (group_deltas(ckpt_a, ckpt_b, records, scheme) if groups
+                         else (None, []))
+    return DiffResult(ckpt_a, ckpt_b, records, rows, scheme_name, values, atol, rtol, kept,
+                      info, sums)
+
+
+def layout_summary(result: DiffResult) -> list[dict[str, Any]]:
+    """Per group and per stored type of the converted side: tensors compared, the largest
+    max |a-b| and the group's relative L2 error (sqrt of summed ||a-b||^2 over summed ||a||^2),
+    over the tensors whose values were compared."""
+    if not result.sums:
+        return []
+    sch = engine.choose_scheme(result.scheme, [r.name for r in result.records])
+    conv = "a" if result.layout and result.layout["swapped"] else "b"
+    acc: dict[tuple[str, str], list[float]] = {}
+    order: list[tuple[str, str]] = []
+    for r in result.records:
+        if r.name not in result.sums:
+            continue
+        side = r.a if conv == "a" else r.b
+        key = (sch.assign(r.name).group, side.dtype or "")
+        if key not in acc:
+            acc[key] = [0, 0.0, 0.0, 0.0]
+            order.append(key)
+        ss_a, ss_d = result.sums[r.name]
+        row = acc[key]
+        row[0] += 1
+        row[1] = max(row[1], r.values.max_abs)
+        row[2] += ss_a
+        row[3] += ss_d
+    return [{"group": g, "dtype": d, "tensors": acc[(g, d)][0], "max_abs": acc[(g, d)][1],
+             "rel_l2": (math.sqrt(acc[(g, d)][3] / acc[(g, d)][2]) if acc[(g, d)][2]
+                        else (0.0 if not acc[(g, d)][3] else math.inf))}
+            for g, d in order]
+
+
+def layout_findings(result: DiffResult) -> list[dict[str, Any]]:
+    """The map's parameters the two sides disagree on, and paired tensors whose values no
+    conversion explains (relative L2 >= :data:`UNRELATED`: another model or checkpoint)."""
+    if result.layout is None:
+        return []
+    out = [{"severity": "error", "tensor": None,
+            "message": f"the two sides disagree on {p}"} for p in result.layout["problems"]]
+    far = [r.name for r in result.records
+           if r.values is not None and not math.isnan(r.values.rel_l2)
+           and r.values.rel_l2 >= UNRELATED]
+    if far:
+        out.append({"severity": "error", "tensor": far[0],
+                    "message": f"{len(far)} paired tensors differ by a relative L2 of "
+                               f"{UNRELATED} or more (e.g. {far[0]}): not a conversion of the "
+                               "same weights (another model or checkpoint)"})
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,7 +446,8 @@ def _signature(r: TensorDiff) -> tuple:
         result = ("identical",)
     else:
         result = (v.max_abs, v.rel_l2, v.cosine, v.changed)
-    return (r.op, a, b, result, r.note)
+    how = None if r.how is None else _DIGITS.sub("#", r.how)
+    return (r.op, a, b, result, r.note, how)
 
 
 def _variants(pattern: str) -> list[str]:
@@ -419,7 +558,7 @@ def report(result: DiffResult, all_records: bool = False,
         "tensors": [
             {"name": r.name, "op": r.op, "aligned_by": r.aligned_by, "a": _side(r.a),
              "b": _side(r.b), "values": _values(r.values),
-             **({"note": r.note} if r.note else {})}
+             **({"note": r.note} if r.note else {}), **({"how": r.how} if r.how else {})}
             for r in shown
         ],
         "collapsed": [
@@ -435,6 +574,9 @@ def report(result: DiffResult, all_records: bool = False,
     }
     if result.values:
         out["findings"] = nonfinite_findings(result.records)
+    if result.layout is not None:
+        out["layout"] = {**result.layout, "summary": layout_summary(result)}
+        out["findings"] = out.get("findings", []) + layout_findings(result)
     if result.filter is not None:
         out["filter"] = result.filter
     return out

@@ -181,6 +181,8 @@ FAMILY_CASES = {
 # its decoder table to the output projection there, and saves the position tables)
 FAMILY_CASES.update({f"v4_57/{n}": a for n, a in list(FAMILY_CASES.items())
                      if "/" not in n and (HF / "v4_57" / n).is_dir()})
+# mixtures of experts (fixtures/hf/make_moe_fixtures.py; transformers 5: tests/test_moe.py)
+FAMILY_CASES.update({"v4_57/mixtral_tiny": "mixtral", "v4_57/qwen2_moe_tiny": "qwen2_moe"})
 CASES.update({f"v4_57/{n}": a for n, a in list(CASES.items())
               if "/" not in n and (HF / "v4_57" / n).is_dir()})
 ALL_CASES = {**CASES, **FAMILY_CASES}

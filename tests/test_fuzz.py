@@ -53,6 +53,9 @@ SEEDS = {
     "marian-npz": FIXTURES / "marian" / "transformer_untied.npz",
     "deepspeed-z3-model-states": FIXTURES / "deepspeed" / "llama-z3" / "checkpoint-3"
     / "global_step3" / "zero_pp_rank_0_mp_rank_00_model_states.pt",
+    "flax-msgpack": FIXTURES / "flax" / "transformer_train_state.msgpack",
+    "flax-chunked": FIXTURES / "flax" / "chunked.msgpack",
+    "nemo": FIXTURES / "nemo" / "tiny_model.nemo",
 }
 KERAS_SEEDS = {
     "keras-weights-h5": FIXTURES / "keras" / "lstm.weights.h5",

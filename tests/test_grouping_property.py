@@ -82,8 +82,17 @@ def _refused(truth_path: Path) -> bool:
         and all(isinstance(f, dict) and f.get("format") is None for f in files.values()))
 
 
+def _opened(truth_path: Path) -> str:
+    """What a truth describes: its ``open`` path (beside the truth) when it names one."""
+    if truth_path.parent.parent.name == "sockeye":
+        return str(truth_path.parent)
+    opened = load_truth(truth_path).get("open")
+    return str(truth_path.parent / opened) if isinstance(opened, str) \
+        else str(truth_path)[: -len(".truth.json")]
+
+
 REAL = sorted({
-    str(p.parent) if p.parent.parent.name == "sockeye" else str(p)[: -len(".truth.json")]
+    _opened(p)
     for p in truth_files()
     if "sharded/model-" not in str(p) and Path(str(p)[: -len(".truth.json")]).exists()
     and not _refused(p)

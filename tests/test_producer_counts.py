@@ -219,6 +219,7 @@ def test_show_and_check_give_one_parameter_count(path):
 # fixtures whose generator wrote metadata that contradicts the tensors, on purpose
 WRITTEN_INCONSISTENT = {
     "tiny_llama_wrong_ff.gguf",  # llama.feed_forward_length 96, ffn tensors 64 wide
+    "gpt_wrong_ffn",  # Megatron args.ffn_hidden_size 48, linear_fc1/fc2 64 wide
 }
 
 

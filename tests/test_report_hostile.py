@@ -201,6 +201,7 @@ def test_hostile_report_in_chromium(tmp_path: Path) -> None:
         page = tmp_path / f"r{i}.html"
         page.write_text(text, encoding="utf-8")
         docs.append(html5lib.parse(browse(page, tmp_path), namespaceHTMLElements=False))
+        _drop_word_breaks(docs[-1])
     tags = [Counter(el.tag for el in d.iter() if isinstance(el.tag, str)) for d in docs]
     assert tags[0] == tags[1]
     assert tags[0]["script"] == 2 and not tags[0]["img"] and not tags[0]["textarea"]

@@ -288,7 +288,7 @@ def test_navigation_diff_first_group_filter_and_structural_audit(cli, tmp_path):
     assert groups == {"attention"}
     assert dom.find("b", id="listing-0-shown")[0][1].endswith(f" of {truth['num_tensors']}")
     plain = write_report(cli, tmp_path / "structure.html",
-                         str(FIXTURES / "onmt" / "rnn.pt"))
+                         str(FIXTURES / "diff" / "hparam_ff" / "ff48.safetensors"))
     body = plain.read_text(encoding="utf-8")
     assert "no prediction" in body and "predicted 0" not in body
 

@@ -463,6 +463,10 @@ INERT_CALLABLES: dict[str, str] = {
     "transformers.trainer_utils.SchedulerType": "Enum member by value",
     "transformers.training_args.OptimizerNames": "Enum member by value",
     "accelerate.utils.dataclasses.DistributedType": "Enum member by value",
+    # Megatron-LM's args (megatron/training/arguments.py, core_v0.16.1: exit_signal,
+    # attention_backend; checked to be Enum subclasses by fixtures/megatron/make_megatron.py)
+    "signal.Signals": "IntEnum member by value (a lookup: no handler is installed)",
+    "megatron.core.transformer.enums.AttnBackend": "Enum member by value",
     # -- paths: a value (hyperparameters such as Lightning's default_root_dir); no I/O on build
     "pathlib.PosixPath": "path object built from its parts",
     "pathlib.WindowsPath": "path object built from its parts",

@@ -7,6 +7,16 @@ Example::
     $ inspector diff state_dict.pt lightning.ckpt --role parameter \
         --match 'layers\.'
 
+Two layouts of one model are paired by the producer's own name mapping (``--layout``; built-in:
+``hf-gguf-llama``, llama.cpp's ``convert_hf_to_gguf.py`` names, its q/k row permutation undone,
+Mixtral's stacked experts; ``dcp-torch``, prefixes found from the names): "did the conversion keep
+my model?" With ``--values`` each tensor's conversion error (max |a-b|, relative L2) and a
+summary per group and stored type (Q8_0, F16, ...).
+
+Example::
+
+    $ inspector diff llama_hf/ llama.q8_0.gguf --values
+
 Exit codes (h5diff-style, to gate CI): 0 no structural difference (with ``--values``: and no
 changed values), 1 differences, 2 error. Without ``--values`` only names, shapes and dtypes are
 compared: tensors that agree in those are "values not compared", never "unchanged".
@@ -62,6 +72,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="regex renames, one 'REGEX -> REPLACEMENT' per line, applied to both sides")
     p.add_argument("--align", choices=("names", "shapes"), default="names",
                    help="shapes: pair leftover tensors whose shape is unique on both sides")
+    p.add_argument("--layout", metavar="NAME|FILE", default="auto",
+                   help="pair two layouts of one model by the producer's name mapping (e.g. "
+                        "hf-gguf-llama: Hugging Face <-> llama.cpp GGUF; dcp-torch); auto "
+                        "(default): a built-in map when A and B are two layouts it knows; none")
     p.add_argument("--scheme", metavar="NAME|FILE", default=None,
                    help="grouping scheme for the per-group deltas (default: auto)")
     add_input_format(p, "read both files as this format")
@@ -99,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             roles=args.role,
             progress=bar if args.values else None,
             values_pass=None if cluster is None else cluster.diff_pass(),
+            layout=args.layout,
         )
     rep = report(result, all_records=args.all, expand=args.expand)
     sys.stdout.write(render(rep, args.format, args.style))

@@ -283,7 +283,7 @@ def get(name: str) -> Arch:
 BUILTIN_MODULES: tuple[str, ...] = (
     "keras", "sockeye_rnn", "sockeye_transformer", "sockeye_cnn", "seed001", "fairseq", "onmt",
     "joeynmt", "onmt_tf", "torch_nn", "hf",
-    "rau", "gguf", "ctranslate2", "marian",
+    "rau", "gguf", "ctranslate2", "marian", "megatron",
 )
 
 

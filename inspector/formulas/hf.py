@@ -32,10 +32,17 @@ from inspector.formulas.core import (
 )
 from inspector.formulas.torch_nn import parameters
 
+# Formats whose tensors follow Flax's layout, not PyTorch's, whatever config.json says.
+FLAX_LAYOUTS = ("flax-msgpack",)
+
 
 def sidecar_config(ckpt: Checkpoint) -> dict[str, Any]:
     """The checkpoint's ``config.json``, as the adapters attached it (``hf_config``: the one a
-    Hugging Face directory read, else the one beside a weights file); ``{}`` when there is none."""
+    Hugging Face directory read, else the one beside a weights file); ``{}`` when there is none.
+    A Flax model's config beside it is not read: its names (kernel, scale, embedding) and
+    (in, out) kernels are not the PyTorch layout modelled here."""
+    if ckpt.format in FLAX_LAYOUTS and ckpt.metadata.get("config_file") != "config.json":
+        return {}
     return side_config(ckpt, HF_CONFIG)
 
 

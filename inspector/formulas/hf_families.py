@@ -14,7 +14,8 @@ share :data:`CAUSAL_BODY`; BERT and RoBERTa share :data:`BERT_BODY`.
 names and then checked like any tensor.
 
 Verified against transformers 5.23 models built from a config (fixtures/hf/) and transformers
-4.30.2 ones (fixtures/hf/v4/).
+4.30.2 ones (fixtures/hf/v4/); the mixtures of experts (Mixtral, Qwen2-MoE) against 4.57 and 5.24
+(fixtures/hf/v4_57/, v5_24/), including 5.x's in-memory fused experts.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from inspector.formulas.hf_layout import (
     Lin,
     Mlp,
     Norm,
+    Param,
     Tie,
     Unsaved,
     Vec,
@@ -380,6 +382,104 @@ OPT = Family(
     "OPTForCausalLM",
 )
 
+# --- mixtures of experts (Mixtral, Qwen2-MoE) ----------------------------------------------------
+# What save_pretrained writes, transformers 4.x and 5.x alike: one gated MLP per expert
+# (transformers 5.24 fuses the experts in memory, experts.gate_up_proj (E, 2 ff, d) and
+# experts.down_proj (E, d, ff), and its conversion mapping splits them again on save). A state
+# dict taken from a transformers 5 model in memory (torch.save(model.state_dict())) keeps them
+# fused, and Mixtral's block_sparse_moe is named mlp there: the file flag saved_fused_experts,
+# read from the stored names, predicts that layout.
+
+
+def scoped(prefix: str, parts: tuple, when: str | bool = True, **bind: str) -> Layers:
+    """``parts`` once under ``prefix`` with dimensions rebound (a shared expert's own ``ff``)."""
+    return Layers(prefix, 1, parts, bind=bind, when=when)
+
+
+def experts(block: str, fused: str, count: str, names: dict[str, str], ff: str) -> tuple:
+    """``count`` gated MLPs of width ``ff`` under ``block`` ``experts.{e}`` (the file's
+    layout), or the two fused 3D parameters transformers 5 keeps in memory under ``fused``
+    (``saved_fused_experts``: gate and up stacked in one ``gate_up_proj``)."""
+    def under(prefix: str, name: str) -> str:
+        return f"{prefix}.{name}" if prefix else name
+
+    return (
+        Layers(under(block, "experts.{i}"), count, (Mlp("", names),), bind={"ff": ff},
+               when="not saved_fused_experts"),
+        Param(under(fused, "experts.gate_up_proj"), (count, f"2 * {ff}", "d"),
+              when="saved_fused_experts"),
+        Param(under(fused, "experts.down_proj"), (count, "d", ff), when="saved_fused_experts"),
+    )
+
+
+FUSED_EXPERTS = {"saved_fused_experts": (
+    r"experts\.gate_up_proj$", False,
+    "experts fused in one (E, 2 ff, d) gate_up_proj: a transformers 5 state dict taken in "
+    "memory (save_pretrained writes one MLP per expert)")}
+MOE_DIMS = {**CAUSAL_DIMS, "mlp_bias": False}
+
+MIXTRAL = Family(
+    "mixtral", "Hugging Face Mixtral (Mistral attention; block_sparse_moe: a router and "
+    "num_local_experts gated MLPs w1/w3/w2)",
+    {**CAUSAL_CONFIG, "intermediate_size": 14336, "num_key_value_heads": 8,
+     "num_local_experts": 8},
+    MOE_DIMS,
+    (
+        Emb("embed_tokens", "V"),
+        Layers("layers.{i}", "num_hidden_layers", (
+            Attn("self_attn", QKVO),
+            Lin("block_sparse_moe.gate", "d", "num_local_experts", bias=False,
+                when="not saved_fused_experts"),
+            Lin("mlp.gate", "d", "num_local_experts", bias=False, when="saved_fused_experts"),
+            *experts("block_sparse_moe", "mlp", "num_local_experts",
+                     {"gate": "w1", "down": "w2", "up": "w3"}, "ff"),
+            Norm("input_layernorm"), Norm("post_attention_layernorm"),
+        )),
+        Norm("norm"),
+    ),
+    {"MixtralForCausalLM": causal_lm(), "MixtralModel": Head("")},
+    "MixtralForCausalLM",
+    helps={"num_local_experts": "experts per layer"},
+    file_flags=FUSED_EXPERTS,
+)
+# Qwen2MoeDecoderLayer: a sparse block where i is not in mlp_only_layers and (i + 1) is a
+# multiple of decoder_sparse_step (with num_experts > 0), else a dense MLP of intermediate_size.
+QWEN2_MOE_SPARSE = ("num_experts > 0 and i not in mlp_only_layers "
+                    "and (i + 1) // decoder_sparse_step * decoder_sparse_step == i + 1")
+QWEN2_MOE = Family(
+    "qwen2_moe", "Hugging Face Qwen2-MoE (Qwen2 attention; a router, num_experts MLPs of "
+    "moe_intermediate_size, a shared expert and its gate; dense layers in mlp_only_layers)",
+    {**CAUSAL_CONFIG, "vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632,
+     "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+     "num_experts": 60, "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+     "decoder_sparse_step": 1, "mlp_only_layers": []},
+    # config.json's qkv_bias (4.57 and 5.x; always true) is the shared flag's name: the flag
+    # holds transformers' default
+    {**MOE_DIMS, "qkv_bias": True, "o_bias": False},
+    (
+        Emb("embed_tokens", "V"),
+        Layers("layers.{i}", "num_hidden_layers", (
+            Attn("self_attn", QKVO),
+            scoped("mlp", (
+                Lin("gate", "d", "num_experts", bias=False),
+                *experts("", "", "num_experts", GATED, "moe_intermediate_size"),
+                scoped("shared_expert", (Mlp("", GATED),),
+                       ff="shared_expert_intermediate_size"),
+                Lin("shared_expert_gate", "d", 1, bias=False),
+            ), when=QWEN2_MOE_SPARSE),
+            Mlp("mlp", GATED, when="not (" + QWEN2_MOE_SPARSE + ")"),
+            Norm("input_layernorm"), Norm("post_attention_layernorm"),
+        )),
+        Norm("norm"),
+    ),
+    {"Qwen2MoeForCausalLM": causal_lm(), "Qwen2MoeModel": Head("")},
+    "Qwen2MoeForCausalLM",
+    helps={"num_experts": "routed experts per sparse layer",
+           "mlp_only_layers": "layers with a dense MLP instead of experts (a list)"},
+    file_flags=FUSED_EXPERTS,
+)
+
+
 # --- encoders ----------------------------------------------------------------------------------
 
 BERT_LAYER = (
@@ -489,5 +589,5 @@ DISTILBERT = Family(
 )
 
 FAMILIES = (BART, MBART, MARIAN, M2M100, FSMT, T5, MISTRAL, QWEN2, GEMMA, PHI3, GPT_NEOX, OPT,
-            BERT, ROBERTA, DISTILBERT)
+            BERT, ROBERTA, DISTILBERT, MIXTRAL, QWEN2_MOE)
 ARCHS = {f.name: register_family(f) for f in FAMILIES}

@@ -5,7 +5,8 @@ A family is data: its ``config.json`` keys with transformers' defaults, a few na
 and flags written as expressions over those keys (``"num_key_value_heads or
 num_attention_heads"``), the base model as an ordered tuple of parts, and one :class:`Head` per
 model class. Parts are the shared blocks: :class:`Emb`, :class:`Lin`, :class:`Norm`,
-:class:`Vec`, :class:`Buf`, :class:`Attn` (separate or fused q/k/v, GQA, biases), :class:`Mlp`
+:class:`Vec`, :class:`Param`, :class:`Buf`, :class:`Attn` (separate or fused q/k/v, GQA,
+biases), :class:`Mlp`
 (plain, gated or fused gate/up), :class:`Layers` (a repeated block), :class:`Tie` and
 :class:`Unsaved`. Names are the ``state_dict`` names transformers gives, relative to the base
 model; a head puts the base model under its ``base`` prefix.
@@ -145,6 +146,16 @@ class Vec:
 
     name: str
     size: Expr
+    when: Expr = True
+
+
+@dataclass(frozen=True)
+class Param:
+    """A bare ``nn.Parameter`` ``name`` of any ``shape``, e.g. transformers 5's fused experts
+    ``experts.gate_up_proj`` (experts, 2 ff, d)."""
+
+    name: str
+    shape: tuple[Expr, ...]
     when: Expr = True
 
 
@@ -307,6 +318,9 @@ def _emit(parts: tuple[Any, ...], prefix: str, env: dict[str, Any], out: _Out) -
                                              bias=bool(env["norm_bias"]))
         elif isinstance(p, Vec):
             out.tensors.append(bt.param(prefix, p.name, (_int(p.size, env, p.name),), "vector"))
+        elif isinstance(p, Param):
+            shape = tuple(_int(s, env, p.name) for s in p.shape)
+            out.tensors.append(expected(_join(prefix, p.name), shape, "parameter", "experts"))
         elif isinstance(p, Buf):
             shape = tuple(_int(s, env, p.name) for s in p.shape)
             out.tensors.append(expected(_join(prefix, p.name), shape, "buffer", "buffer"))
@@ -448,7 +462,20 @@ STRING_KEYS = {"transformers_version": "the transformers release that saved the 
                                        "layout can depend on it)"}
 
 
-def _kind(default: Any) -> type:
+def int_list(value: Any) -> list[int]:
+    """A config list of integers (Qwen2-MoE's ``mlp_only_layers``), also from ``--set 1,3``."""
+    if isinstance(value, str):
+        value = [v for v in value.replace("[", "").replace("]", "").split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(value)
+    if any(isinstance(v, (bool, float)) for v in value):
+        raise TypeError(value)
+    return [int(v) for v in value]
+
+
+def _kind(default: Any) -> Any:
+    if isinstance(default, (list, tuple)):
+        return int_list
     if isinstance(default, bool):
         return bool
     if isinstance(default, float):

@@ -49,6 +49,37 @@ type_vocab_size use_extra_bias use_padding vdim vocab_size vocab_source_size voc
 weight_normalization weight_tying weight_tying_type word_embed_proj_dim
 block_count embedding_length expert_count expert_feed_forward_length feed_forward_length
 head_count head_count_kv key_length rope_dimension_count rope_freqs tied_output value_length
+num_local_experts num_experts moe_intermediate_size shared_expert_intermediate_size
+decoder_sparse_step mlp_only_layers
+ffn_hidden_size kv_channels group_query_attention num_query_groups swiglu padded_vocab_size
+make_vocab_size_divisible_by tensor_model_parallel_size pipeline_model_parallel_size
+untie_embeddings_and_output_weights add_bias_linear add_qkv_bias normalization
+position_embedding_type
+add_ffnbias add_qkvbias bridge brnn copy_attn copy_attn_type coverage_attn dec-depth
+dec_hid_size dec_layers dec_rnn_size decoder.attention decoder.embeddings.embedding_dim
+decoder.ff_size decoder.hidden_size decoder.init_hidden decoder.input_feeding
+decoder.layer_norm decoder.num_heads decoder.num_layers decoder.rnn_type decoder.type
+decoder_attention decoder_embed_dim decoder_ffn_embed_dim decoder_hidden_size decoder_input_dim
+decoder_learned_pos decoder_normalize_before decoder_num_heads decoder_out_embed_dim
+decoder_output_dim dim-emb enc-depth enc_hid_size enc_layers enc_rnn_size encoder.bidirectional
+encoder.embeddings.embedding_dim encoder.ff_size encoder.hidden_size encoder.layer_norm
+encoder.num_heads encoder.num_layers encoder.rnn_type encoder.type encoder_bidirectional
+encoder_embed_dim encoder_ffn_embed_dim encoder_hidden_size encoder_learned_pos
+encoder_normalize_before ffn ffn_bias ffn_inner_dim final_norm frozen generator_prefix
+global_attention heads input_feed language_model layer_norm layernorm_embedding legacy-output
+max_relative_positions max_source_positions max_target_positions maximum_position
+maximum_relative_position mha_bias no_cross_attention no_decoder_final_norm
+no_token_positional_embeddings num_kv num_units output-omit-bias output_layer_bias
+parallel_residual pos_ffn_activation_fn position_encoder position_encoding positions pre_norm
+projection_bias quant_noise_pq quantization relative_positions_buckets reuse_copy_attn rnn_type
+scale_attn scale_fc scale_heads scale_resids share_all_embeddings share_decoder_embeddings
+share_decoder_input_output_embed share_embeddings shared_embeddings shared_layer_norm
+shared_positions source-vocab source_vocab src_vocab_len src_word_vec_size target-vocab
+target_vocab tgt_vocab_len tgt_word_vec_size tied-embeddings tied-embeddings-all
+tied-embeddings-src tied_embeddings tied_projection tied_softmax transformer-decoder-dim-ffn
+transformer-decoder-ffn-depth transformer-dim-ffn transformer-ffn-depth transformer-heads
+transformer-postprocess transformer-postprocess-top transformer-preprocess transformer_ff
+trg_vocab_size
 """.split())
 """Every hyperparameter name (and alias) of the built-in architectures that is a config key
 (tests/test_cli_output.py keeps it in step with :mod:`inspector.formulas`)."""

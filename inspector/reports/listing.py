@@ -17,8 +17,9 @@ Schema (``"schema": "inspector.listing/1"``), fields never change meaning, later
 - ``totals``: element counts ``parameters``, ``buffers``, ``optimizer``, ``other``, ``all``
   (every stored tensor, a tensor tied under several names counted once; logical sizes, also for
   sparse arrays), ``stored_elements`` (only when sparse arrays store fewer), plus ``tensors``
-  (entries listed), ``tied_aliases`` (entries not counted because they repeat another) and
-  ``bytes``.
+  (entries listed), ``tied_aliases`` (entries not counted because they repeat another),
+  ``bytes`` (of the tensors whose size is known) and ``bytes_unknown_tensors`` (only when some
+  tensors' size is unknown, e.g. an unreadable dtype).
 - ``bytes_by_dtype``: stored bytes per dtype, tied tensors once.
 - ``findings``: ``{"severity", "message", "where", "subject"}`` records (e.g. foreign pickle
   globals; ``subject`` is the global's dotted name).
@@ -99,6 +100,9 @@ def totals(entries: list[TensorEntry], unique: list[TensorEntry]) -> dict[str, i
     out["tensors"] = len(entries)
     out["tied_aliases"] = len(entries) - len(unique)
     out["bytes"] = sum(t.nbytes or 0 for t in unique)
+    unknown = sum(t.nbytes is None for t in unique)
+    if unknown:  # e.g. an orbax OCDBT checkpoint's arrays: their dtype is not readable
+        out["bytes_unknown_tensors"] = unknown
     return out
 
 

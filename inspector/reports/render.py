@@ -192,7 +192,9 @@ def _summary(report: dict[str, Any], style: Style = PLAIN) -> list[tuple[str, st
     by_dtype = ", ".join(
         f"{dtype} {human_bytes(n)}" for dtype, n in report["bytes_by_dtype"].items()
     )
-    lines.append(("bytes", f"{human_bytes(t['bytes'])}" + (f" ({by_dtype})" if by_dtype else "")))
+    unknown = t.get("bytes_unknown_tensors")
+    lines.append(("bytes", f"{human_bytes(t['bytes'])}" + (f" ({by_dtype})" if by_dtype else "")
+                  + (f" + {n(unknown)} tensor(s) of unknown size" if unknown else "")))
     if "scheme" in report:
         sc = report["scheme"]
         params = "".join(f", {k}={v}" for k, v in sc["parameters"].items())

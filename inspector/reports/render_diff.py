@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from typing import Any
 
 from inspector.reports import strict_json
@@ -47,6 +48,9 @@ def _rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     same = all(t["a"] and t["b"] and _side_text(t["a"]) == _side_text(t["b"])
                for t in report["tensors"])
     headers = ["op", "tensor", "A = B"] if same else ["op", "tensor", "A", "B"]
+    layout = "layout" in report  # two layouts of one model: B's own name beside A's
+    if layout:
+        headers.insert(2, "B tensor")
     if values:
         headers += ["max |a-b|", "rel L2", "cosine"]
     rows = []
@@ -59,6 +63,8 @@ def _rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         done.update(m["name"] for m in members)
         label = f"{c['pattern']} ×{c['count']}" if c else t["name"]
         row = [_op(t["op"], values), sanitize(label), _side_text(t["a"])]
+        if layout:
+            row.insert(2, sanitize(_b_name(members)))
         if not same:
             row.append(_side_text(t["b"]))
         if values:
@@ -70,6 +76,27 @@ def _rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                 row += [sanitize(t.get("note") or ""), "", ""]
         rows.append(row)
     return headers, rows
+
+
+def _b_name(members: list[dict[str, Any]]) -> str:
+    """B's name of a row (a collapsed row: its numbers that vary as ``#``)."""
+    names = [m["b"]["name"] for m in members if m["b"]]
+    if not names:
+        return ""
+    if len(set(names)) == 1:
+        return names[0]
+    parts = [re.split(r"(\d+)", n) for n in names]
+    if len({len(p) for p in parts}) != 1:
+        return names[0] + " ..."
+    return "".join(col[0] if len(set(col)) == 1 else "#" for col in zip(*parts, strict=True))
+
+
+def _layout_lines(report: dict[str, Any], style: Style) -> list[str]:
+    lay = report["layout"]
+    params = ", ".join(f"{k}={v}" for k, v in lay["params"].items())
+    names = "; ".join(lay.get("names") or ())
+    return [f"paired by layout map {lay['map']} ({lay['a']} <-> {lay['b']})"
+            + (f"; {params}" if params else "") + (f"; {names}" if names else "")]
 
 
 def _op(op: str, values: bool) -> str:
@@ -84,7 +111,8 @@ def summary_line(report: dict[str, Any], style: Style = PLAIN) -> str:
     if report["values"]:
         parts.append(f"{n(s['changed'])} changed, {n(s['unchanged'])} unchanged")
     else:
-        parts.append(f"{n(s['unchanged'])} of the same shape and dtype (values not compared)")
+        same = "shape (types as converted)" if "layout" in report else "shape and dtype"
+        parts.append(f"{n(s['unchanged'])} of the same {same} (values not compared)")
     parts.append(
         f"{n(s['added'])} added, {n(s['removed'])} removed, {n(s['reshaped'])} reshaped, "
         f"{n(s['retyped'])} retyped"
@@ -118,6 +146,9 @@ def _text(report: dict[str, Any], markdown: bool, style: Style = PLAIN) -> str:
             f"names matching /{sanitize(f['match'])}/" if f["match"] else "",
             f"role {' or '.join(f['roles'])}" if f["roles"] else "") if x)
         out.write(f"only {what}: {n(f['kept'])} of {n(f['of'])} aligned records\n")
+    if "layout" in report:
+        for line in _layout_lines(report, style):
+            out.write(f"{style.wrap(line)}\n")
     if report["values"]:
         tol = report["tolerance"]
         out.write(f"values compared: changed means |a-b| > {tol['atol']:g} + {tol['rtol']:g}*|b|\n")
@@ -127,14 +158,15 @@ def _text(report: dict[str, Any], markdown: bool, style: Style = PLAIN) -> str:
     if rows:
         out.write("\n")
         out.write(table(headers, rows, style, markdown=markdown, drop=("cosine", "rel L2"),
-                        elide_cols=("tensor",), paint_cols=("op",)))
+                        elide_cols=("tensor", "B tensor"), paint_cols=("op",)))
         out.write("\n")
     hidden = report["summary"]["unchanged"] - sum(
         1 for t in report["tensors"] if t["op"] == "unchanged"
     )
     if hidden:
+        same = "shape (types as converted)" if "layout" in report else "shape and dtype"
         what = ("unchanged tensors" if report["values"] else
-                "tensors of the same shape and dtype (values not compared)")
+                f"tensors of the same {same} (values not compared)")
         out.write("\n" + style.wrap(f"({n(hidden)} {what} not shown; --all lists them)") + "\n")
     if report["groups"]:
         out.write(f"\n{'### ' if markdown else ''}groups (scheme {report['scheme']}):\n\n")
@@ -148,6 +180,16 @@ def _text(report: dict[str, Any], markdown: bool, style: Style = PLAIN) -> str:
         out.write(table(["group", "A", "B", "delta", "tensors"], grows, style,
                         markdown=markdown, align=("left", "right", "right", "right", "left"),
                         elide_cols=("tensors", "group")))
+        out.write("\n")
+    summary = (report.get("layout") or {}).get("summary")
+    if summary:
+        out.write(f"\n{'### ' if markdown else ''}conversion error by group and the converted "
+                  "side's stored type (relative L2 over the group):\n\n")
+        srows = [[sanitize(g["group"]), sanitize(g["dtype"]), n(g["tensors"]),
+                  _num(g["max_abs"]), _num(g["rel_l2"])] for g in summary]
+        out.write(table(["group", "stored as", "tensors", "max |a-b|", "rel L2"], srows, style,
+                        markdown=markdown, align=("left", "left", "right", "right", "right"),
+                        elide_cols=("group",)))
         out.write("\n")
     findings = report.get("findings") or ()
     if findings:

@@ -1,0 +1,509 @@
+"""Cross-layout pairing: two layouts of one model (a Hugging Face state dict and the GGUF
+llama.cpp converted it to; a DCP directory and its consolidated state dict) paired by the
+producers' own name mappings, kept as data in ``inspector/layout_maps/*.yaml`` (format in
+docs/architecture.md, "A new layout mapping").
+
+A map has two sides, ``a`` and ``b``. A rule pairs an ``a`` name template with a ``b`` one
+(``{var}`` stands for a number); ``stack: var`` says ``b`` holds every ``a`` tensor of that
+variable stacked along a new first axis in index order (llama.cpp's ``ffn_gate_exps``);
+``permute_rows: [n_head, n_head_kv]`` says the converter permuted the rows with llama.cpp's
+``LlamaModel.permute`` (undone on ``b``'s values before they are compared). ``same_names: true``
+pairs equal names, ``strip: auto`` after finding the prefixes that pair the most names. A map
+applies to two checkpoints when each side's formats and hyperparameters fit and most names of
+each side fit its rules; a same-format diff is never re-paired unless a map is named.
+
+Values (``--values``) are read per pair (a stack: every member) in their own type, block-quantized
+types dequantized as ggml does (:mod:`inspector.dequantize`), and compared in float64 row blocks.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from inspector.adapters.errors import UsageError
+from inspector.adapters.model import Checkpoint, TensorEntry
+
+MAP_DIR = Path(__file__).resolve().parent / "layout_maps"
+AUTO, NONE = "auto", "none"
+_VAR = re.compile(r"\{(\w+)\}")
+FIT = 0.5  # share of a side's names its rules must explain for the map to apply
+STRIP_DEPTH = 3  # dotted components an automatic prefix may have
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One ``a`` template paired with one ``b`` template."""
+
+    a: str
+    b: str
+    a_rx: re.Pattern[str]
+    b_rx: re.Pattern[str]
+    stack: str | None = None
+    permute_rows: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Side:
+    what: str = ""
+    formats: tuple[str, ...] = ()
+    hyperparameters: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LayoutMap:
+    name: str
+    description: str
+    a: Side
+    b: Side
+    rules: tuple[Rule, ...] = ()
+    params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    generated: tuple[tuple[re.Pattern[str], str], ...] = ()
+    same_names: bool = False
+    strip: str | None = None
+    dtypes: str = "compare"  # "converted": the producer chose B's types (not a difference)
+    where: str = ""
+
+
+@dataclass
+class Pair:
+    """One record of a cross-layout pairing, oriented as the map's sides (``a``, ``b``)."""
+
+    key: str
+    a: TensorEntry | None
+    b: TensorEntry | None
+    op: str
+    how: str | None = None
+    members: tuple[TensorEntry, ...] = ()  # a stack's A tensors, in index order
+    permute: tuple[int, int] | None = None  # (n_head, n_head_kv) to undo on B's rows
+
+
+# --- reading maps ------------------------------------------------------------------------------
+
+
+def _template(t: str, where: str) -> re.Pattern[str]:
+    if not isinstance(t, str) or not t:
+        raise UsageError(f"a tensor template must be a non-empty string, not {t!r}", where)
+    parts = _VAR.split(t)
+    rx = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>\\d+)" for i, p in enumerate(parts))
+    try:
+        return re.compile(rx + r"\Z")
+    except re.error as e:  # a variable used twice
+        raise UsageError(f"bad template {t!r} ({e})", where) from None
+
+
+def _side(d: Any, where: str) -> Side:
+    if d is None:
+        return Side()
+    if not isinstance(d, dict):
+        raise UsageError("a side must be a mapping (what, formats, hyperparameters)", where)
+    hp = d.get("hyperparameters") or {}
+    formats = d.get("formats") or []
+    if not isinstance(hp, dict) or not isinstance(formats, list) or not all(
+            isinstance(f, str) for f in formats):
+        raise UsageError("a side's formats is a list of names, its hyperparameters a mapping",
+                         where)
+    return Side(str(d.get("what", "")), tuple(d.get("formats") or ()),
+                {k: tuple(v if isinstance(v, list) else [v]) for k, v in hp.items()})
+
+
+def parse(data: Any, where: str) -> LayoutMap:
+    """A validated :class:`LayoutMap` from a map file's YAML data."""
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise UsageError("a layout map is a mapping with a name", where)
+    if not isinstance(data.get("tensors") or [], list):
+        raise UsageError("tensors must be a list of rules", where)
+    params = data.get("params") or {}
+    if not isinstance(params, dict) or not all(
+            isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+            for v in params.values()):
+        raise UsageError("params maps a name to {a: key, b: key, default: name}", where)
+    if data.get("strip") not in (None, AUTO) or data.get("dtypes", "compare") not in (
+            "compare", "converted"):
+        raise UsageError("strip is auto (or absent); dtypes is compare or converted", where)
+    generated_list = data.get("generated") or []
+    if not isinstance(generated_list, list) or not all(
+            isinstance(g, dict) and "b" in g for g in generated_list):
+        raise UsageError("generated is a list of {b: template, why: text}", where)
+    rules = []
+    for i, r in enumerate(data.get("tensors") or ()):
+        w = f"{where}: tensors[{i}]"
+        if not isinstance(r, dict) or "a" not in r or "b" not in r:
+            raise UsageError("a rule needs a and b templates", w)
+        a_rx, b_rx = _template(r["a"], w), _template(r["b"], w)
+        va, vb = set(a_rx.groupindex), set(b_rx.groupindex)
+        stack = r.get("stack")
+        if stack is not None and (stack not in va or stack in vb):
+            raise UsageError(f"stack {stack!r} must be a variable of a only", w)
+        if va - {stack} != vb:
+            raise UsageError(f"a and b must share their variables ({sorted(va)} / {sorted(vb)})",
+                             w)
+        perm = r.get("permute_rows")
+        if perm is not None and (not isinstance(perm, list) or len(perm) != 2):
+            raise UsageError("permute_rows is [n_head, n_head_kv] (two parameter names)", w)
+        rules.append(Rule(r["a"], r["b"], a_rx, b_rx, stack, tuple(perm) if perm else None))
+    for p in (q for r in rules if r.permute_rows for q in r.permute_rows):
+        if p not in params:
+            raise UsageError(f"permute_rows names {p!r}, which params does not define", where)
+    generated = tuple((_template(g["b"], where), str(g.get("why", "")))
+                      for g in generated_list)
+    if not rules and not data.get("same_names"):
+        raise UsageError("a layout map needs tensors rules or same_names: true", where)
+    return LayoutMap(data["name"], str(data.get("description", "")), _side(data.get("a"), where),
+                     _side(data.get("b"), where), tuple(rules), params, generated,
+                     bool(data.get("same_names")), data.get("strip"),
+                     str(data.get("dtypes", "compare")), where)
+
+
+def _read(path: Path) -> LayoutMap:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise UsageError(f"cannot read layout map ({e})", str(path)) from None
+    return parse(data, str(path))
+
+
+@cache
+def builtin() -> tuple[LayoutMap, ...]:
+    """The maps shipped in ``inspector/layout_maps/``."""
+    from dataclasses import replace
+
+    return tuple(replace(_read(p), where=f"built-in {p.name}")
+                 for p in sorted(MAP_DIR.glob("*.yaml")))
+
+
+def get(spec: str) -> LayoutMap:
+    """A built-in map by name, or a YAML file."""
+    for m in builtin():
+        if m.name == spec:
+            return m
+    p = Path(spec)
+    if p.suffix in (".yaml", ".yml") and p.is_file():
+        return _read(p)
+    names = ", ".join(m.name for m in builtin())
+    raise UsageError(f"unknown layout map {spec!r}; built-in: {names} (or a YAML file)")
+
+
+# --- which map applies -------------------------------------------------------------------------
+
+
+def _names(ckpt: Checkpoint) -> list[str]:
+    return [t.name for t in ckpt.tensors]
+
+
+def _side_fits(side: Side, ckpt: Checkpoint) -> bool:
+    if side.formats and not any(ckpt.format.startswith(f) for f in side.formats):
+        return False
+    hp = ckpt.hyperparameters
+    return all(hp.get(k) in allowed for k, allowed in side.hyperparameters.items())
+
+
+def _rules_fit(m: LayoutMap, ckpt: Checkpoint, side: str) -> bool:
+    names = _names(ckpt)
+    if not names:
+        return False
+    rxs = [getattr(r, f"{side}_rx") for r in m.rules]
+    if side == "b":
+        rxs += [g for g, _ in m.generated]
+    hits = sum(1 for n in names if any(rx.match(_strip_any(rx, n)) for rx in rxs))
+    return hits >= FIT * len(names)
+
+
+def _strip_any(rx: re.Pattern[str], name: str) -> str:
+    """``name``, or the shortest tail of it (after whole dotted components) ``rx`` matches."""
+    if rx.match(name):
+        return name
+    parts = name.split(".")
+    for i in range(1, min(STRIP_DEPTH, len(parts) - 1) + 1):
+        tail = ".".join(parts[i:])
+        if rx.match(tail):
+            return tail
+    return name
+
+
+def fits(m: LayoutMap, a: Checkpoint, b: Checkpoint) -> bool:
+    """Whether ``m`` applies with ``a`` as its side a and ``b`` as its side b."""
+    if not (_side_fits(m.a, a) and _side_fits(m.b, b)):
+        return False
+    if m.same_names:
+        return bool(m.a.formats or m.b.formats)  # names are checked by the pairing itself
+    return _rules_fit(m, a, "a") and _rules_fit(m, b, "b")
+
+
+def choose(spec: str | None, a: Checkpoint, b: Checkpoint) -> tuple[LayoutMap, bool] | None:
+    """(map, swapped) for ``diff A B``: ``swapped`` when A is the map's side b. ``auto`` (the
+    default) looks only when A and B are of different formats; ``none`` never; a name or file
+    is used whichever way round fits (refused when neither does)."""
+    if spec in (None, AUTO):
+        if a.format == b.format:
+            return None
+        for m in builtin():
+            if fits(m, a, b):
+                return m, False
+            if fits(m, b, a):
+                return m, True
+        return None
+    if spec == NONE:
+        return None
+    m = get(spec)
+    if fits(m, a, b):
+        return m, False
+    if fits(m, b, a):
+        return m, True
+    raise UsageError(f"layout map {m.name!r} does not fit these two checkpoints ({a.format} "
+                     f"and {b.format}: {m.a.what or 'side a'} <-> {m.b.what or 'side b'})")
+
+
+# --- parameters ----------------------------------------------------------------------------------
+
+
+def _config(ckpt: Checkpoint) -> Mapping[str, Any]:
+    """Where a side's hyperparameters are: an HF config.json, else the file's own."""
+    from inspector.formulas.hf import sidecar_config
+
+    try:
+        cfg = sidecar_config(ckpt)
+    except Exception:  # noqa: BLE001  (a bad config.json is reported by check, not here)
+        cfg = {}
+    return cfg or ckpt.hyperparameters
+
+
+def params(m: LayoutMap, a: Checkpoint, b: Checkpoint) -> tuple[dict[str, int], list[str]]:
+    """Each parameter's value (side b's metadata first, then a's config, then its default) and
+    one message per parameter the two sides disagree on."""
+    cfg = {"a": _config(a), "b": _config(b)}
+    out: dict[str, int] = {}
+    problems = []
+    for name, spec in m.params.items():
+        got = {s: cfg[s].get(spec[s]) for s in ("b", "a") if isinstance(spec.get(s), str)}
+        got = {s: v for s, v in got.items() if isinstance(v, int) and not isinstance(v, bool)}
+        if len(set(got.values())) > 1:
+            problems.append(f"{name}: {m.b.what or 'B'} says {got['b']} ({spec['b']}), "
+                            f"{m.a.what or 'A'} says {got['a']} ({spec['a']})")
+        if got:
+            out[name] = next(iter(got.values()))
+        elif isinstance(spec.get("default"), str) and spec["default"] in out:
+            out[name] = out[spec["default"]]
+    return out, problems
+
+
+# --- pairing -------------------------------------------------------------------------------------
+
+
+def _shape_op(a: TensorEntry, b: TensorEntry, dtypes: str) -> str:
+    from inspector.compare import RESHAPED, RETYPED, UNCHANGED
+
+    if tuple(a.shape) != tuple(b.shape):
+        return RESHAPED
+    if dtypes == "compare" and a.dtype != b.dtype:
+        return RETYPED
+    return UNCHANGED
+
+
+def _auto_prefix(names: Sequence[str]) -> list[str]:
+    """Candidate prefixes of a side: "" and each dotted head (up to :data:`STRIP_DEPTH`
+    components) that at least half the names share."""
+    heads: Counter[str] = Counter()
+    for n in names:
+        parts = n.split(".")
+        for i in range(1, min(STRIP_DEPTH, len(parts) - 1) + 1):
+            heads[".".join(parts[:i]) + "."] += 1
+    return [""] + [h for h, k in heads.items() if k * 2 >= len(names)]
+
+
+def strip_prefixes(names_a: Sequence[str], names_b: Sequence[str]) -> tuple[str, str]:
+    """The prefixes (one per side) whose removal pairs the most names; "" when none helps."""
+    best = (0, 0, "", "")
+    for pa in _auto_prefix(names_a):
+        ka = {n[len(pa):] for n in names_a if n.startswith(pa)}
+        for pb in _auto_prefix(names_b):
+            kb = {n[len(pb):] for n in names_b if n.startswith(pb)}
+            score = (len(ka & kb), -(len(pa) + len(pb)))
+            if score > best[:2]:
+                best = (*score, pa, pb)
+    return best[2], best[3]
+
+
+def _same_names(m: LayoutMap, a: Checkpoint, b: Checkpoint) -> list[Pair]:
+    from inspector.compare import ADDED, REMOVED
+
+    pa, pb = strip_prefixes(_names(a), _names(b)) if m.strip == AUTO else ("", "")
+
+    def keyed(ckpt: Checkpoint, p: str) -> dict[str, TensorEntry]:
+        return {(t.name[len(p):] if p and t.name.startswith(p) else t.name): t
+                for t in ckpt.tensors}
+
+    ka, kb = keyed(a, pa), keyed(b, pb)
+    how = None
+    if pa or pb:
+        how = "prefix " + " / ".join(f"{s} {p!r} stripped" for s, p in (("A", pa), ("B", pb)) if p)
+    out = [Pair(k, t, kb[k], _shape_op(t, kb[k], m.dtypes), how) if k in kb
+           else Pair(k, t, None, REMOVED) for k, t in ka.items()]
+    out += [Pair(k, None, t, ADDED) for k, t in kb.items() if k not in ka]
+    return out
+
+
+def pair(m: LayoutMap, a: Checkpoint, b: Checkpoint, values: Mapping[str, int]) -> list[Pair]:
+    """Every tensor of ``a`` (the map's side a) and ``b`` in one :class:`Pair`: A's order, then
+    B's tensors no rule claimed."""
+    if m.same_names:
+        return _same_names(m, a, b)
+    from inspector.compare import ADDED, REMOVED, RESHAPED
+
+    b_by_name = {t.name: t for t in b.tensors}
+    groups: dict[str, tuple[Rule, list[tuple[int, TensorEntry]]]] = {}
+    order: list[tuple[str, str | None, TensorEntry | None]] = []  # (b name or a name, ...)
+    for t in a.tensors:
+        for r in m.rules:
+            name = _strip_any(r.a_rx, t.name)
+            hit = r.a_rx.match(name)
+            if hit is None:
+                continue
+            v = hit.groupdict()
+            b_name = r.b.format(**{k: x for k, x in v.items() if k != r.stack})
+            if r.stack is None:
+                groups[f"{b_name}\0{t.name}"] = (r, [(0, t)])
+                order.append((f"{b_name}\0{t.name}", b_name, None))
+            else:
+                if b_name not in groups:
+                    groups[b_name] = (r, [])
+                    order.append((b_name, b_name, None))
+                groups[b_name][1].append((int(v[r.stack]), t))
+            break
+        else:
+            order.append((t.name, None, t))
+    out: list[Pair] = []
+    claimed: set[str] = set()
+    for key, b_name, lone in order:
+        if b_name is None:
+            out.append(Pair(lone.name, lone, None, REMOVED, f"no rule of {m.name} maps it"))
+            continue
+        r, members = groups[key]
+        bt = b_by_name.get(b_name)
+        if bt is not None:
+            claimed.add(b_name)
+        perm = None
+        if r.permute_rows:
+            nh, nkv = (values.get(p) for p in r.permute_rows)
+            if nh is not None and nkv is not None:
+                perm = (nh, nkv)
+        if r.stack is None:
+            at = members[0][1]
+            how = f"{at.name} -> {b_name}" + (f"; rows permuted (n_head {perm[0]}, n_head_kv "
+                                               f"{perm[1]})" if perm else "")
+            op = REMOVED if bt is None else _shape_op(at, bt, m.dtypes)
+            out.append(Pair(at.name, at, bt, op, how, (), perm))
+            continue
+        members.sort(key=lambda x: x[0])
+        idx = [i for i, _ in members]
+        tensors = tuple(t for _, t in members)
+        first = tensors[0]
+        stack_name = r.a.replace("{" + r.stack + "}", "*")
+        for k, x in r.a_rx.match(_strip_any(r.a_rx, first.name)).groupdict().items():
+            if k != r.stack:
+                stack_name = stack_name.replace("{" + k + "}", x)
+        shape = (len(tensors), *first.shape)
+        stacked = TensorEntry(stack_name, stack_name, shape, first.dtype, first.role,
+                              nbytes=sum(t.nbytes or 0 for t in tensors),
+                              extra={"stack": [t.name for t in tensors]})
+        how = f"{len(tensors)} tensors stacked -> {b_name}"
+        if idx != list(range(len(idx))) or any(t.shape != first.shape for t in tensors):
+            out.append(Pair(stack_name, stacked, bt, RESHAPED if bt is not None else REMOVED,
+                            how + f" (indices {idx}, shapes differ or are not 0..n-1)", tensors))
+            continue
+        op = REMOVED if bt is None else _shape_op(stacked, bt, m.dtypes)
+        out.append(Pair(stack_name, stacked, bt, op, how, tensors, perm))
+    for t in b.tensors:
+        if t.name in claimed:
+            continue
+        why = next((w for rx, w in m.generated if rx.match(t.name)), None)
+        out.append(Pair(t.name, None, t, ADDED,
+                        f"generated: {why}" if why is not None else f"no rule of {m.name} "
+                        "maps it"))
+    return out
+
+
+# --- values --------------------------------------------------------------------------------------
+
+
+def unpermute_rows(x: Any, n_head: int, n_head_kv: int) -> Any:
+    """The inverse of llama.cpp's ``LlamaModel.permute(w, n_head, n_head_kv)`` along axis 0:
+    the converter reshaped rows to (n, 2, rows / n / 2) and swapped the last two (n is n_head_kv
+    when it differs from n_head)."""
+    n = n_head_kv if n_head_kv != n_head else n_head
+    rows = x.shape[0]
+    if n <= 0 or rows % (2 * n):
+        raise ValueError(f"{rows} rows do not split into {n} heads of rotary pairs")
+    return x.reshape(n, rows // n // 2, 2, *x.shape[1:]).swapaxes(1, 2).reshape(x.shape)
+
+
+def arrays(p: Pair, a: Checkpoint, b: Checkpoint) -> tuple[Any, Any]:
+    """Side a's values (a stack: its members stacked) and side b's, in side a's layout (rows
+    un-permuted), each in its own type (block-quantized types decoded to float32)."""
+    import numpy as np
+
+    from inspector.arrays import get_tensor
+
+    if p.members:
+        xa = np.stack([np.asarray(get_tensor(a, t.name)) for t in p.members])
+    else:
+        xa = np.asarray(get_tensor(a, p.a.name))
+    xb = np.asarray(get_tensor(b, p.b.name)).reshape(xa.shape)
+    if p.permute is not None:
+        xb = unpermute_rows(xb, *p.permute)
+    return xa, xb
+
+
+CHUNK = 1 << 20  # elements widened to float64 at a time
+
+
+def stats(x: Any, y: Any, atol: float, rtol: float) -> tuple[Any, float, float]:
+    """(:class:`inspector.values.ValueStats` of ``x`` against ``y``, ||x||^2, ||x - y||^2):
+    float64 arithmetic over row blocks of at most :data:`CHUNK` elements (NaN and Inf
+    propagate as in NumPy's whole-array numbers)."""
+    import numpy as np
+
+    from inspector.values import ValueStats
+
+    n = x.shape[0] if x.ndim else 1
+    xa, xb = x.reshape(n, -1), y.reshape(n, -1)
+    step = max(1, CHUNK // max(1, xa.shape[1]))
+    ss_a = ss_b = ss_d = dot = 0.0
+    max_abs = 0.0
+    identical, changed = True, False
+    bad = {"a": [0, 0, 0], "b": [0, 0, 0]}
+    for i in range(0, n, step):
+        u = np.asarray(xa[i:i + step], dtype=np.float64).ravel()
+        v = np.asarray(xb[i:i + step], dtype=np.float64).ravel()
+        d = u - v
+        ss_a += float(u @ u)
+        ss_b += float(v @ v)
+        ss_d += float(d @ d)
+        dot += float(u @ v)
+        if d.size:
+            m = float(np.max(np.abs(d)))
+            max_abs = m if math.isnan(m) or math.isnan(max_abs) else max(max_abs, m)
+        both_nan = np.isnan(u) & np.isnan(v)
+        identical = identical and bool(np.all((u == v) | both_nan))
+        changed = changed or bool(np.any(~(np.abs(d) <= atol + rtol * np.abs(v)) & ~both_nan))
+        for side, w in (("a", u), ("b", v)):
+            if not np.all(np.isfinite(w)):
+                c = bad[side]
+                c[0] += int(np.isnan(w).sum())
+                c[1] += int(np.isposinf(w).sum())
+                c[2] += int(np.isneginf(w).sum())
+    rel = math.sqrt(ss_d) / math.sqrt(ss_a) if ss_a > 0 else (0.0 if ss_d == 0 else math.inf)
+    cos = None
+    if ss_a > 0 and ss_b > 0:
+        cos = max(-1.0, min(1.0, dot / math.sqrt(ss_a * ss_b)))
+    nonfinite = {side: dict(zip(("nan", "+inf", "-inf"), c, strict=True))
+                 for side, c in bad.items() if any(c)} or None
+    return ValueStats(identical, max_abs, rel, cos, changed, nonfinite), ss_a, ss_d
