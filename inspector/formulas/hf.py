@@ -19,7 +19,6 @@ from typing import Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, TensorEntry
-from inspector.adapters.side_files import HF_CONFIG
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import (
     Arch,
@@ -28,22 +27,16 @@ from inspector.formulas.core import (
     Symbol,
     expected,
     register,
-    side_config,
 )
-from inspector.formulas.torch_nn import parameters
 
-# Formats whose tensors follow Flax's layout, not PyTorch's, whatever config.json says.
-FLAX_LAYOUTS = ("flax-msgpack",)
+# FLAX_LAYOUTS stays importable from here
+from inspector.formulas.hf_layout import FLAX_LAYOUTS, hf_config  # noqa: F401
+from inspector.formulas.torch_nn import parameters
 
 
 def sidecar_config(ckpt: Checkpoint) -> dict[str, Any]:
-    """The checkpoint's ``config.json``, as the adapters attached it (``hf_config``: the one a
-    Hugging Face directory read, else the one beside a weights file); ``{}`` when there is none.
-    A Flax model's config beside it is not read: its names (kernel, scale, embedding) and
-    (in, out) kernels are not the PyTorch layout modelled here."""
-    if ckpt.format in FLAX_LAYOUTS and ckpt.metadata.get("config_file") != "config.json":
-        return {}
-    return side_config(ckpt, HF_CONFIG)
+    """The checkpoint's ``config.json`` (:func:`~inspector.formulas.hf_layout.hf_config`)."""
+    return hf_config(ckpt)
 
 
 def _from_config(arch_hparams: tuple[HParam, ...]):

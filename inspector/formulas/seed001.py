@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from inspector.adapters.model import Checkpoint, TensorEntry
-from inspector.adapters.side_files import HF_CONFIG
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register, side_config
+from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
+from inspector.formulas.hf_layout import hf_config
 from inspector.formulas.torch_nn import explained_by, hparams_from, parameters
 
 MODELS = (
@@ -100,7 +100,7 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
 def from_checkpoint(ckpt: Checkpoint) -> dict[str, Any]:
     """A training dict's ``args`` (seed names), else a ``config.json`` beside the weights."""
     found = hparams_from(ckpt, (h.name for h in HPARAMS))
-    cfg = side_config(ckpt, HF_CONFIG)
+    cfg = hf_config(ckpt)
     for key, name in CONFIG_ALIASES.items():
         if key in cfg and name not in found:
             found[name] = cfg[key]
