@@ -283,14 +283,14 @@ class Piece:
     __slots__ = ("source", "offset", "numel", "dtype")
 
     def __init__(self, source: Source, rec: Any, what: str) -> None:
-        from .torch.walk import _byte_offset
+        from .torch.walk import byte_offset
 
         contiguous = rec.stride is None or len(rec.shape) == 0 or all(
             s == 1 for d, s in zip(rec.shape[-1:], rec.stride[-1:], strict=True) if d > 1)
         if len(rec.shape) > 1 or not contiguous:
             raise FormatError(f"{what} is {list(rec.shape)} with stride {rec.stride}, not a "
                               "flat contiguous partition")
-        offset = _byte_offset(rec)
+        offset = byte_offset(rec)
         if offset is None or rec.storage.root.compressed:
             raise FormatError(f"{what}: its storage has no plain byte offset")
         bits = BITS.get(rec.dtype)
@@ -479,13 +479,13 @@ def _common(ms: dict, lay: Layout, read: _Read) -> None:
 def _whole(source: Source, rec: Any, what: str) -> list[Run]:
     """A whole stored tensor as one run (C-contiguous), or [] for an empty one."""
     from .model import c_strides
-    from .torch.walk import _byte_offset
+    from .torch.walk import byte_offset
 
     if rec.stride is not None and any(d > 1 and s != w for d, s, w in
                                       zip(rec.shape, rec.stride, c_strides(rec.shape),
                                           strict=True)):
         raise FormatError(f"{what} is stored as a strided view")
-    offset = _byte_offset(rec)
+    offset = byte_offset(rec)
     if offset is None:
         raise FormatError(f"{what}: its storage has no plain byte offset")
     p = Piece.__new__(Piece)

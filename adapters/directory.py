@@ -7,60 +7,30 @@ candidates named when several are (a folder of epoch files). Only the directory'
 are looked at, never subdirectories, so symlink loops cannot make the search run forever; a
 directory of more than :data:`MAX_SNIFFED` entries is refused without opening any file.
 
-Also the helpers the directory adapters share: a guarded listing, file lookups that swallow
-entries that cannot be resolved (a symlink loop), and bounded JSON side files.
+The helpers the directory adapters share (file lookups that swallow entries that cannot be
+resolved, such as a symlink loop, and bounded JSON side files) are in :mod:`.side_files`.
 """
 
 from __future__ import annotations
 
-import json
-
-from .errors import FormatError, InspectorError
+from .errors import FormatError
 from .model import Checkpoint
 from .registry import Adapter, load, sniff_file
+from .side_files import (  # the helpers the directory adapters share, importable from here
+    MAX_SIDE_JSON,
+    dir_in,
+    file_in,
+    read_json_object,
+)
 from .source import Source
 
-TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
-if TYPE_CHECKING:
-    from typing import Any
+__all__ = ["ADAPTER", "MAX_SIDE_JSON", "candidates", "dir_in", "file_in", "read_json_object"]
 
 NAME = "directory"
 # Directories with more entries than this are not searched file by file.
 MAX_SNIFFED = 1000
-# config.json, kwargs.json, adapter_config.json, *.weights.json: small JSON side files.
-MAX_SIDE_JSON = 16 << 20
 # Candidates named in the "several checkpoints" error.
 MAX_NAMED = 4
-
-
-def file_in(directory: Source, name: str) -> Source | None:
-    """``name`` inside ``directory`` when it is a regular file there, else None (missing,
-    a directory, a symlink that loops or leaves the directory)."""
-    try:
-        child = directory.child(name)
-        return child if child.is_file() else None
-    except (InspectorError, OSError, RuntimeError):  # RuntimeError: symlink loop (3.11 resolve)
-        return None
-
-
-def dir_in(directory: Source, name: str) -> Source | None:
-    """``name`` inside ``directory`` when it is a directory there, else None."""
-    try:
-        child = directory.child(name)
-        return child if child.is_dir() else None
-    except (InspectorError, OSError, RuntimeError):
-        return None
-
-
-def read_json_object(source: Source, what: str) -> dict[str, Any]:
-    """A small JSON side file that must hold an object."""
-    try:
-        data = json.loads(source.read_text(MAX_SIDE_JSON))
-    except ValueError as e:  # JSONDecodeError
-        raise FormatError(f"{what} is not readable JSON ({e})", source.where) from None
-    if not isinstance(data, dict):
-        raise FormatError(f"{what} is not a JSON object", source.where)
-    return data
 
 
 def candidates(directory: Source) -> list[str]:

@@ -523,4 +523,5 @@ ADAPTER = Adapter(
     open=open_checkpoint,
     default_variant="file",
     examine=examine,
+    magic=(b"GGUF",),
 )

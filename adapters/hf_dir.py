@@ -19,11 +19,11 @@ architectures of ``inspector check`` read it from there.
 
 from __future__ import annotations
 
-from .directory import file_in, read_json_object
 from .errors import FormatError
 from .model import Checkpoint, Finding, TensorEntry, ValueLocation
 from .registry import Adapter, load
 from .safetensors import read_weight_map, shard_source
+from .side_files import HF_CONFIG, file_in, read_json_object
 from .source import Source
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
@@ -151,6 +151,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         findings=findings,
         source=source,
         reader=inner.reader,
+        side_configs={HF_CONFIG: config} if config_name == CONFIG_NAME else {},
     )
 
 

@@ -269,15 +269,15 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         local = source.local_path
         with ExitStack() as stack:
             fileobj = os.fspath(local) if local else stack.enter_context(source.open())
-            facts = _read_h5(fileobj, source.where, source.size, base=0)
-        ckpt = _build(source, facts, config=None, metadata={})
+            facts = read_h5(fileobj, source.where, source.size, base=0)
+        ckpt = build_checkpoint(source, facts, config=None, metadata={})
     else:
         raise FormatError(f"unsupported Keras variant {variant!r}", source.where)
-    ckpt.reader = _values(source, archive=variant == "keras")
+    ckpt.reader = h5_value_reader(source, archive=variant == "keras")
     return ckpt
 
 
-def _values(source: Source, archive: bool) -> ValueReader:
+def h5_value_reader(source: Source, archive: bool) -> ValueReader:
     """Each tensor is the HDF5 dataset ``stored_name``, read through h5py in blocks; in a
     ``.keras`` archive, of its ``.h5`` member."""
 
@@ -376,7 +376,7 @@ def _open_archive(source: Source) -> Checkpoint:
             if info.compress_type == zipfile.ZIP_STORED:
                 start = _member_data_offset(raw, info, where)
                 window = WindowFile(raw, start, info.file_size)
-                facts = _read_h5(window, member_where, info.file_size, base=start)
+                facts = read_h5(window, member_where, info.file_size, base=start)
             elif info.file_size > MAX_COMPRESSED_H5:
                 raise FormatError(
                     f"{KERAS_WEIGHTS_MEMBER} is compressed ({info.file_size} bytes unpacked); "
@@ -386,7 +386,7 @@ def _open_archive(source: Source) -> Checkpoint:
                 )
             else:
                 with z.open(info) as member:
-                    facts = _read_h5(member, member_where, info.file_size, base=None)
+                    facts = read_h5(member, member_where, info.file_size, base=None)
                 facts.findings.append(
                     Finding("info", f"{KERAS_WEIGHTS_MEMBER} is compressed: no byte offsets")
                 )
@@ -398,7 +398,7 @@ def _open_archive(source: Source) -> Checkpoint:
     if isinstance(meta, dict) and "keras_version" in meta:
         metadata["keras_version"] = meta["keras_version"]
     metadata["members"] = sorted(infos)
-    return _build(source, facts, config=config, metadata=metadata)
+    return build_checkpoint(source, facts, config=config, metadata=metadata)
 
 
 def _json_member(z: zipfile.ZipFile, infos: dict, name: str, where: str) -> Any:
@@ -428,7 +428,7 @@ def _member_data_offset(raw: BinaryIO, info: zipfile.ZipInfo, where: str) -> int
 # ---------------------------------------------------------------- the HDF5 walk
 
 
-def _read_h5(fileobj: BinaryIO | str, where: str, size: int, base: int | None) -> H5Facts:
+def read_h5(fileobj: BinaryIO | str, where: str, size: int, base: int | None) -> H5Facts:
     """Walk every link of the HDF5 file ``fileobj`` (a path or a file object); ``base`` turns
     offsets absolute. The walk runs in a child process with a time budget: libhdf5 can loop
     forever in C on a corrupt global heap (a byte-flipped ``.weights.h5`` did)."""
@@ -683,7 +683,7 @@ def _virtual_sources(dcpl: Any) -> dict[str, list[str]]:
 def _external_finding(target: str, message: str, path: str) -> Finding:
     """Data from another file: ``danger`` when the target is absolute or climbs out (every
     verb refuses the file, as scan calls it dangerous), else a warning."""
-    from .security.hdf5 import target_level
+    from .security.file_reference import target_level
 
     level = target_level(target)
     if level == "dangerous":
@@ -847,7 +847,8 @@ def _one_line(e: BaseException) -> str:
 # ---------------------------------------------------------------- layouts
 
 
-def _build(source: Source, facts: H5Facts, config: Any, metadata: dict[str, Any]) -> Checkpoint:
+def build_checkpoint(source: Source, facts: H5Facts, config: Any,
+                     metadata: dict[str, Any]) -> Checkpoint:
     where = source.where
     root = facts.groups.get("/", {})
     metadata = dict(metadata)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 
-from .directory import file_in, read_json_object
 from .errors import FormatError
 from .model import Checkpoint, Finding, TensorEntry, ValueLocation
 from .registry import Adapter
+from .side_files import file_in, read_json_object
 from .source import Source
 
 NAME = "keras-weights-sharded"
@@ -41,7 +41,7 @@ def sniff(head: bytes, source: Source) -> str | None:
 
 def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     # Imported here: sniffing any other input must not load the Keras/HDF5 reader.
-    from .keras import H5Facts, _build, _read_h5, _values
+    from .keras import H5Facts, build_checkpoint, h5_value_reader, read_h5
 
     index = _index_in(source) if source.is_dir() else source
     if index is None:
@@ -67,7 +67,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
             raise FormatError(f"shard {shard!r} listed in the index is missing", where)
         shard_sources[shard] = shard_source
         local = shard_source.local_path
-        facts = _read_h5(os.fspath(local) if local else shard_source.open(), shard_source.where,
+        facts = read_h5(os.fspath(local) if local else shard_source.open(), shard_source.where,
                          shard_source.size, base=0)
         for path, attrs in facts.groups.items():
             merged.groups.setdefault(path, {}).update(attrs)
@@ -86,9 +86,9 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         if not held <= set(listed):
             raise FormatError(f"{group!r}: the index says {listed}, found in {sorted(held)}",
                               where)
-    base = _build(index, merged, config=None, metadata={})
+    base = build_checkpoint(index, merged, config=None, metadata={})
     tensors = [t.replace(file=file_of.get(t.stored_name)) for t in base.tensors]
-    readers = {s: _values(src, archive=False) for s, src in shard_sources.items()}
+    readers = {s: h5_value_reader(src, archive=False) for s, src in shard_sources.items()}
 
     def locate(entry: TensorEntry) -> ValueLocation:
         reader = readers.get(entry.file or "")

@@ -106,6 +106,16 @@ if TYPE_CHECKING:  # a type, for checkers and readers: no run-time cost
         class_name: str  # Keras: the model config itself (class_name, config, ...)
         model_config: Any  # Keras legacy .h5: the JSON model config
 
+    class SharedSideConfigs(TypedDict, total=False):
+        """The :attr:`Checkpoint.side_configs` keys (:mod:`inspector.adapters.side_files`): one
+        per producer, each the config file as its producer wrote it (a dict)."""
+
+        hf_config: dict[str, Any]  # HF config.json (the directory's, or beside a weights file)
+        rau_kwargs: dict[str, Any]  # rau's kwargs.json (the directory's, beside or above)
+        sockeye_config: dict[str, Any]  # Sockeye's ``config`` (YAML)
+        keras_config: dict[str, Any]  # a Keras model config read from a side file
+        side_config: dict[str, Any]  # any other format: {"file": name, "config": {...}}
+
 
 def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """The element strides of a C-contiguous (row-major) tensor of ``shape``."""
@@ -307,10 +317,14 @@ class Checkpoint:
     file (the keys the formulas read: :class:`SharedHyperparameters`).
     ``source`` (where the bytes come from) and ``reader`` (where each tensor's values are, see
     :data:`ValueReader`) are set by the registry when an adapter leaves them out.
+    ``side_configs``: the producer's configuration files beside the weights, by key
+    (:class:`SharedSideConfigs`; a model directory's adapter gives the one it read, the registry
+    gives every other checkpoint :func:`~inspector.adapters.side_files.beside`, read on first
+    use); formulas read these, never a file. Not part of the listing.
     """
 
     __slots__ = ("paths", "format", "tensors", "metadata", "hyperparameters", "findings",
-                 "source", "reader", "_index")
+                 "source", "reader", "side_configs", "_index")
 
     def __init__(
         self,
@@ -322,6 +336,7 @@ class Checkpoint:
         findings: list[Finding] | None = None,
         source: Source | None = None,
         reader: ValueReader | None = None,
+        side_configs: Mapping[str, Any] | None = None,
     ) -> None:
         self.paths = paths
         self.format = format
@@ -331,6 +346,7 @@ class Checkpoint:
         self.findings = [] if findings is None else findings
         self.source = source
         self.reader = reader
+        self.side_configs = side_configs
         self._index: tuple[int, dict[str, TensorEntry]] | None = None
 
     @property

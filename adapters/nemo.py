@@ -309,14 +309,14 @@ def _zip_after(source: Source, end: int, result: FileResult) -> None:
     """The weights' zip ends inside the tar, so Python's zipfile (which looks for the end
     record from the end) also opens the whole ``.nemo`` as that zip, examined above. A zip end
     record after the last weights member is another zip: examined as scan examines one."""
-    from .security.scan import _zip_at_the_end
+    from .security.scan import zip_at_the_end
     from .zip_container import END_MAGIC
 
     with source.view() as mm:
         size = len(mm)
         if END_MAGIC not in bytes(mm[max(end, size - (1 << 16) - 22):size]):
             return
-    _zip_at_the_end(source, result)
+    zip_at_the_end(source, result)
 
 
 ADAPTER = Adapter(

@@ -16,28 +16,31 @@ unpickled.
 
 from __future__ import annotations
 
-import ast
 import math
 import struct
 import zipfile
 from contextlib import ExitStack
 from typing import BinaryIO
 
-from .dtypes import NUMPY_KINDS as KINDS
 from .errors import FormatError
 from .model import Checkpoint, Finding, Stream, TensorEntry, ValueLocation, ValueReader
 from .mxnet import split_prefix
+from .npy_header import (  # the header readers, importable from here as before
+    MAGIC,
+    MAX_HEADER,
+    has_object,
+    parse_header,
+    read_header,
+)
 from .registry import Adapter
 from .source import Source
 from .zip_errors import ZIP_ERRORS
 
+__all__ = ["ADAPTER", "MAGIC", "MAX_HEADER", "has_object", "parse_header", "read_header"]
+
 NAME = "numpy"
-MAGIC = b"\x93NUMPY"
-# NumPy refuses headers above this size unless told otherwise (format.py _MAX_HEADER_SIZE).
-MAX_HEADER = 10_000
 MAX_MEMBERS = 1_000_000
 SPARSE_PARTS = ("data", "indices", "indptr", "shape", "format")
-
 
 
 def sniff(head: bytes, source: Source) -> str | None:
@@ -52,99 +55,6 @@ def sniff(head: bytes, source: Source) -> str | None:
         if names and all(n.endswith(".npy") for n in names):
             return "npz"
     return None
-
-
-def parse_header(f: BinaryIO, where: str, limit: int = 0) -> tuple[str, tuple[int, ...], int,
-                                                                      dict]:
-    """Read a .npy header from ``f``; return (dtype, shape, itemsize, info). ``limit``: the
-    largest header accepted (default NumPy's own 10,000 bytes)."""
-    header, info = read_header(f, where, limit)
-    shape = header["shape"]
-    if not (isinstance(shape, tuple) and all(isinstance(d, int) and d >= 0 for d in shape)):
-        raise FormatError(f".npy shape {shape!r} is not a tuple of non-negative ints", where)
-    dtype, itemsize = _descr(header["descr"], where)
-    if isinstance(header["descr"], str) and header["descr"].startswith(">"):
-        info["byteorder"] = "big"
-    return dtype, shape, itemsize, info
-
-
-def read_header(f: BinaryIO, where: str, limit: int = 0) -> tuple[dict, dict]:
-    """The header dict of a .npy (``descr``, ``shape``, ...) as NumPy's ``safe_eval`` reads
-    it, and (``npy_version``, ``fortran_order``, ``header_bytes``)."""
-    start = f.read(8)
-    if len(start) < 8 or not start.startswith(MAGIC):
-        raise FormatError("not a .npy header (magic \\x93NUMPY missing)", where)
-    major, minor = start[6], start[7]
-    if major == 1:
-        raw = f.read(2)
-        if len(raw) < 2:
-            raise FormatError("truncated .npy header length", where)
-        (hlen,) = struct.unpack("<H", raw)
-    elif major in (2, 3):
-        raw = f.read(4)
-        if len(raw) < 4:
-            raise FormatError("truncated .npy header length", where)
-        (hlen,) = struct.unpack("<I", raw)
-    else:
-        raise FormatError(f".npy version {major}.{minor} is not supported (1.0, 2.0, 3.0)", where)
-    if hlen > (limit or MAX_HEADER):
-        raise FormatError(f".npy header length {hlen} exceeds {limit or MAX_HEADER} bytes",
-                          where)
-    text = f.read(hlen)
-    if len(text) != hlen:
-        raise FormatError(f"truncated .npy header: {len(text)} of {hlen} bytes", where)
-    try:
-        header = ast.literal_eval(text.decode("utf-8" if major == 3 else "latin1"))
-    except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
-        raise FormatError(
-            f".npy header is not a Python literal ({type(e).__name__})", where
-        ) from None
-    if not isinstance(header, dict) or not {"descr", "shape"} <= header.keys():
-        raise FormatError(".npy header lacks 'descr' or 'shape'", where)
-    return header, {"npy_version": f"{major}.{minor}",
-                    "fortran_order": bool(header.get("fortran_order")),
-                    "header_bytes": (10 if major == 1 else 12) + hlen}
-
-
-def has_object(descr: object, depth: int = 0) -> bool:
-    """Whether NumPy's ``descr_to_dtype`` makes a dtype that holds Python objects
-    (``dtype.hasobject``): then ``numpy.load(allow_pickle=True)`` unpickles the data. Any
-    form: ``'|O'``, bare ``'O'``, ``'O8'``, ``'object'``, a comma list ``'i4,O'``, a subarray
-    string ``'(2,)O'`` or tuple ``('|O', (2,))``, a structured list ``[('a', '|O')]``, nested.
-    (No other NumPy type code or name holds an upper-case O.)"""
-    if depth > 64:
-        return True  # deeper than any real dtype: treat as the worst case
-    if isinstance(descr, str):
-        return "O" in descr or "object" in descr
-    if isinstance(descr, tuple) and descr:
-        return has_object(descr[0], depth + 1)
-    if isinstance(descr, list):
-        return any(
-            isinstance(f, tuple) and len(f) >= 2 and has_object(f[1], depth + 1) for f in descr
-        )
-    return False
-
-
-def _descr(descr: object, where: str) -> tuple[str, int]:
-    if has_object(descr):  # pickled objects (np.save with allow_pickle)
-        return "object", 0
-    if isinstance(descr, str) and len(descr) >= 3 and descr[0] in "<>|=":
-        kind, size = descr[1], descr[2:]
-        if size.isdigit() and (kind, int(size)) in KINDS:
-            return KINDS[(kind, int(size))], int(size)
-        if kind == "V" and size.isdigit():
-            return f"void{int(size) * 8}", int(size)
-        if kind in "SU" and size.isdigit():
-            width = int(size) * (4 if kind == "U" else 1)
-            return f"{'str' if kind == 'U' else 'bytes'}{int(size)}", width
-        if kind == "O":
-            return "object", 0
-    # MXNet writes bfloat16 as the structured dtype [('bfloat16', '<u2')].
-    if isinstance(descr, list) and len(descr) == 1 and isinstance(descr[0], tuple):
-        field = descr[0]
-        if len(field) == 2 and field[0] == "bfloat16" and field[1] in ("<u2", "<i2"):
-            return "bfloat16", 2
-    raise FormatError(f".npy descr {descr!r} is not a supported dtype", where)
 
 
 def _entry(key: str, dtype: str, shape: tuple[int, ...], itemsize: int, **kw) -> TensorEntry:
@@ -428,4 +338,5 @@ ADAPTER = Adapter(
     sniff=sniff,
     open=open_checkpoint,
     examine=examine,  # type: ignore[arg-type]
+    magic=(MAGIC,),
 )

@@ -267,14 +267,14 @@ def _further_pickles(f: Any, size: int, globals_: dict[str, Any]) -> int:
     """The pickles after the first one's STOP, as further ``pickle.load`` calls would read
     them: their globals join ``globals_`` (the worse verdict of a name wins). Returns their
     number."""
-    from .security.examination import MAX_PICKLES, SAMPLE, _could_start_pickle
+    from .security.examination import MAX_PICKLES, SAMPLE, could_start_pickle
     from .security.restricted_pickle import base_allowed
     from .security.verdicts import RANK
 
     count = 0
     while count < MAX_PICKLES and f.tell() < size:
         start = f.tell()
-        if not _could_start_pickle(f.read(SAMPLE)):
+        if not could_start_pickle(f.read(SAMPLE)):
             break
         f.seek(start)
         try:

@@ -48,7 +48,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .dtypes import BITS
-from .model import Role
+from .errors import InspectorError
+from .side_files import HF_CONFIG
+from .source import LocalSource
 
 # what a malformed quantization_config raises while its layouts are worked out
 OPTION_ERRORS = (ArithmeticError, KeyError, TypeError, ValueError, IndexError, re.error)
@@ -527,7 +529,7 @@ def model_parameters(entries: Iterable[Any], q: Mapping[str, Any],
     for t in entries:
         module = _module_of(t.name, main_of)
         if module is None:
-            total += t.numel if t.role is Role.PARAMETER else 0
+            total += t.numel if t.role == "parameter" else 0  # Role.PARAMETER (a str enum)
         elif t is main_of[module]:
             total += sch.unpack(module, tuple(t.shape), t.dtype)
         elif t.name == module + ".bias":
@@ -552,21 +554,17 @@ def hf_config(ckpt: Any) -> Mapping[str, Any] | None:
     cfg = ckpt.hyperparameters.get("config")
     if isinstance(cfg, dict) and "quantization_config" in cfg:
         return cfg
-    from .errors import InspectorError
-    from .hf_dir import CONFIG_NAME, read_config
-    from .source import LocalSource
-
     src = ckpt.source
     # local files only: a listing of a remote file spends no request on a guess
     if not isinstance(src, LocalSource) or not str(ckpt.format).startswith("safetensors") \
             or len(ckpt.paths) != 1:
         return None
 
-    try:
-        side = src.sibling(CONFIG_NAME)
-        return read_config(side) if side.is_file() else None
+    try:  # the side config the registry attached (side_files.beside), read now
+        side = None if ckpt.side_configs is None else ckpt.side_configs.get(HF_CONFIG)
     except (InspectorError, OSError, ValueError):
         return None
+    return side if isinstance(side, dict) else None
 
 
 def summary(ckpt: Any, unique: Iterable[Any]) -> dict[str, Any]:

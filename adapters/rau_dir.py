@@ -14,10 +14,10 @@ hyperparameters (``hyperparameters["kwargs"]``), which the ``rau-*`` architectur
 
 from __future__ import annotations
 
-from .directory import dir_in, file_in, read_json_object
 from .errors import FormatError
 from .model import Checkpoint
 from .registry import Adapter, load
+from .side_files import RAU_KWARGS, dir_in, file_in, read_json_object
 from .source import Source
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
@@ -79,6 +79,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         findings=inner.findings,
         source=source,
         reader=inner.reader,
+        side_configs={RAU_KWARGS: kwargs},
     )
 
 

@@ -17,6 +17,7 @@ from contextvars import ContextVar
 
 from .errors import FormatError, InspectorError, NotFoundError, UnknownFormatError
 from .model import ByteRange, Checkpoint, TensorEntry, ValueLocation, ValueReader
+from .side_files import beside, recorded
 from .source import Source, as_source
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
@@ -82,10 +83,12 @@ class Adapter:
     security examination of a file this adapter claims (``inspector scan``): it walks the
     container as the format's real loader does and adds what a loader would run to ``result``
     (a :class:`~inspector.adapters.security.examination.FileResult`); None: scan's generic
-    examination. Read-only by contract."""
+    examination. ``magic``: the format's own signatures at offset 0, for the words of an input
+    that starts like this format but that its sniff declines (:mod:`.lookalike`). Read-only by
+    contract."""
 
     __slots__ = ("name", "description", "extensions", "sniff", "open", "default_variant",
-                 "examine")
+                 "examine", "magic")
 
     def __init__(
         self,
@@ -96,6 +99,7 @@ class Adapter:
         open: Callable[[Source, str], Checkpoint],
         default_variant: str | None = None,
         examine: Callable[[Source, str, FileResult], None] | None = None,
+        magic: tuple[bytes, ...] = (),
     ) -> None:
         self.name = name
         self.description = description
@@ -104,6 +108,7 @@ class Adapter:
         self.open = open
         self.default_variant = default_variant
         self.examine = examine
+        self.magic = magic
 
     def __repr__(self) -> str:
         return f"Adapter({self.name!r})"
@@ -213,7 +218,8 @@ def detect(path: str | Path | Source, format: str | None = None) -> tuple[Adapte
         )
     from .lookalike import describe_dir, describe_file
 
-    found = describe_dir(source, source.list()) if source.is_dir() else describe_file(head, source)
+    found = (describe_dir(source, source.list()) if source.is_dir()
+             else describe_file(head, source, formats()))
     raise UnknownFormatError(
         f"{found}, not a checkpoint ('inspector formats' lists the formats read)", source.where
     )
@@ -280,6 +286,8 @@ def _load(path: str | Path | Source, format: str | None) -> Checkpoint:
         ckpt.source = source
     if ckpt.reader is None:
         ckpt.reader = byte_ranges(ckpt, ckpt.source)
+    if ckpt.side_configs is None:
+        ckpt.side_configs = beside(source, recorded(ckpt.metadata, ckpt.hyperparameters))
     return ckpt
 
 

@@ -30,7 +30,7 @@ from .remote_transport import (
     timeout,
     transport,
 )
-from .source import RangeFile, Source, check_relative
+from .source_interface import RangeFile, Source, check_relative
 
 BLOCK = 64 << 10  # first request, and the least a request fetches
 AHEAD_MAX = 1 << 20  # read-ahead of a scan (HDF5 metadata spread through a file)

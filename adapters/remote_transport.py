@@ -23,7 +23,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from .errors import FormatError, InspectorError, NotFoundError, PermissionDeniedError
 from .redaction import redact, redact_text
-from .source import is_url
+from .source_interface import is_url
 
 __all__ = ["is_url", "redact", "redact_text", "transport"]
 

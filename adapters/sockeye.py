@@ -16,6 +16,7 @@ import re
 from .errors import FormatError
 from .model import Checkpoint
 from .registry import Adapter, load
+from .side_files import SOCKEYE_CONFIG
 from .source import Source
 from .yaml_safe import load_yaml
 
@@ -165,6 +166,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         findings=inner.findings,
         source=source,
         reader=inner.reader,
+        side_configs={SOCKEYE_CONFIG: hyper["config"]},
     )
 
 

@@ -13,205 +13,29 @@ want a path (h5py) get one through :attr:`Source.local_path`.
 
 from __future__ import annotations
 
-import io
 import mmap
 import os
-import re
-from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from .errors import FormatError, InspectorError, NotFoundError, PermissionDeniedError
+from .source_interface import (  # the interface, importable from here as before
+    SNIFF_BYTES,
+    RangeFile,
+    Source,
+    WindowFile,
+    check_relative,
+    is_url,
+)
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO
+    from typing import BinaryIO
 
-SNIFF_BYTES = 4096
+__all__ = ["SNIFF_BYTES", "LocalSource", "RangeFile", "Source", "WindowFile", "as_source",
+           "check_relative", "is_url"]
 
-
-class Source(ABC):
-    """One file or directory that a checkpoint is read from."""
-
-    #: Read statistics (requests and bytes) for the benchmark of remote sources.
-    reads: int = 0
-    bytes_read: int = 0
-
-    # -- identity ---------------------------------------------------------------------------
-    @property
-    @abstractmethod
-    def where(self) -> str:
-        """The path or URL as an error message or a report shows it."""
-
-    @property
-    def name(self) -> str:
-        """The last component, as :attr:`pathlib.PurePath.name`."""
-        return PurePosixPath(self.where.rstrip("/")).name
-
-    @property
-    def suffix(self) -> str:
-        return PurePosixPath(self.name).suffix
-
-    @property
-    def local_path(self) -> Path | None:
-        """A local file-system path for libraries that need one, None for remote sources."""
-        return None
-
-    def __str__(self) -> str:
-        return self.where
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.where!r}>"
-
-    # -- kind -------------------------------------------------------------------------------
-    @abstractmethod
-    def exists(self) -> bool: ...
-
-    @abstractmethod
-    def is_dir(self) -> bool: ...
-
-    def is_file(self) -> bool:
-        return self.exists() and not self.is_dir()
-
-    # -- bytes ------------------------------------------------------------------------------
-    @property
-    @abstractmethod
-    def size(self) -> int:
-        """File size in bytes."""
-
-    @abstractmethod
-    def read(self, offset: int, n: int) -> bytes:
-        """Up to ``n`` bytes from ``offset`` (fewer only at the end of the file)."""
-
-    @abstractmethod
-    def open(self, mode: str = "rb") -> BinaryIO:
-        """A seekable binary file object (``mode`` is accepted for Path compatibility: only
-        ``"rb"``)."""
-
-    @contextmanager
-    def view(self) -> Iterator[bytes | mmap.mmap]:
-        """A read-only view of the whole file: slicing (contiguous, giving bytes), ``len``,
-        ``find`` and ``rfind``; nothing else (a remote view fetches what is sliced, so it has no
-        buffer protocol: ``struct.unpack(fmt, view[a:b])``, not ``unpack_from(fmt, view, a)``).
-        The default reads the file; local files map it; remote files read ranges on access."""
-        yield self.read(0, self.size)
-
-    def head(self, n: int = SNIFF_BYTES) -> bytes:
-        """The first ``n`` bytes (b'' for a directory)."""
-        return b"" if self.is_dir() else self.read(0, n)
-
-    def read_text(self, limit: int, encoding: str = "utf-8") -> str:
-        """The whole file as text, refused above ``limit`` bytes (side files: configs, indexes)."""
-        if self.size > limit:
-            raise FormatError(f"{self.size} bytes, over the {limit}-byte limit", self.where)
-        try:
-            return self.read(0, self.size).decode(encoding)
-        except UnicodeDecodeError as e:
-            raise FormatError(f"not {encoding} text ({e.reason})", self.where) from None
-
-    # -- neighbours -------------------------------------------------------------------------
-    @abstractmethod
-    def child(self, name: str) -> Source:
-        """``name`` (a relative path, ``/``-separated) inside this directory. A name that would
-        leave the directory (``..``, absolute, a symlink pointing out) is refused."""
-
-    @abstractmethod
-    def parent_dir(self) -> Source:
-        """The directory holding this file."""
-
-    def sibling(self, name: str) -> Source:
-        """``name`` beside this file, never outside its directory."""
-        return self.parent_dir().child(name)
-
-    @abstractmethod
-    def list(self) -> list[str]:
-        """The names in this directory, sorted."""
-
-    def iterdir(self) -> Iterator[Source]:
-        return (self.child(n) for n in self.list())
-
-    def __truediv__(self, name: str) -> Source:
-        return self.child(name)
-
-
-class RangeFile(io.RawIOBase):
-    """A seekable read-only file object over ranged reads: a subclass says its ``size()`` and
-    how to ``read_at(offset, n)`` (up to ``n`` bytes, fewer only at the end)."""
-
-    _pos = 0
-
-    def size(self) -> int:
-        raise NotImplementedError
-
-    def read_at(self, offset: int, n: int) -> bytes:
-        raise NotImplementedError
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_CUR:
-            offset += self._pos
-        elif whence == io.SEEK_END:
-            offset += self.size()
-        if offset < 0:
-            raise OSError("negative seek position")
-        self._pos = offset
-        return offset
-
-    def read(self, n: int | None = -1) -> bytes:
-        if n is None or n < 0:
-            n = self.size() - self._pos
-        data = self.read_at(self._pos, max(0, min(n, self.size() - self._pos)))
-        self._pos += len(data)
-        return data
-
-    def readall(self) -> bytes:
-        return self.read(-1)
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        data = self.read(len(view))
-        view[: len(data)] = data
-        return len(data)
-
-
-class WindowFile(RangeFile):
-    """``size`` bytes of the seekable file object ``raw`` from ``start``, read in place (a zip
-    member stored uncompressed, one blob of a larger file); closing it closes ``raw`` when it
-    ``owns`` it."""
-
-    def __init__(self, raw: BinaryIO, start: int, size: int, owns: bool = False) -> None:
-        self._raw, self._start, self._size, self._owns = raw, start, size, owns
-
-    def size(self) -> int:
-        return self._size
-
-    def read_at(self, offset: int, n: int) -> bytes:
-        self._raw.seek(self._start + offset)
-        return self._raw.read(n)
-
-    def close(self) -> None:
-        if self._owns and not self.closed:
-            self._raw.close()
-        super().close()
-
-
-def check_relative(name: str, where: str) -> PurePosixPath:
-    """``name`` as a relative path that stays inside its directory, or a FormatError."""
-    if not name or "\\" in name or "\x00" in name or name.startswith("/") or os.path.isabs(name):
-        raise FormatError(f"refusing the path {name!r}: it is not a plain relative name", where)
-    rel = PurePosixPath(name)
-    if ".." in rel.parts:
-        raise FormatError(f"refusing the path {name!r}: it leaves the directory", where)
-    return rel
 
 
 class LocalSource(Source, os.PathLike):
@@ -328,13 +152,6 @@ def _os_error(e: OSError, where: str) -> InspectorError:
         return PermissionDeniedError("permission denied", where)
     return InspectorError(f"cannot read ({e.strerror or e})", where)
 
-
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
-
-
-def is_url(text: str) -> bool:
-    """``text`` starts with ``scheme://`` (a remote source; ``file://`` is local)."""
-    return bool(_URL.match(text))
 
 
 def as_source(path: str | os.PathLike[str] | Source) -> Source:

@@ -27,6 +27,7 @@ import struct
 
 from .errors import FormatError
 from .model import Checkpoint, Role, TensorEntry
+from .protobuf import fields, signed, varint
 from .registry import Adapter
 from .source import Source
 
@@ -159,14 +160,14 @@ def _table(source: Source) -> dict[bytes, bytes]:
     if magic != TABLE_MAGIC:
         raise FormatError(f"table magic {magic:#x}, expected {TABLE_MAGIC:#x}", source.where)
     pos = 0
-    _meta_off, pos = _varint(footer, pos, 40, source.where)
-    _meta_size, pos = _varint(footer, pos, 40, source.where)
-    index_off, pos = _varint(footer, pos, 40, source.where)
-    index_size, pos = _varint(footer, pos, 40, source.where)
+    _meta_off, pos = varint(footer, pos, 40, source.where)
+    _meta_size, pos = varint(footer, pos, 40, source.where)
+    index_off, pos = varint(footer, pos, 40, source.where)
+    index_size, pos = varint(footer, pos, 40, source.where)
     out: dict[bytes, bytes] = {}
     for _key, handle in _block(data, index_off, index_size, size - FOOTER_BYTES, source.where):
-        off, p = _varint(handle, 0, len(handle), source.where)
-        n, _ = _varint(handle, p, len(handle), source.where)
+        off, p = varint(handle, 0, len(handle), source.where)
+        n, _ = varint(handle, p, len(handle), source.where)
         for key, value in _block(data, off, n, index_off, source.where):
             out[key] = value
     return out
@@ -188,9 +189,9 @@ def _block(data: bytes, off: int, n: int, limit: int, where: str):
         raise FormatError(f"block at {off}: {restarts} restart points cannot fit", where)
     pos, key = 0, b""
     while pos < end:
-        shared, pos = _varint(block, pos, end, where)
-        fresh, pos = _varint(block, pos, end, where)
-        length, pos = _varint(block, pos, end, where)
+        shared, pos = varint(block, pos, end, where)
+        fresh, pos = varint(block, pos, end, where)
+        length, pos = varint(block, pos, end, where)
         if shared > len(key) or pos + fresh + length > end:
             raise FormatError(f"block at {off}: entry at {pos} runs past the block", where)
         key = key[:shared] + block[pos : pos + fresh]
@@ -199,64 +200,19 @@ def _block(data: bytes, off: int, n: int, limit: int, where: str):
         pos += length
 
 
-def _varint(buf: bytes, pos: int, end: int, where: str) -> tuple[int, int]:
-    """A base-128 varint (at most 10 bytes) from ``buf[pos:end]``: (value, next position)."""
-    value = shift = 0
-    for i in range(pos, min(end, pos + 10)):
-        b = buf[i]
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, i + 1
-        shift += 7
-    raise FormatError(f"bad varint at {pos}", where)
-
-
 # --- the protobuf records ---------------------------------------------------------------------
-
-
-def _fields(buf: bytes, where: str):
-    """(field number, wire type, value) of a protobuf message: ints for varint/fixed, bytes for
-    length-delimited fields."""
-    pos, end = 0, len(buf)
-    while pos < end:
-        tag, pos = _varint(buf, pos, end, where)
-        number, wire = tag >> 3, tag & 7
-        if wire == 0:
-            value, pos = _varint(buf, pos, end, where)
-        elif wire == 1:
-            if pos + 8 > end:
-                raise FormatError("truncated fixed64 field", where)
-            (value,) = struct.unpack("<Q", buf[pos : pos + 8])
-            pos += 8
-        elif wire == 2:
-            n, pos = _varint(buf, pos, end, where)
-            if pos + n > end:
-                raise FormatError(f"field {number} of {n} bytes runs past its message", where)
-            value, pos = buf[pos : pos + n], pos + n
-        elif wire == 5:
-            if pos + 4 > end:
-                raise FormatError("truncated fixed32 field", where)
-            (value,) = struct.unpack("<I", buf[pos : pos + 4])
-            pos += 4
-        else:
-            raise FormatError(f"field {number}: unsupported wire type {wire}", where)
-        yield number, wire, value
-
-
-def _signed(v: int) -> int:
-    return v - (1 << 64) if v >= 1 << 63 else v
 
 
 def _header(value: bytes, where: str) -> tuple[int, bool, int | None]:
     """BundleHeaderProto: (num_shards, big-endian, producer version)."""
     shards, big, version = 1, False, None
-    for number, wire, v in _fields(value, where):
+    for number, wire, v in fields(value, where):
         if number == 1 and wire == 0:
             shards = v
         elif number == 2 and wire == 0:
             big = v == 1  # Endianness: LITTLE = 0, BIG = 1
         elif number == 3 and wire == 2:
-            version = next((x for n, w, x in _fields(v, where) if n == 1 and w == 0), None)
+            version = next((x for n, w, x in fields(v, where) if n == 1 and w == 0), None)
     if not 1 <= shards <= 1 << 20:
         raise FormatError(f"bundle header says {shards} shards", where)
     return shards, big, version
@@ -266,13 +222,13 @@ def _entry(stored: str, value: bytes, where: str, shards: int, prefix: str) -> T
     """A BundleEntryProto as a tensor."""
     dtype_code, dims, shard, offset, size, slices = 0, [], 0, 0, 0, 0
     unknown_rank = False
-    for number, wire, v in _fields(value, where):
+    for number, wire, v in fields(value, where):
         if number == 1 and wire == 0:
             dtype_code = v
         elif number == 2 and wire == 2:
-            for n, w, x in _fields(v, where):
+            for n, w, x in fields(v, where):
                 if n == 2 and w == 2:
-                    dims.append(next((_signed(s) for k, ww, s in _fields(x, where)
+                    dims.append(next((signed(s) for k, ww, s in fields(x, where)
                                       if k == 1 and ww == 0), 0))
                     if len(dims) > MAX_DIMS:
                         raise FormatError(f"tensor {stored!r}: more than {MAX_DIMS} dims",
@@ -282,9 +238,9 @@ def _entry(stored: str, value: bytes, where: str, shards: int, prefix: str) -> T
         elif number == 3 and wire == 0:
             shard = v
         elif number == 4 and wire == 0:
-            offset = _signed(v)
+            offset = signed(v)
         elif number == 5 and wire == 0:
-            size = _signed(v)
+            size = signed(v)
         elif number == 7 and wire == 2:
             slices += 1
     dtype = DTYPES.get(dtype_code, f"tf-dtype-{dtype_code}")

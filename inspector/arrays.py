@@ -13,7 +13,7 @@ from typing import Any
 
 from inspector.adapters.model import ByteRange, Checkpoint, TensorEntry, c_strides
 
-from .values import FLOAT8, NUMPY_DTYPES, _refuse, iter_values
+from .values import FLOAT8, NUMPY_DTYPES, iter_values, refusal
 
 WIDENED = ("bfloat16", "complex32")  # no NumPy dtype: widened to float32 / complex64
 
@@ -52,7 +52,7 @@ def _mapped(ckpt: Checkpoint, entry: TensorEntry) -> Any:
     if ckpt.reader is None or entry.numel == 0 or entry.stored_numel is not None:
         return None
     if entry.extra.get("stype") or entry.extra.get("indices"):
-        raise _refuse(entry, ckpt.path, "a sparse layout has no dense array")
+        raise refusal(entry, ckpt.path, "a sparse layout has no dense array")
     loc = ckpt.reader(entry)
     if not isinstance(loc, ByteRange) or loc.source.local_path is None:
         return None

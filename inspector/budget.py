@@ -192,20 +192,10 @@ def _search_1d(f: Callable[[int], int | None], target: int, lo: int, hi: int | N
                step: int, keep: int) -> tuple[list[tuple[int, int]], str, int]:
     """Feasible (value, total) pairs worth ranking, the method used and the upper end."""
     grew = hi is None
-    if hi is None:
-        hi = lo
-        while hi < CEILING:
-            # the first value here or above that the architecture accepts
-            t = next((t for k in range(SCAN) if (t := f(hi + k * step)) is not None), None)
-            if t is not None and t >= target:
-                hi += next(k for k in range(SCAN) if f(hi + k * step) is not None) * step
-                break
-            hi = lo + 2 * (hi - lo + step) - step
-        hi = min(hi, CEILING)
+    hi = _upper_end(f, target, lo, step) if hi is None else hi
     n = (hi - lo) // step + 1
-    at = [lo + i * step for i in range(n)] if n <= EXHAUSTIVE else None
-    if at is not None:
-        pairs = [(v, t) for v in at if (t := f(v)) is not None]
+    if n <= EXHAUSTIVE:
+        pairs = [(v, t) for i in range(n) if (t := f(v := lo + i * step)) is not None]
         return pairs, "exhaustive", hi
     probes = sorted({round(i * (n - 1) / (PROBES - 1)) for i in range(PROBES)})
     seen = [t for i in probes if (t := f(lo + i * step)) is not None]
@@ -214,39 +204,65 @@ def _search_1d(f: Callable[[int], int | None], target: int, lo: int, hi: int | N
             raise UsageError(f"the count is not monotone over {n:,} values; narrow --range")
         pairs = [(v, t) for i in range(n) if (t := f(v := lo + i * step)) is not None]
         return pairs, "exhaustive (count not monotone)", hi
+    a = _bisect(lambda i: f(lo + i * step), target, n)
+    pairs = _around(lambda i: f(lo + i * step), a, n, keep)
+    how = (f"bisection (count non-decreasing at {len(probes)} probes"
+           + (", upper end by doubling)" if grew else ")"))
+    return [(lo + i * step, t) for i, t in pairs], how, hi
+
+
+def _upper_end(f: Callable[[int], int | None], target: int, lo: int, step: int) -> int:
+    """An upper end for the search: doubled from ``lo`` until the first value the architecture
+    accepts there or above counts at least ``target`` (at most :data:`CEILING`)."""
+    hi = lo
+    while hi < CEILING:
+        # the first value here or above that the architecture accepts
+        k = next((k for k in range(SCAN) if f(hi + k * step) is not None), None)
+        if k is not None and f(hi + k * step) >= target:  # type: ignore[operator]
+            hi += k * step
+            break
+        hi = lo + 2 * (hi - lo + step) - step
+    return min(hi, CEILING)
+
+
+def _bisect(at: Callable[[int], int | None], target: int, n: int) -> int:
+    """The index (of ``n``, counts non-decreasing) whose count is the last at most ``target``,
+    stepping over indices the architecture refuses (up to :data:`SCAN` away)."""
 
     def feasible(i: int, a: int, b: int) -> int | None:
         for d in range(SCAN):
             for j in (i + d, i - d):
-                if a <= j <= b and f(lo + j * step) is not None:
+                if a <= j <= b and at(j) is not None:
                     return j
         return None
 
     a, b = 0, n - 1  # invariant: the answer's index is in [a, b]
     while b - a > 1:
         m = feasible((a + b) // 2, a, b)
-        if m is None:
+        if m is None or m in (a, b):
             break
-        t = f(lo + m * step)
+        t = at(m)
         assert t is not None
-        if m in (a, b):
-            break
         if t <= target:
             a = m
         else:
             b = m
+    return a
+
+
+def _around(at: Callable[[int], int | None], a: int, n: int, keep: int) -> list[tuple[int, int]]:
+    """Up to ``keep`` feasible (index, count) on each side of index ``a`` (``a`` and below,
+    then above), at most :data:`SCAN` indices away."""
     pairs: list[tuple[int, int]] = []
     for direction in (-1, 1):
         i, found = a if direction < 0 else a + 1, 0
         while 0 <= i < n and found < keep and abs(i - a) < SCAN:
-            t = f(lo + i * step)
+            t = at(i)
             if t is not None:
-                pairs.append((lo + i * step, t))
+                pairs.append((i, t))
                 found += 1
             i += direction
-    how = (f"bisection (count non-decreasing at {len(probes)} probes"
-           + (", upper end by doubling)" if grew else ")"))
-    return pairs, how, hi
+    return pairs
 
 
 def solve(arch: str | core.Arch, target: int, free: Sequence[str],

@@ -22,7 +22,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from inspector.adapters.dtypes import BLOCKS
+from inspector.adapters.dtypes import BLOCKS, NUMPY_STORAGE
 from inspector.adapters.errors import FormatError, UsageError
 from inspector.adapters.model import (
     Blocks,
@@ -36,37 +36,10 @@ from inspector.adapters.model import (
 CHUNK_ELEMENTS = 1 << 18  # elements per chunk and side: 2 MiB once upcast to float64
 # A non-contiguous view is read as the byte span it covers; refuse when that span is larger.
 MAX_VIEW_SPAN_BYTES = 64 << 20
-# canonical dtype -> numpy dtype string (little-endian; the byte order is swapped when needed).
-# bfloat16 is read as its 16 bits and widened to float32 (its upper half) by a shift.
-NUMPY_DTYPES = {
-    "bool": "?",
-    "uint8": "u1",
-    "int8": "i1",
-    "uint16": "<u2",
-    "int16": "<i2",
-    "uint32": "<u4",
-    "int32": "<i4",
-    "uint64": "<u8",
-    "int64": "<i8",
-    "float16": "<f2",
-    "bfloat16": "<u2",
-    "float32": "<f4",
-    "float64": "<f8",
-    # float8 variants: read as their byte and decoded exactly by a 256-entry table (FLOAT8)
-    "float8_e4m3fn": "u1",
-    "float8_e4m3fnuz": "u1",
-    "float8_e5m2": "u1",
-    "float8_e5m2fnuz": "u1",
-    "float8_e8m0fnu": "u1",
-    # complex32 is two float16 halves, widened to complex64
-    "complex32": "<u4",
-    "complex64": "<c8",
-    "complex128": "<c16",
-    # quantized types: the stored integers (scale and zero point are not applied)
-    "qint8": "i1",
-    "quint8": "u1",
-    "qint32": "<i4",
-}
+# canonical dtype -> the NumPy type its stored elements are read as: the storage column of the
+# one dtype table (adapters/dtypes.py), which says how bfloat16, float8, complex32 and the
+# quantized types are read.
+NUMPY_DTYPES = NUMPY_STORAGE
 # float8 name -> (exponent bits, mantissa bits, bias, kind): "ieee" has inf and NaNs like IEEE
 # 754 (e5m2); "fn" has no inf and NaN only at all ones (e4m3fn); "fnuz" has no inf, no -0 and
 # NaN only at 0x80; "e8m0" is an unsigned power of two with NaN at 0xff (OCP MX spec).
@@ -129,7 +102,7 @@ def compare(
         raise UsageError("--atol and --rtol must be >= 0")
     for e in (a, b):
         if e.dtype.startswith("complex"):
-            raise _refuse(e, ckpt_a.path, f"{e.dtype} values are not compared")
+            raise refusal(e, ckpt_a.path, f"{e.dtype} values are not compared")
     integral = _integral(a.dtype) and _integral(b.dtype)
     acc = _Acc()
     step = (a.nbytes or 0) + (b.nbytes or 0)
@@ -383,7 +356,7 @@ class ValuesUnavailable(FormatError):
         self.why = why
 
 
-def _refuse(entry: TensorEntry, where: str, why: str) -> ValuesUnavailable:
+def refusal(entry: TensorEntry, where: str, why: str) -> ValuesUnavailable:
     return ValuesUnavailable(entry, where, why)
 
 
@@ -392,22 +365,22 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
     where = ckpt.path
     extra = entry.extra
     if extra.get("stype") or entry.stored_numel is not None or extra.get("indices"):
-        raise _refuse(entry, where, f"sparse {extra.get('stype') or 'layout'} is not supported")
+        raise refusal(entry, where, f"sparse {extra.get('stype') or 'layout'} is not supported")
     block = entry.dtype in BLOCKS
     if block:
         _decodable(entry, where)
     elif entry.dtype not in NUMPY_DTYPES:
-        raise _refuse(entry, where, f"dtype {entry.dtype} is not supported")
+        raise refusal(entry, where, f"dtype {entry.dtype} is not supported")
     if entry.numel == 0:
         return iter(())
     if ckpt.reader is None:
-        raise _refuse(entry, where, "its adapter gives no way to read values")
+        raise refusal(entry, where, "its adapter gives no way to read values")
     try:
         loc = ckpt.reader(entry)
     except ValuesUnavailable:
         raise
     except FormatError as e:  # the adapter cannot locate this one (compressed member, ...)
-        raise _refuse(entry, where, e.message) from None
+        raise refusal(entry, where, e.message) from None
     if isinstance(loc, ByteRange):
         size = loc.source.size
         end = _end(entry, loc)
@@ -426,7 +399,7 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
             it = _contiguous(f, loc.offset, entry.dtype, entry.numel, loc.big_endian, chunk)
         return _same_size(it, f, size, loc.source.where)
     if block:
-        raise _refuse(entry, where, f"{entry.dtype} blocks are decoded from byte ranges only")
+        raise refusal(entry, where, f"{entry.dtype} blocks are decoded from byte ranges only")
     if isinstance(loc, Stream):
         f = loc.open(stack)
         if not loc.fortran or len(entry.shape) < 2:
@@ -434,7 +407,7 @@ def _open(ckpt: Checkpoint, entry: TensorEntry, chunk: int, stack: ExitStack) ->
         return _fortran(f, entry, where, loc.big_endian, chunk)
     if isinstance(loc, Blocks):
         return _array_blocks(loc.open(stack), entry.shape, chunk)
-    raise _refuse(entry, where, f"unknown value location {type(loc).__name__}")
+    raise refusal(entry, where, f"unknown value location {type(loc).__name__}")
 
 
 def _decodable(entry: TensorEntry, where: str) -> None:
@@ -442,7 +415,7 @@ def _decodable(entry: TensorEntry, where: str) -> None:
     from inspector.dequantize import DECODERS
 
     if entry.dtype not in DECODERS:
-        raise _refuse(entry, where, f"{entry.dtype} values are not decoded (block "
+        raise refusal(entry, where, f"{entry.dtype} values are not decoded (block "
                                     f"dequantization is implemented for {', '.join(DECODERS)})")
 
 
@@ -452,9 +425,9 @@ def _block_values(f: BinaryIO, entry: TensorEntry, loc: ByteRange, chunk: int,
     from inspector.dequantize import DECODERS
 
     if loc.big_endian:
-        raise _refuse(entry, where, f"big-endian {entry.dtype} blocks are not decoded")
+        raise refusal(entry, where, f"big-endian {entry.dtype} blocks are not decoded")
     if loc.stride is not None and loc.stride != c_strides(entry.shape):
-        raise _refuse(entry, where, f"a strided view of {entry.dtype} blocks")
+        raise refusal(entry, where, f"a strided view of {entry.dtype} blocks")
     per, size = BLOCKS[entry.dtype]
     decode = DECODERS[entry.dtype]
     blocks = -(-entry.numel // per)
@@ -638,7 +611,7 @@ def _strided(
     import numpy as np
 
     if any(s < 0 for s in stride):
-        raise _refuse(entry, where, f"negative stride {list(stride)}")
+        raise refusal(entry, where, f"negative stride {list(stride)}")
     size = _itemsize(entry.dtype)
     shape = entry.shape
     for prefix, start, stop in _blocks(shape, chunk):
@@ -650,7 +623,7 @@ def _strided(
         )
         span = 1 + sum((d - 1) * s for d, s in zip(sub_shape, sub_stride, strict=True))
         if span * size > MAX_VIEW_SPAN_BYTES:
-            raise _refuse(
+            raise refusal(
                 entry,
                 where,
                 f"strided view (shape {list(shape)}, stride {list(stride)}) needs a "
@@ -671,7 +644,7 @@ def _fortran(f: BinaryIO, entry: TensorEntry, where: str, big: bool, chunk: int)
 
     nbytes = entry.numel * _itemsize(entry.dtype)
     if nbytes > MAX_VIEW_SPAN_BYTES:
-        raise _refuse(entry, where, f"Fortran-ordered array of {nbytes} bytes is too large")
+        raise refusal(entry, where, f"Fortran-ordered array of {nbytes} bytes is too large")
     flat = _decode(_read_exact(f, nbytes, entry.stored_name), entry.dtype, big)
     c_order = flat.reshape(entry.shape[::-1]).T.reshape(-1)
     return iter(np.array_split(c_order, max(1, -(-entry.numel // chunk))))

@@ -22,7 +22,6 @@ import pytest
 from inspector.adapters.errors import InspectorError, UnsafeContentError
 from inspector.adapters.registry import load
 from inspector.adapters.security.examination import LEVELS
-from inspector.adapters.security.policy import load_checked
 from inspector.adapters.security.scan import scan_file
 
 from conftest import FIXTURES, ROOT, run_cli
@@ -288,8 +287,8 @@ def test_external_storage_inside_a_keras_archive(tmp_path, secret, compression):
     assert [(i.where, str(secret) in i.text) for i in r.items if i.level == "dangerous"] == [
         ("model.weights.h5", True)]
     with pytest.raises(UnsafeContentError, match="external file"):
-        load_checked(path, None, allow_unsafe=False)
-    ckpt = load_checked(path, None, allow_unsafe=True)
+        load(path, None, allow_unsafe=False)
+    ckpt = load(path, None, allow_unsafe=True)
     entry = next(e for e in ckpt.tensors if e.stored_name == "/" + kernel)
     with pytest.raises(InspectorError, match="not read"):
         ckpt.reader(entry)

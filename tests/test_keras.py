@@ -353,4 +353,4 @@ def test_walk_crosses_the_pipe_unchanged(tmp_path):
     here = keras_adapter._read_h5_here(str(p), str(p), size, 0)
     doc = json.loads(json.dumps(keras_adapter._facts_to_json(here)))
     assert keras_adapter._facts_from_json(doc) == here
-    assert keras_adapter._read_h5(str(p), str(p), size, 0) == here
+    assert keras_adapter.read_h5(str(p), str(p), size, 0) == here

@@ -5,7 +5,7 @@ The files under ``tests/corpus/keras_hostile/`` were written by Keras 3.15.1 its
 backend) and then rewritten as an attacker would (``tests/corpus/make_keras_hostile.py``); its
 truth file records, per file, whether ``keras.saving.load_model(path, safe_mode=False)`` ran the
 payload (a marker file) and what safe mode did. Here the tool must call each hostile file
-dangerous in ``scan``, refuse it in every verb (one policy: :func:`load_checked` is what
+dangerous in ``scan``, refuse it in every verb (one policy: :func:`registry.load` is what
 ``show``/``check``/``diff``/``stats``/``report`` call), and run nothing (the marker stays absent).
 Keras' own encodings of its built-in functions are not dangerous.
 """
@@ -24,7 +24,6 @@ import pytest
 from inspector.adapters.errors import UnsafeContentError
 from inspector.adapters.registry import detect, load
 from inspector.adapters.security.keras_config import config_items
-from inspector.adapters.security.policy import load_checked
 from inspector.adapters.security.scan import scan_file
 
 from conftest import ROOT, run_cli
@@ -73,10 +72,10 @@ def test_keras_written_payload_is_dangerous_and_refused(tmp_path, name):
     bytecode = [i.text for i in r.items if i.level == "dangerous" and "bytecode" in i.text]
     assert any(FIELD[variant] in t for t in bytecode), bytecode
     with pytest.raises(UnsafeContentError, match="marshalled Python bytecode"):
-        load_checked(path, None, allow_unsafe=False)
+        load(path, None, allow_unsafe=False)
     with pytest.raises(UnsafeContentError):  # the Python API: inspector.load
         load(path)
-    ckpt = load_checked(path, None, allow_unsafe=True)  # listed, nothing run
+    ckpt = load(path, None, allow_unsafe=True)  # listed, nothing run
     assert any(f.severity == "danger" for f in ckpt.findings)
     assert not marker.exists()
 
@@ -111,7 +110,7 @@ def test_keras_builtin_functions_are_not_dangerous(tmp_path, name):
     # bytes before a zip are noted (foreign, with that reason), never dangerous
     assert r.verdict == ("foreign" if "prepended" in name else "safe"), r.to_dict()
     assert all("before" in i.text for i in r.items), r.to_dict()
-    ckpt = load_checked(path, None, allow_unsafe=False)
+    ckpt = load(path, None, allow_unsafe=False)
     assert not [f for f in ckpt.findings if f.severity == "danger"]
     assert ckpt.format in ("keras-v3", "keras-legacy-h5")
 
@@ -123,7 +122,7 @@ def test_lambda_loss_named_only_is_not_dangerous(tmp_path):
     path = _copy(tmp_path, "loss.legacy.h5")
     r = scan_file(path)
     assert r.kind == "keras-h5" and r.verdict == "safe", r.to_dict()
-    assert load_checked(path, None, allow_unsafe=False).format == "keras-legacy-h5"
+    assert load(path, None, allow_unsafe=False).format == "keras-legacy-h5"
 
 
 def test_pickle_member_of_a_keras_zip_is_examined(tmp_path):
@@ -233,7 +232,7 @@ def test_bytecode_in_any_field_or_wrapper(tmp_path, variant):
             dst.writestr(info, data)
     assert scan_file(path).verdict == "dangerous"
     with pytest.raises(UnsafeContentError):
-        load_checked(path, None, allow_unsafe=False)
+        load(path, None, allow_unsafe=False)
 
 
 @pytest.mark.parametrize("ref,level", [

@@ -137,7 +137,7 @@ def examine_stream(res: FileResult, f: Any, size: int, label: str = "pickle",
         if count:
             nxt = f.read(SAMPLE)
             f.seek(start)
-            if not _could_start_pickle(nxt):
+            if not could_start_pickle(nxt):
                 res.add(FOREIGN, f"{size - start:,} bytes after the last pickle (offset "
                         f"{start}): not a pickle", f"offset {start}")
                 return count
@@ -151,7 +151,7 @@ def examine_stream(res: FileResult, f: Any, size: int, label: str = "pickle",
     return count
 
 
-def _could_start_pickle(head: bytes) -> bool:
+def could_start_pickle(head: bytes) -> bool:
     """Whether bytes could be one more pickle that ``pickle.load`` would read: a PROTO opcode,
     or an opcode stream (protocols 0/1) that :mod:`pickletools` walks to its STOP (or through
     at least 32 opcodes to the end of a long sample)."""
@@ -247,7 +247,7 @@ def examine_npy(res: FileResult, f: Any, size: int, where: str | None) -> None:
     """An ``.npy`` (``f`` at its start): when its dtype holds objects, the pickle(s) after
     the header, which ``numpy.load(allow_pickle=True)`` unpickles."""
     from ..errors import FormatError
-    from ..numpy_npy import has_object, read_header
+    from ..npy_header import has_object, read_header
 
     start = f.tell()
     try:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 from ..errors import FormatError
 from ..isolated import call_isolated
 from ..memory_cap import address_space_capped
-from .examination import DANGEROUS, ERROR, FOREIGN
+from .examination import ERROR, FOREIGN
+from .file_reference import target_level
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
@@ -39,18 +39,6 @@ MEMORY_FLOOR = 1 << 30  # address space the child may add beyond 4x the file siz
 SECONDS = 10.0  # the child's time budget: a base plus one second per MiB
 BYTES_PER_SECOND = 1 << 20
 CONFIG_ATTRS = ("model_config", "training_config")
-_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
-
-
-def target_level(target: str) -> str | None:
-    """``dangerous`` for a target that is absolute or climbs out (``..``), ``foreign`` for one
-    beside the file, None for ``.`` (the file itself). Both separators count: libhdf5 on
-    Windows takes ``\\`` too."""
-    if target == ".":
-        return None
-    parts = re.split(r"[\\/]", target)
-    absolute = target.startswith(("/", "\\")) or bool(_DRIVE.match(target))
-    return DANGEROUS if absolute or ".." in parts else FOREIGN
 
 
 def examine_hdf5(

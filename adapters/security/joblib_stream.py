@@ -20,8 +20,9 @@ from inspector.adapters.security.restricted_pickle import (
     PickleError,
     Placeholder,
     PyRestrictedUnpickler,
-    _as_pickle_error,
+    as_pickle_error,
     base_allowed,
+    examine_nested,
 )
 
 WRAPPER = "joblib.numpy_pickle.NumpyArrayWrapper"
@@ -105,7 +106,7 @@ def read_joblib(
         u.load()
     except (PickleError, RecursionError, MemoryError, pickle.UnpicklingError, EOFError,
             ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
-        return merge(_walk(f, size, persistent_load), u.globals), str(_as_pickle_error(e))
+        return merge(_walk(f, size, persistent_load), u.globals), str(as_pickle_error(e))
     return u.globals, None
 
 
@@ -125,7 +126,7 @@ def _walk(f: BinaryIO, size: int, persistent_load: Any) -> dict[str, GlobalRef]:
             if depth[0] >= MAX_NESTED:
                 raise StopWalk
             depth[0] += 1
-            inner = Walk(w.names._allowed, persistent_load, after_build)
+            inner = Walk(w.names._allowed, persistent_load, after_build, examine_nested)
             inner.names = w.names
             inner.run(f)
             depth[0] -= 1
@@ -133,7 +134,8 @@ def _walk(f: BinaryIO, size: int, persistent_load: Any) -> dict[str, GlobalRef]:
     end = f.tell()
     try:
         f.seek(0)
-        return walk(f, base_allowed(), persistent_load, after_build).names.globals
+        return walk(f, base_allowed(), persistent_load, after_build,
+                    examine_nested).names.globals
     except (OSError, MemoryError, RecursionError):
         return {}
     finally:

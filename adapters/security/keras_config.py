@@ -164,7 +164,7 @@ def _vocabulary_file(owner: str, path: str) -> tuple[str, str]:
     """A lookup layer's ``vocabulary`` given as a path: Keras reads that file when it builds
     the layer (``IndexLookup.set_vocabulary`` through ``tf.io.gfile``; Keras 3.12+ only
     outside safe mode): dangerous when absolute or climbing out, as HDF5 external data."""
-    from .hdf5 import target_level
+    from .file_reference import target_level
 
     level = target_level(path) or FOREIGN
     return level, f"{owner} (vocabulary) reads the file {path!r} when Keras builds the layer"

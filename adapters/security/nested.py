@@ -13,18 +13,22 @@ from __future__ import annotations
 import io
 import threading
 import zipfile
+from collections.abc import Callable
 from typing import Any
+
+from . import verdicts
+from .placeholders import GlobalRef, PickleError
 
 MAX_DEPTH = 4
 # Per thread: fleets (show, scan --jobs) examine several files at once.
 _local = threading.local()
 
 
-def examine(blob: Any) -> tuple[str, str]:
+def examine(blob: Any, load: Callable[[bytes], dict[str, GlobalRef]]) -> tuple[str, str]:
     """(level, summary) of the torch.save bytes a nested loader would load: ``dangerous`` when
-    they cannot be examined or name a dangerous global, else the worst of their globals."""
-    from . import verdicts
-    from .restricted_pickle import PickleError, base_allowed, unpickle
+    they cannot be examined or name a dangerous global, else the worst of their globals.
+    ``load(pickle_bytes)``: the globals of one pickle, read by the restricted unpickler
+    (:func:`.restricted_pickle.examine_nested` gives it), or a :class:`PickleError`."""
 
     if not isinstance(blob, (bytes, bytearray)):
         return verdicts.DANGEROUS, "its argument is not bytes in the file"
@@ -39,7 +43,7 @@ def examine(blob: Any) -> tuple[str, str]:
         names: dict[str, str] = {}
         for data in pickles:
             try:
-                _, globals_ = unpickle(data, base_allowed(), _persistent)
+                globals_ = load(data)
             except PickleError as e:
                 return verdicts.DANGEROUS, f"its bytes hold a broken pickle ({e})"
             for g in globals_.values():
@@ -50,10 +54,6 @@ def examine(blob: Any) -> tuple[str, str]:
         return level, ", ".join(bad) if bad else "no dangerous global"
     finally:
         _local.depth = depth
-
-
-def _persistent(pid: Any) -> Any:
-    return None
 
 
 def _pickles(blob: bytes) -> list[bytes]:

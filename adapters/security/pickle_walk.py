@@ -20,18 +20,19 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import verdicts
-from .restricted_pickle import (
+from .placeholders import (
+    NestedExaminer,
     Placeholder,
-    _instance_of,
-    _Restricted,
     check_state,
     construct_as_class,
+    instance_of,
     is_placeholder_type,
     mark_called,
     note,
     record,
     result_type,
 )
+from .restricted_names import RestrictedNames
 
 MAX_OPCODES = 5_000_000
 UNRESOLVED = "<unresolved>.global"  # a global whose name the walk could not know
@@ -49,11 +50,12 @@ class Unknown:
             else None
 
 
-class _Names(_Restricted):
+class _Names(RestrictedNames):
     """find_class and the per-load records, without an unpickler."""
 
-    def __init__(self, allowed: Mapping[str, Any]) -> None:
-        self._setup(allowed)
+    def __init__(self, allowed: Mapping[str, Any],
+                 examine_nested: NestedExaminer | None = None) -> None:
+        self._setup(allowed, examine_nested)
 
 
 class StopWalk(Exception):
@@ -66,8 +68,9 @@ class Walk:
         allowed: Mapping[str, Any],
         persistent_load: Callable[[Any], Any] | None,
         after_build: Callable[[Walk, Any], None] | None = None,
+        examine_nested: NestedExaminer | None = None,
     ) -> None:
-        self.names = _Names(allowed)
+        self.names = _Names(allowed, examine_nested)
         self.after_build = after_build
         self.persistent_load = persistent_load
         self.stack: list[Any] = []
@@ -128,13 +131,13 @@ class Walk:
         if isinstance(cls, Unknown):
             if cls.origin is not None:
                 construct_as_class(cls.origin if isinstance(cls.origin, Placeholder)
-                                   else _instance_of(result_type(cls.origin)), "NEWOBJ")
+                                   else instance_of(result_type(cls.origin)), "NEWOBJ")
             else:
                 self.unresolved("a value the reader could not follow is used as a class")
             return Unknown(cls.origin)
         if isinstance(cls, Placeholder):
             construct_as_class(cls, "NEWOBJ")
-            return _instance_of(result_type(type(cls)))
+            return instance_of(result_type(type(cls)))
         if is_placeholder_type(cls):
             try:
                 return cls.__new__(cls, *args, **(kwargs if isinstance(kwargs, dict) else {}))
@@ -339,12 +342,14 @@ def walk(
     allowed: Mapping[str, Any],
     persistent_load: Callable[[Any], Any] | None = None,
     after_build: Callable[[Walk, Any], None] | None = None,
+    examine_nested: NestedExaminer | None = None,
 ) -> Walk:
     """Walk one pickle (bytes, or a file positioned at it) to its STOP; the result's
     ``names.globals`` holds every global with its verdict, ``positions`` where each was named.
     ``after_build(walk, obj)`` runs after each BUILD (a stream that writes raw data there, as
-    joblib does, moves the file past it)."""
-    w = Walk(allowed, persistent_load, after_build)
+    joblib does, moves the file past it). ``examine_nested``: what a nested loader's bytes hold
+    (:func:`.restricted_pickle.examine_nested`; without it they count as dangerous)."""
+    w = Walk(allowed, persistent_load, after_build, examine_nested)
     w.run(source)
     w.names.check_handed_out()
     return w

@@ -17,8 +17,6 @@ from inspector.adapters.errors import UnsafeContentError
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from inspector.adapters.model import Checkpoint
 
 
@@ -49,10 +47,3 @@ def refuse_if_unsafe(ckpt: Checkpoint, allow_unsafe: bool) -> None:
             ckpt.path,
         )
 
-
-def load_checked(path: str | Path, fmt: str | None, allow_unsafe: bool) -> Checkpoint:
-    """:func:`inspector.adapters.registry.load` (which applies the policy) with the verb's
-    ``--allow-unsafe``."""
-    from inspector.adapters.registry import load
-
-    return load(path, fmt, allow_unsafe=allow_unsafe)

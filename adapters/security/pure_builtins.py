@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .restricted_pickle import PickleError, Placeholder, _make_type, is_placeholder_type, note
+from .placeholders import PickleError, Placeholder, is_placeholder_type, make_type, note
 
 # builtin -> the special method it calls on an object it is given
 SPECIAL = {
@@ -80,7 +80,7 @@ class PureBuiltin:
         self.global_name = f"builtins.{name}"
         self.fn = fn
         self.method = SPECIAL.get(name, "__call__")
-        self.result = _make_type(f"builtins.{name}()")
+        self.result = make_type(f"builtins.{name}()")
 
     def __call__(self, *args: Any) -> Any:
         found = _objects_of_file(args)

@@ -173,7 +173,7 @@ def _examine(source: Source, res: FileResult) -> None:
             adapter.examine(source, variant, res)
         finally:
             if res.kind not in ZIP_KINDS:
-                _zip_at_the_end(source, res)  # a zip appended to a pickle (or anything)
+                zip_at_the_end(source, res)  # a zip appended to a pickle (or anything)
         return
     generic(source, res)
 
@@ -183,7 +183,7 @@ ZIP_KINDS = ("torch-zip", "torchscript", "npz", "zip", "keras", "dcp-shard", "de
              "nemo")  # nemo: its weights member's zip walked; any other zip at the end too
 
 
-def _zip_at_the_end(source: Source, res: FileResult) -> None:
+def zip_at_the_end(source: Source, res: FileResult) -> None:
     """A file claimed as something else that also ends like a zip (readers that look for the
     end record from the end, as Python's zipfile does, read it as one): its members too."""
     from inspector.adapters.zip_container import ends_like_zip

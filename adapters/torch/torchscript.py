@@ -30,7 +30,7 @@ from ..security.restricted_pickle import Placeholder, gc_paused
 from ..source import Source
 from .constants import MAX_DEPTH, ZIP_LOCAL_MAGIC
 from .rebuild import StorageRef, TensorRecord
-from .walk import _entry, _key, _Walk
+from .walk import ObjectWalk, key_text, tensor_entry
 from .zip_archive import central_directory, find_data_pkl, read_zip
 
 NAME = "torchscript"
@@ -88,7 +88,7 @@ class _ScriptWalk:
         self.decls = decls
         self.rows: list[tuple[str, Any, Role]] = []
         self.undeclared: set[str] = set()
-        self.generic = _Walk(budget, where)
+        self.generic = ObjectWalk(budget, where)
         self.where = where
 
     def module(self, obj: Placeholder, prefix: str, depth: int) -> None:
@@ -103,7 +103,7 @@ class _ScriptWalk:
         state = obj.state if isinstance(obj.state, dict) else {}
         dot = prefix + "." if prefix else ""
         for k, v in state.items():
-            name = dot + _key(k)
+            name = dot + key_text(k)
             if type(v) is TensorRecord or type(v) is StorageRef:
                 role = (Role.PARAMETER if k in params else Role.BUFFER if k in buffers
                         else Role.OTHER)
@@ -128,7 +128,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     else:
         raise FormatError("data.pkl of the TorchScript archive does not hold a scripted module",
                           where, z.pkl_name)
-    tensors: list[TensorEntry] = [_entry(n, n, rec, role, where) for n, rec, role in w.rows]
+    tensors: list[TensorEntry] = [tensor_entry(n, n, rec, role, where) for n, rec, role in w.rows]
     findings = [
         Finding(g.severity or "warning",
                 f"pickle global {g.name} is not on the allowlist; read as an inert placeholder",

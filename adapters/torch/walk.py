@@ -33,7 +33,7 @@ from .rebuild import ITEMSIZE, VALUE_BITS, StorageRef, TensorRecord
 # turning the unpickled object into entries
 
 
-class _Walk:
+class ObjectWalk:
     """Depth-first collection of (stored name, record, exact role or None) from the object."""
 
     def __init__(self, budget: int, where: str) -> None:
@@ -79,7 +79,7 @@ class _Walk:
                 self.budget -= 1
                 found.append(
                     (
-                        dot + (k if type(k) is str else _key(k)),
+                        dot + (k if type(k) is str else key_text(k)),
                         v,
                         Role.PARAMETER if v.parameter else None,
                     )
@@ -87,7 +87,7 @@ class _Walk:
             elif tv in _LEAVES:
                 continue
             else:
-                self.walk(v, dot + (k if type(k) is str else _key(k)), depth + 1)
+                self.walk(v, dot + (k if type(k) is str else key_text(k)), depth + 1)
         self.active.discard(oid)
 
     def _placeholder(self, obj: Placeholder, prefix: str, depth: int) -> None:
@@ -105,15 +105,15 @@ class _Walk:
         else:
             if isinstance(state, dict):
                 for k, v in state.items():
-                    self.walk(v, dot + _key(k), depth + 1)
+                    self.walk(v, dot + key_text(k), depth + 1)
             elif state is not None:
                 self.walk(state, dot + "__state__", depth + 1)
             for i, a in enumerate(obj.args):
                 self.walk(a, dot + str(i), depth + 1)
             for k, v in obj.kwargs.items():
-                self.walk(v, dot + _key(k), depth + 1)
+                self.walk(v, dot + key_text(k), depth + 1)
             for k, v in obj.items or ():
-                self.walk(v, dot + _key(k), depth + 1)
+                self.walk(v, dot + key_text(k), depth + 1)
             for i, v in enumerate(obj.listitems or ()):
                 self.walk(v, dot + str(i), depth + 1)
         self.active.discard(oid)
@@ -124,17 +124,17 @@ class _Walk:
         non_persistent = non_persistent if isinstance(non_persistent, (set, frozenset)) else set()
         for name, v in state["_parameters"].items():
             if type(v) is TensorRecord:
-                self.found.append((dot + _key(name), v, Role.PARAMETER))
+                self.found.append((dot + key_text(name), v, Role.PARAMETER))
         buffers = state.get("_buffers")
         for name, v in buffers.items() if isinstance(buffers, dict) else ():
             if type(v) is TensorRecord:
                 if name in non_persistent:
                     v = v.copy()
                     v.add_extra(persistent=False)
-                self.found.append((dot + _key(name), v, Role.BUFFER))
+                self.found.append((dot + key_text(name), v, Role.BUFFER))
         modules = state.get("_modules")
         for name, m in modules.items() if isinstance(modules, dict) else ():
-            self.walk(m, dot + _key(name), depth + 1)
+            self.walk(m, dot + key_text(name), depth + 1)
         for k, v in state.items():
             if (
                 isinstance(k, str)
@@ -152,7 +152,7 @@ _LEAVES = frozenset({str, int, float, bool, type(None), bytes, complex})
 _RECORD_TYPES = frozenset({TensorRecord, StorageRef})
 
 
-def _key(k: Any) -> str:
+def key_text(k: Any) -> str:
     if type(k) is str:
         return k
     if is_placeholder_type(k):  # a class used as a key (older Lightning's callbacks)
@@ -191,6 +191,10 @@ def build_checkpoint(
     )
 
 
+# (stored, model name or None when not part of the model, record, role or None for auto)
+Row = tuple[str, "str | None", Any, "Role | None"]
+
+
 def _classify(obj: Any, budget: int, where: str) -> tuple[list[TensorEntry], dict[str, Any], str]:
     """Entries with canonical names and roles, the hyperparameters, and the container kind.
 
@@ -211,15 +215,14 @@ def _classify(obj: Any, budget: int, where: str) -> tuple[list[TensorEntry], dic
         # not a tensor record, e.g. a placeholder for an unknown rebuild global, takes the walk.)
         stored_names = list(obj)
         entries = [
-            _entry(stored, name, rec, _model_role(name, rec), where)
+            tensor_entry(stored, name, rec, _model_role(name, rec), where)
             for stored, name, rec in zip(
                 stored_names, _strip_wrappers(stored_names), obj.values(), strict=True
             )
         ]
         return entries, hyper, "state_dict"
-    # (stored, model name or None when not part of the model, record, role or None for auto)
-    rows: list[tuple[str, str | None, Any, Role | None]] = []
-    w = _Walk(budget, where)
+    rows: list[Row] = []
+    w = ObjectWalk(budget, where)
     if type(obj) is TensorRecord or type(obj) is StorageRef:
         w.walk(obj, "tensor")
         container = "tensor"
@@ -229,30 +232,7 @@ def _classify(obj: Any, budget: int, where: str) -> tuple[list[TensorEntry], dic
         w.found.clear()
         container = "optimizer"
     elif isinstance(obj, dict) and not _is_state_dict(obj):
-        model_key = next((k for k in MODEL_KEYS if k in obj and _is_container(obj[k])), None)
-        training = model_key is not None or any(k in obj for k in OPTIMIZER_KEYS)
-        container = "training" if training else "dict"
-        for k, v in obj.items():
-            start = len(w.found)
-            w.walk(v, _key(k))
-            got = w.found[start:]
-            del w.found[start:]
-            if not got:
-                if isinstance(k, str):
-                    hyper[k] = render(v)
-            elif k == model_key:
-                cut = len(_key(k)) + 1
-                rows.extend((s, s[cut:], r, role) for s, r, role in got)
-            elif model_key is not None and k in MODEL_PART_KEYS and _is_container(v):
-                rows.extend((s, s, r, role) for s, r, role in got)
-            elif k in OPTIMIZER_KEYS:
-                rows.extend((s, None, r, Role.OPTIMIZER) for s, r, _ in got)
-            elif not training and (_is_state_dict(v) or isinstance(v, Placeholder)):
-                # e.g. {"generator": state dict, "discriminator": state dict}: model-like parts
-                rows.extend((s, s, r, role) for s, r, role in got)
-            else:
-                # loose tensors and mixed containers beside (or without) a model: not the model
-                rows.extend((s, None, r, Role.OTHER) for s, r, _ in got)
+        container = _dict_rows(obj, w, rows, hyper)
     else:
         w.walk(obj, "")
         container = (
@@ -263,16 +243,66 @@ def _classify(obj: Any, budget: int, where: str) -> tuple[list[TensorEntry], dic
             else type(obj).__name__
         )
     rows.extend((s, s, r, role) for s, r, role in w.found)
+    return _named_entries(rows, where), hyper, container
+
+
+def _dict_rows(obj: dict, w: ObjectWalk, rows: list[Row], hyper: dict[str, Any]) -> str:
+    """The rows of a dict's values, each value walked on its own and placed by its key (see
+    :func:`_classify`); tensor-free values go to ``hyper``. Its container kind."""
+    model_key = next((k for k in MODEL_KEYS if k in obj and _is_container(obj[k])), None)
+    training = model_key is not None or any(k in obj for k in OPTIMIZER_KEYS)
+    for k, v in obj.items():
+        start = len(w.found)
+        w.walk(v, key_text(k))
+        got = w.found[start:]
+        del w.found[start:]
+        if not got:
+            if isinstance(k, str):
+                hyper[k] = render(v)
+            continue
+        place = _placement(k, v, model_key, training)
+        if place == "model":
+            cut = len(key_text(k)) + 1
+            rows.extend((s, s[cut:], r, role) for s, r, role in got)
+        elif place == "part":
+            rows.extend((s, s, r, role) for s, r, role in got)
+        elif place == "optimizer":
+            rows.extend((s, None, r, Role.OPTIMIZER) for s, r, _ in got)
+        else:
+            rows.extend((s, None, r, Role.OTHER) for s, r, _ in got)
+    return "training" if training else "dict"
+
+
+def _placement(k: Any, v: Any, model_key: Any, training: bool) -> str:
+    """Where the tensors under the top-level key ``k`` go: ``model`` (the model container:
+    named inside it), ``part`` (a model part beside it, or a model-like part of a dict without
+    one, e.g. {"generator": state dict, "discriminator": state dict}: named as stored),
+    ``optimizer``, else ``other`` (loose tensors and mixed containers beside or without a
+    model: not the model)."""
+    if k == model_key:
+        return "model"
+    if model_key is not None and k in MODEL_PART_KEYS and _is_container(v):
+        return "part"
+    if k in OPTIMIZER_KEYS:
+        return "optimizer"
+    if not training and (_is_state_dict(v) or isinstance(v, Placeholder)):
+        return "part"
+    return "other"
+
+
+def _named_entries(rows: list[Row], where: str) -> list[TensorEntry]:
+    """The rows as entries: model tensors under their canonical names (wrapper prefixes
+    stripped across the model) with their roles, the others as stored."""
     names = iter(_strip_wrappers([n for _, n, _, _ in rows if n is not None]))
     entries = []
     add = entries.append
     for stored, model_name, rec, role in rows:
         if model_name is None:
-            add(_entry(stored, stored, rec, role or Role.OTHER, where))
+            add(tensor_entry(stored, stored, rec, role or Role.OTHER, where))
         else:
             name = next(names)
-            add(_entry(stored, name, rec, _model_role(name, rec, role), where))
-    return entries, hyper, container
+            add(tensor_entry(stored, name, rec, _model_role(name, rec, role), where))
+    return entries
 
 
 def _is_state_dict(d: Any) -> bool:
@@ -310,7 +340,7 @@ def _model_role(name: str, rec: Any, exact: Role | None = None) -> Role:
     return stored_role(name, len(rec.shape), rec.dtype)
 
 
-def _entry(stored: str, name: str, rec: Any, role: Role, where: str) -> TensorEntry:
+def tensor_entry(stored: str, name: str, rec: Any, role: Role, where: str) -> TensorEntry:
     st = rec.storage if type(rec) is TensorRecord else None
     if st is not None and rec.extra is None and st.base is None and rec.layout == "strided":
         # The common case, inlined: a dense view of a whole storage record.
@@ -366,7 +396,7 @@ def _entry(stored: str, name: str, rec: Any, role: Role, where: str) -> TensorEn
         extra["stride"] = rec.stride
         extra["storage_offset"] = rec.storage_offset
         extra["storage_numel"] = st.numel
-        offset = _byte_offset(rec)
+        offset = byte_offset(rec)
     extra["requires_grad"] = rec.requires_grad
     if rec.extra:
         for k, v in rec.extra.items():
@@ -390,7 +420,7 @@ def _view_nbytes(rec: TensorRecord) -> int | None:
     return None if bits is None else (math.prod(rec.shape) * bits + 7) // 8
 
 
-def _byte_offset(rec: TensorRecord) -> int | None:
+def byte_offset(rec: TensorRecord) -> int | None:
     """Absolute file offset of the first element, None if unknown or not on a byte boundary."""
     st = rec.storage
     bits = VALUE_BITS.get(rec.dtype)
@@ -433,7 +463,7 @@ def _summary(rec: TensorRecord) -> dict[str, Any]:
         "storage": None if rec.storage is None else rec.storage.key,
         "storage_offset": rec.storage_offset,
     }
-    offset = _byte_offset(rec)
+    offset = byte_offset(rec)
     if offset is not None:
         out["offset"] = offset
     return out

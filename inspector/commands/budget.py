@@ -26,6 +26,8 @@ import argparse
 import re
 import sys
 
+from inspector.commands.options import add_set_argument, parse_sets
+
 NAME = "budget"
 HELP = "hyperparameters whose predicted parameter count hits a target (inverse of predict)"
 FORMATS = ("table", "markdown", "json", "csv")
@@ -33,8 +35,6 @@ _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from inspector.commands.check import add_set_argument
-
     p.add_argument("--arch", required=True, action="append",
                    help="architecture; with --compare several (repeat or comma-separate)")
     add_set_argument(p)
@@ -69,7 +69,6 @@ def parse_target(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from inspector import budget
     from inspector.adapters.errors import UsageError
-    from inspector.commands.check import parse_sets
     from inspector.reports.budget import build, render
 
     archs = [a.strip() for item in args.arch for a in item.split(",") if a.strip()]

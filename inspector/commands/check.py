@@ -17,19 +17,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.adapters.security.policy import dangerous, load_checked
-from inspector.commands.options import add_allow_unsafe
-
-TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
-if TYPE_CHECKING:
-    pass
+from inspector.adapters.security.policy import dangerous
+from inspector.commands.options import (
+    add_allow_unsafe,
+    add_input_format,
+    add_set_argument,
+    parse_sets,
+)
 
 NAME = "check"
 HELP = "compare a checkpoint's tensors and group counts with the formula prediction"
 FORMATS = ("table", "markdown", "json", "csv")
 EXITS = ("0 verified, 1 mismatch (or an unsafe pickle read with --allow-unsafe), "
          "3 incomplete (--strict: 1), 2 error (or an unsafe pickle refused)")
-EXIT = {"verified": 0, "mismatch": 1, "incomplete": 3}
+EXIT = {"verified": 0, "mismatch": 1, "incomplete": 3, "unsafe": 1}
 EPILOG = """verdicts and exit codes:
   verified    0  every stored tensor was predicted with its exact shape, every predicted
                  tensor was found
@@ -45,30 +46,13 @@ EPILOG = """verdicts and exit codes:
   error       2  unreadable file, bad arguments"""
 
 
-def add_set_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--set", metavar="K=V", action="append", default=[], dest="set",
-                   help="set a hyperparameter (repeatable), e.g. --set rnn_num_hidden=512")
-
-
-def parse_sets(items: list[str]) -> dict[str, str]:
-    from inspector.adapters.errors import UsageError
-
-    out = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise UsageError(f"--set {item!r}: expected KEY=VALUE")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", help="checkpoint file, shard index or model directory")
     p.add_argument("--arch", help="architecture (default: recognised from the checkpoint)")
     add_set_argument(p)
     p.add_argument("--scheme", help="grouping scheme name or YAML file (default: the arch's)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
-    p.add_argument("--input-format", metavar="NAME", help="skip detection and read as this format")
+    add_input_format(p)
     add_allow_unsafe(p)
     p.add_argument("--strict", action="store_true",
                    help="an incomplete check fails too (exit 1 instead of 3)")
@@ -76,20 +60,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from inspector.adapters.registry import load
     from inspector.formulas import get
     from inspector.formulas.check import check
+    from inspector.formulas.check_result import report_of
     from inspector.reports.check import render
 
-    ckpt = load_checked(args.path, args.input_format, args.allow_unsafe)
+    ckpt = load(args.path, args.input_format, allow_unsafe=args.allow_unsafe)
     arch = get(args.arch) if args.arch else None
     result = check(ckpt, arch, parse_sets(args.set), args.scheme)
-    report = result.to_dict()
-    unsafe = dangerous(ckpt)
-    if unsafe:  # listed under --allow-unsafe: never verified
-        report["status"] = report["verdict"] = "unsafe"
-        report["notes"].append("not verified: the pickle references " + "; ".join(unsafe))
+    report = report_of(result, dangerous(ckpt))
     sys.stdout.write(render(report, args.format, args.style))
-    if unsafe:
-        return 1
-    code = EXIT[result.verdict]
+    code = EXIT[report["verdict"]]
     return 1 if code == 3 and args.strict else code

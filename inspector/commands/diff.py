@@ -27,8 +27,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.adapters.security.policy import load_checked
-from inspector.commands.options import add_allow_unsafe
+from inspector.commands.options import (
+    add_allow_unsafe,
+    add_dask,
+    add_input_format,
+    dask_cluster,
+)
 
 NAME = "diff"
 HELP = "compare two checkpoints: added, removed, reshaped, retyped and (--values) changed tensors"
@@ -74,20 +78,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default): a built-in map when A and B are two layouts it knows; none")
     p.add_argument("--scheme", metavar="NAME|FILE", default=None,
                    help="grouping scheme for the per-group deltas (default: auto)")
-    p.add_argument("--input-format", metavar="NAME", help="read both files as this format")
-    from inspector.commands.stats import add_dask
-
+    add_input_format(p, "read both files as this format")
     add_dask(p)
     add_allow_unsafe(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    from inspector.adapters.registry import load
     from inspector.diff import diff, report
     from inspector.reports.render_diff import render
 
     ckpts = []
     for path in (args.a, args.b):
-        ckpts.append(load_checked(path, args.input_format, args.allow_unsafe))
+        ckpts.append(load(path, args.input_format, allow_unsafe=args.allow_unsafe))
     from inspector.progress import progress
 
     total = sum(t.nbytes or 0 for c in ckpts for t in c.unique()) if args.values else 0
@@ -95,8 +98,6 @@ def run(args: argparse.Namespace) -> int:
         from inspector.adapters.errors import UsageError
 
         raise UsageError("--dask reads values: use it with --values")
-    from inspector.commands.stats import dask_cluster
-
     with progress(total, "diff --values") as bar, dask_cluster(args) as cluster:
         result = diff(
             ckpts[0],

@@ -19,14 +19,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from inspector.commands.options import add_set_argument, parse_sets
+
 NAME = "predict"
 HELP = "expected tensors, group counts and total from hyperparameters alone (no file)"
 FORMATS = ("table", "markdown", "json", "csv")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from inspector.commands.check import add_set_argument
-
     p.add_argument("--arch", required=True, help="architecture (inspector archs lists them)")
     add_set_argument(p)
     p.add_argument("--formula", action="store_true",
@@ -39,7 +39,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.commands.check import parse_sets
     from inspector.reports.predict import build, render
 
     rep = build(args.arch, parse_sets(args.set), args.scheme, args.formula, args.symbol)

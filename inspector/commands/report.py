@@ -21,8 +21,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.adapters.security.policy import load_checked
-from inspector.commands.options import add_allow_unsafe
+from inspector.commands.options import (
+    add_allow_unsafe,
+    add_input_format,
+    add_set_argument,
+    parse_sets,
+)
 
 NAME = "report"
 HELP = "write the audit (listing, charts, check, diff, value stats) as one self-contained HTML"
@@ -30,8 +34,6 @@ EXITS = "0 written, 2 error (or an unsafe pickle refused)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from inspector.commands.check import add_set_argument
-
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="a checkpoint, or two to diff (file, shard index or model directory)")
     p.add_argument("-o", "--output", required=True, metavar="FILE",
@@ -42,13 +44,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--values", action="store_true",
                    help="read the values (streamed): statistics per tensor and group with "
                         "findings (NaN/Inf, zeros), and with two paths the diff of contents")
-    p.add_argument("--input-format", metavar="NAME", help="skip detection and read as this format")
+    add_input_format(p)
     add_allow_unsafe(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from inspector.adapters.errors import UsageError
-    from inspector.commands.check import parse_sets
+    from inspector.adapters.registry import load
     from inspector.reports.audit import build
     from inspector.reports.html import to_html
 
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output != "-":
         _check_output(args.output)
-    ckpts = [load_checked(p, args.input_format, args.allow_unsafe) for p in args.paths]
+    ckpts = [load(p, args.input_format, allow_unsafe=args.allow_unsafe) for p in args.paths]
     per_pass = sum(t.nbytes or 0 for c in ckpts for t in c.unique())
     total = per_pass * (2 if len(ckpts) == 2 else 1) if args.values else 0  # stats, then diff
     with progress(total, "report --values") as bar:

@@ -14,12 +14,11 @@ import gc
 import sys
 
 from inspector.adapters.security.policy import refuse_if_unsafe
-from inspector.commands.options import add_allow_unsafe
+from inspector.commands.options import add_allow_unsafe, add_input_format
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import Any
 
 __all__ = ["refuse_if_unsafe"]  # kept importable from here
 
@@ -51,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--match", metavar="REGEX", help="only tensors whose name matches")
     p.add_argument("--sort", choices=SORTS, default="stored", help="row order")
-    p.add_argument("--input-format", metavar="NAME", help="skip detection and read as this format")
+    add_input_format(p)
     p.add_argument(
         "--scheme",
         metavar="NAME|FILE",
@@ -145,6 +144,7 @@ def _fleet(args: argparse.Namespace) -> int:
     progress bar (checkpoints done of the total) on a terminal."""
     from inspector.fleet import expand, run_ordered
     from inspector.progress import progress
+    from inspector.reports.fleet import write_fleet
 
     def one(target):  # type: ignore[no-untyped-def]
         if target.error is not None:
@@ -153,54 +153,4 @@ def _fleet(args: argparse.Namespace) -> int:
 
     targets = list(expand(args.paths))
     with progress(len(targets), "show", unit="checkpoint") as bar:
-        return _fleet_output(args, run_ordered(targets, one, args.jobs), bar)
-
-
-def _fleet_output(args: argparse.Namespace, results: Any, bar: Any) -> int:
-    """Write each checkpoint's report (or error) in order, above the progress bar; the worst
-    exit code."""
-    worst = 0
-    first = True
-    for target, got in results:
-        with bar.paused():
-            code = _fleet_item(args, target, got, first)
-        worst = max(worst, code)
-        # an error line on stderr leaves stdout's first report still to come
-        first = first and isinstance(got, Exception) and args.format not in ("json", "jsonl")
-        bar.advance(1)
-    if args.format == "json":
-        sys.stdout.write("[]\n" if first else "\n]\n")
-    return worst
-
-
-def _fleet_item(args: argparse.Namespace, target: Any, got: Any, first: bool) -> int:
-    """One checkpoint's report or error line; its exit code."""
-    import json
-
-    from inspector.adapters.errors import InspectorError
-    from inspector.adapters.redaction import redact, redact_text
-    from inspector.reports.render import sanitize
-
-    label = redact(target.label)  # an argument as given: a URL with its credentials
-    if isinstance(got, Exception):
-        message = redact_text(str(got) if isinstance(got, InspectorError) else (
-            f"{label}: {type(got).__name__}: {got}"
-        ))
-        if args.format in ("jsonl", "json"):
-            line = json.dumps({"path": label, "error": message}, ensure_ascii=False)
-            sys.stdout.write(("[\n" if first else ",\n") if args.format == "json" else "")
-            sys.stdout.write(line + ("\n" if args.format == "jsonl" else ""))
-            sys.stdout.flush()
-        else:
-            sys.stderr.write(f"inspector: {sanitize(message)}\n")
-        return 2
-    text, code = got
-    if args.format == "jsonl":
-        sys.stdout.write(json.dumps(json.loads(text), ensure_ascii=False) + "\n")
-    elif args.format == "json":  # one JSON array of the reports
-        sys.stdout.write(("[\n" if first else ",\n") + text.rstrip("\n"))
-    else:
-        head = f"## {label}" if args.format == "markdown" else f"==> {label} <=="
-        sys.stdout.write(("" if first else "\n") + sanitize(head) + "\n" + text)
-    sys.stdout.flush()
-    return code
+        return write_fleet(run_ordered(targets, one, args.jobs), args.format, bar)

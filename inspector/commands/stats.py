@@ -24,14 +24,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import nullcontext
 
-from inspector.adapters.security.policy import load_checked
-from inspector.commands.options import add_allow_unsafe
+from inspector.commands.options import (
+    add_allow_unsafe,
+    add_dask,
+    add_input_format,
+    dask_cluster,
+)
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 NAME = "stats"
 EXITS = "0 no error finding, 1 an error finding (NaN or Inf), 2 error (or an unsafe pickle refused)"
@@ -50,29 +53,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="grouping scheme (default: detected from the names)")
     p.add_argument("--threads", type=int, metavar="N",
                    help="tensors read in parallel (default: by file size and cores)")
-    p.add_argument("--input-format", metavar="NAME", help="read every file as this format")
+    add_input_format(p, "read every file as this format")
     add_dask(p)
     add_allow_unsafe(p)
 
 
-DASK_HELP = (
-    "read the values on a Dask cluster: local (a LocalCluster, one worker process per core), "
-    "local:N, or a scheduler address tcp://host:8786; each shard (or tensor range) is a task "
-    "that reads its own bytes (pip install 'ckpt-inspector[dask]')"
-)
-
-
-def add_dask(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
-
-
 def run(args: argparse.Namespace) -> int:
     from inspector import stats
+    from inspector.adapters.registry import load
     from inspector.progress import progress
     from inspector.reports.render_stats import render
 
     paths = stats.expand(args.paths)
-    ckpts = [load_checked(p, args.input_format, args.allow_unsafe) for p in paths]
+    ckpts = [load(p, args.input_format, allow_unsafe=args.allow_unsafe) for p in paths]
     total = sum(t.nbytes or 0 for c in ckpts for t in stats.selected(c, args.match))
     with progress(total, "stats") as bar, dask_cluster(args) as cluster:
         tensor_pass = None if cluster is None else cluster.stats_pass(bar)
@@ -92,13 +85,3 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render(report, args.format, "groups" if args.groups else "tensors",
                             args.style))
     return 1 if failed else 0
-
-
-def dask_cluster(args: argparse.Namespace) -> Any:
-    """``--dask``: a connected :class:`inspector.cluster.Cluster` (else nothing)."""
-    if not getattr(args, "dask", None):
-        return nullcontext(None)
-    from inspector import cluster
-
-    return cluster.connect(args.dask, input_format=args.input_format,
-                           allow_unsafe=bool(getattr(args, "allow_unsafe", False)))

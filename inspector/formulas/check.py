@@ -27,195 +27,32 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role
+from inspector.formulas.check_result import (  # the records, importable from here
+    INCOMPLETE,
+    MISMATCH,
+    NOT_MODELLED,
+    SCHEMA,
+    STATUS,
+    UNRECOGNISED,
+    VERIFIED,
+    CheckResult,
+    Finding,
+    GroupResult,
+    PartResult,
+    TensorIssue,
+)
 from inspector.formulas.core import Arch, Part, Prediction, archs, counted, reading, tied_to
 
-SCHEMA = "inspector.check/1"
 COMPARED_ROLES = (Role.PARAMETER, Role.BUFFER)
 SOURCES = ("set", "checkpoint", "inferred", "default")
-
-
-VERIFIED, MISMATCH, INCOMPLETE = "verified", "mismatch", "incomplete"
-NOT_MODELLED = "not_modelled"
-# The JSON ``status`` of each verdict (``ok`` kept from before verdicts had names).
-STATUS = {VERIFIED: "ok", MISMATCH: "mismatch", INCOMPLETE: "incomplete"}
-UNRECOGNISED = "unrecognised tensors"
-
-
-@dataclass(frozen=True)
-class TensorIssue:
-    """One tensor that is not as predicted, or that the architecture does not model.
-
-    ``status`` is ``missing``, ``unexpected``, ``wrong_shape`` (mismatches) or ``not_modelled``
-    (``part`` names the part); ``op`` is the comparison engine's word
-    (:mod:`inspector.compare`: removed, added, reshaped)."""
-
-    name: str
-    status: str
-    group: str
-    expected: tuple[int, ...] | None
-    found: tuple[int, ...] | None
-    op: str = ""
-    part: str | None = None
-
-    @property
-    def mismatch(self) -> bool:
-        return self.status != NOT_MODELLED
-
-
-@dataclass(frozen=True)
-class PartResult:
-    """A part the architecture does not model, with the stored tensors it covers."""
-
-    name: str
-    reason: str
-    tensors: int
-    elements: int
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A structural inconsistency (see :mod:`inspector.formulas.structure`): always a
-    mismatch."""
-
-    kind: str  # "repeated_block" | "optimizer_state" | "tie" | "dtype"
-    name: str
-    message: str
-    expected: tuple[int, ...] | None = None
-    found: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class GroupResult:
-    """Found vs predicted elements of one group (tied tensors once)."""
-
-    name: str
-    found: int
-    predicted: int
-    issues: int  # tensors of this group that are missing, unexpected or of the wrong shape
-    not_modelled: int = 0  # tensors of this group that the architecture does not model
-
-    @property
-    def delta(self) -> int:
-        return self.found - self.predicted
-
-    @property
-    def status(self) -> str:
-        if self.issues:
-            return "mismatch"
-        if self.not_modelled:
-            return INCOMPLETE
-        return "ok" if self.delta == 0 else "mismatch"
-
-
-@dataclass
-class CheckResult:
-    """The whole audit of one checkpoint: against one architecture (``audit="formula"``) or,
-    when none applies, of its structure alone (``audit="structure"``, ``arch`` None)."""
-
-    arch: str | None
-    path: str
-    format: str
-    scheme: str
-    hparams: dict[str, Any]
-    provenance: dict[str, str]
-    groups: list[GroupResult]
-    issues: list[TensorIssue]
-    found_total: int
-    predicted_total: int
-    notes: list[str] = field(default_factory=list)
-    parts: list[PartResult] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    audit: str = "formula"
-    checked: dict[str, int] = field(default_factory=dict)  # structure: what was looked at
-    used: frozenset[str] | None = None  # hyperparameters the prediction read (None: unknown)
-    # with no configuration stored: the architecture's defaults the prediction read (guesses,
-    # not the model's values), so a disagreement with them is not a mismatch
-    assumed: tuple[str, ...] = ()
-
-    @property
-    def verdict(self) -> str:
-        """``mismatch`` when anything contradicts the prediction or the structure;
-        ``incomplete`` when parts were not modelled (or no architecture applied);
-        ``verified`` when every stored tensor was predicted with its shape and every predicted
-        tensor found."""
-        if self.findings:
-            return MISMATCH
-        if any(i.mismatch for i in self.issues) \
-                or any(g.status == "mismatch" for g in self.groups):
-            return INCOMPLETE if self.assumed else MISMATCH
-        if self.audit != "formula" or self.parts \
-                or any(not i.mismatch for i in self.issues):
-            return INCOMPLETE
-        if self.found_total == self.predicted_total:
-            return VERIFIED
-        return INCOMPLETE if self.assumed else MISMATCH
-
-    @property
-    def ok(self) -> bool:
-        """True only when verified."""
-        return self.verdict == VERIFIED
-
-    @property
-    def not_modelled_elements(self) -> int:
-        return sum(p.elements for p in self.parts)
-
-    def inferred(self) -> list[str]:
-        return [k for k, v in self.provenance.items() if v == "inferred"]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready report (schema ``inspector.check/1``)."""
-        verdict = self.verdict
-        return {
-            "schema": SCHEMA,
-            "arch": self.arch,
-            "path": self.path,
-            "format": self.format,
-            "scheme": self.scheme,
-            "status": STATUS[verdict],
-            "verdict": verdict,
-            "audit": self.audit,
-            "hyperparameters": {
-                k: {"value": v, "source": self.provenance.get(k, "default"),
-                    "used": None if self.used is None else k in self.used}
-                for k, v in self.hparams.items()
-            },
-            "inferred": self.inferred(),
-            "groups": [
-                {**asdict(g), "delta": g.delta, "status": g.status} for g in self.groups
-            ],
-            "tensors": [_issue(i) for i in self.issues],
-            "parts": [asdict(p) for p in self.parts],
-            "findings": [
-                {**asdict(f), "expected": _list(f.expected), "found": _list(f.found)}
-                for f in self.findings
-            ],
-            "checked": self.checked,
-            "totals": {
-                "found": self.found_total,
-                "predicted": self.predicted_total,
-                "delta": self.found_total - self.predicted_total,
-                "not_modelled": self.not_modelled_elements,
-            },
-            "assumed": list(self.assumed),
-            "notes": self.notes,
-        }
-
-
-def _issue(i: TensorIssue) -> dict[str, Any]:
-    out = {"name": i.name, "status": i.status, "group": i.group, "expected": _list(i.expected),
-           "found": _list(i.found), "op": i.op}
-    if i.part is not None:
-        out["part"] = i.part
-    return out
-
-
-def _list(shape: tuple[int, ...] | None) -> list[int] | None:
-    return None if shape is None else list(shape)
+__all__ = ["COMPARED_ROLES", "INCOMPLETE", "MISMATCH", "NOT_MODELLED", "SCHEMA", "SOURCES",
+           "STATUS", "UNRECOGNISED", "VERIFIED", "CheckResult", "Finding", "GroupResult",
+           "PartResult", "TensorIssue", "check", "compare", "detect_arch", "find_arch",
+           "resolve_hparams", "shard_part"]
 
 
 def find_arch(ckpt: Checkpoint) -> Arch | None:
@@ -304,16 +141,42 @@ def compare(pred: Prediction, ckpt: Checkpoint, scheme_name: str | None = None,
     (:mod:`inspector.compare`); group both the same way. Tensors a part covers (``parts``,
     ``pred.parts``, names outside ``modelled``) are ``not_modelled``, not mismatches."""
     from inspector import compare as engine
-    from inspector.grouping import group_counts
 
     parts = [*parts, *pred.parts]
-    names = [t.name for t in ckpt.tensors]
-    scheme = engine.choose_scheme(scheme_name, names, ckpt.format)
+    scheme = engine.choose_scheme(scheme_name, [t.name for t in ckpt.tensors], ckpt.format)
     stored = [t for t in ckpt.tensors if t.role in COMPARED_ROLES]
-    found = {t.name for t in stored}
     # One stored name of a tie group is enough: save_pretrained and safetensors' save_model
     # write a tied pair once.
     alias_of = {t.name: tied_to(t) for t in pred.tensors if tied_to(t)}
+    issues = _issues(pred, stored, scheme, alias_of, parts, modelled)
+    # A format without roles (safetensors) stores every tensor as a parameter: one the
+    # architecture predicts as a buffer (BART's final_logits_bias) is counted as a buffer.
+    buffers = {t.name for t in pred.tensors if t.role == "buffer"}
+    unique = [t for t in ckpt.unique(stored)
+              if t.role is Role.PARAMETER and t.name not in buffers]
+    return CheckResult(
+        arch=pred.arch,
+        path=ckpt.path,
+        format=ckpt.format,
+        scheme=scheme.name,
+        hparams=dict(pred.hparams),
+        provenance=dict(provenance or {}),
+        groups=_groups(pred, scheme, unique, {t.name for t in stored}, alias_of, issues),
+        issues=issues,
+        found_total=sum(t.numel for t in unique),
+        predicted_total=pred.total(),
+        notes=list(pred.notes),
+        parts=_part_results(parts, issues, stored, ckpt),
+    )
+
+
+def _issues(pred: Prediction, stored: Sequence[Any], scheme: Any, alias_of: Mapping[str, str],
+            parts: Sequence[Part], modelled: Sequence[str]) -> list[TensorIssue]:
+    """Every aligned difference as a :class:`TensorIssue`: a mismatch, or ``not_modelled``
+    when a part covers it; a predicted tensor tied to one that is stored is not missing."""
+    from inspector import compare as engine
+
+    found = {t.name for t in stored}
     ties: dict[str, set[str]] = {}
     for alias, target in alias_of.items():
         ties.setdefault(target, {target}).add(alias)
@@ -335,12 +198,15 @@ def compare(pred: Prediction, ckpt: Checkpoint, scheme_name: str | None = None,
         else:
             issues.append(TensorIssue(name, NOT_MODELLED, group, expected, got, op.op,
                                       part.name))
+    return issues
 
-    # A format without roles (safetensors) stores every tensor as a parameter: one the
-    # architecture predicts as a buffer (BART's final_logits_bias) is counted as a buffer.
-    buffers = {t.name for t in pred.tensors if t.role == "buffer"}
-    unique = [t for t in ckpt.unique(stored)
-              if t.role is Role.PARAMETER and t.name not in buffers]
+
+def _groups(pred: Prediction, scheme: Any, unique: Sequence[Any], found: set[str],
+            alias_of: Mapping[str, str], issues: Sequence[TensorIssue]) -> list[GroupResult]:
+    """Per group: the stored and predicted counts (ties once) and its issues; the prediction's
+    groups first, then the checkpoint's, then those only issues name."""
+    from inspector.grouping import group_counts
+
     # a stored alias whose target is absent counts where the target is predicted
     found_groups = group_counts(scheme, [
         (alias_of[t.name] if alias_of.get(t.name, t.name) not in found else t.name, t.numel)
@@ -351,23 +217,9 @@ def compare(pred: Prediction, ckpt: Checkpoint, scheme_name: str | None = None,
     not_modelled: Counter[str] = Counter(i.group for i in issues if not i.mismatch)
     group_names = list(pred_groups) + [g for g in found_groups if g not in pred_groups]
     group_names += [g for g in (*per_group, *not_modelled) if g not in group_names]
-    groups = [GroupResult(g, found_groups.get(g, 0), pred_groups.get(g, 0), per_group[g],
-                          not_modelled[g])
-              for g in dict.fromkeys(group_names)]
-    return CheckResult(
-        arch=pred.arch,
-        path=ckpt.path,
-        format=ckpt.format,
-        scheme=scheme.name,
-        hparams=dict(pred.hparams),
-        provenance=dict(provenance or {}),
-        groups=groups,
-        issues=issues,
-        found_total=sum(t.numel for t in unique),
-        predicted_total=pred.total(),
-        notes=list(pred.notes),
-        parts=_part_results(parts, issues, stored, ckpt),
-    )
+    return [GroupResult(g, found_groups.get(g, 0), pred_groups.get(g, 0), per_group[g],
+                        not_modelled[g])
+            for g in dict.fromkeys(group_names)]
 
 
 def _part_results(parts: Sequence[Part], issues: Sequence[TensorIssue],

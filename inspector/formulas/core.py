@@ -64,6 +64,13 @@ def revised(t: TensorEntry, *, name: str | None = None, role: str | None = None,
                     tied_to(t) if tie is None else tie)
 
 
+def side_config(ckpt: Checkpoint, key: str) -> dict[str, Any]:
+    """The side configuration ``key`` the adapters attached to ``ckpt`` (``hf_config``,
+    ``rau_kwargs``, ... :mod:`inspector.adapters.side_files`); ``{}`` when there is none."""
+    found = None if ckpt.side_configs is None else ckpt.side_configs.get(key)
+    return found if isinstance(found, dict) else {}
+
+
 def counted(tensors: Iterable[TensorEntry], role: str | None = "parameter") -> list[TensorEntry]:
     """The tensors of ``role`` (every role when None) that own their storage: the ones a
     parameter count adds up (a tied alias is counted once, through its owner)."""

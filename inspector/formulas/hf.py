@@ -17,36 +17,26 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from inspector.adapters.errors import FormatError, UsageError
-from inspector.adapters.hf_dir import read_config
+from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, TensorEntry
-from inspector.adapters.source import as_source
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, HParam, Prediction, Symbol, expected, register
+from inspector.formulas.core import (
+    Arch,
+    HParam,
+    Prediction,
+    Symbol,
+    expected,
+    register,
+)
+
+# FLAX_LAYOUTS stays importable from here
+from inspector.formulas.hf_layout import FLAX_LAYOUTS, hf_config  # noqa: F401
 from inspector.formulas.torch_nn import parameters
-
-CONFIG_NAME = "config.json"
-
-
-# Formats whose tensors follow Flax's layout, not PyTorch's, whatever config.json says.
-FLAX_LAYOUTS = ("flax-msgpack",)
 
 
 def sidecar_config(ckpt: Checkpoint) -> dict[str, Any]:
-    """The checkpoint's ``config.json``: what a Hugging Face directory read as its
-    hyperparameters, else the one beside a weights file; ``{}`` when there is none."""
-    if ckpt.metadata.get("config_file") == CONFIG_NAME:
-        return ckpt.hyperparameters.get("config") or {}
-    if ckpt.format in FLAX_LAYOUTS:  # a Flax model's config: its names (kernel, scale,
-        return {}  # embedding) and (in, out) kernels are not the PyTorch layout modelled here
-    src = ckpt.source if ckpt.source is not None else as_source(ckpt.path)
-    if src.is_dir():
-        return {}
-    try:
-        cfg = src.sibling(CONFIG_NAME)
-    except FormatError:
-        return {}
-    return read_config(cfg) if cfg.is_file() else {}
+    """The checkpoint's ``config.json`` (:func:`~inspector.formulas.hf_layout.hf_config`)."""
+    return hf_config(ckpt)
 
 
 def _from_config(arch_hparams: tuple[HParam, ...]):

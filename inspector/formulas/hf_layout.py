@@ -28,8 +28,18 @@ from typing import Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
+from inspector.adapters.side_files import HF_CONFIG
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, HParam, Prediction, expected, register, tied_to, total_of
+from inspector.formulas.core import (
+    Arch,
+    HParam,
+    Prediction,
+    expected,
+    register,
+    side_config,
+    tied_to,
+    total_of,
+)
 
 # --- expressions -------------------------------------------------------------------------------
 
@@ -381,10 +391,22 @@ def predict(family: Family, hp: Mapping[str, Any]) -> Prediction:
 # --- reading a checkpoint ----------------------------------------------------------------------
 
 
-def _config(ckpt: Checkpoint) -> dict[str, Any]:
-    from inspector.formulas.hf import sidecar_config
+# Formats whose tensors follow Flax's layout, not PyTorch's, whatever config.json says.
+FLAX_LAYOUTS = ("flax-msgpack",)
 
-    return sidecar_config(ckpt)
+
+def hf_config(ckpt: Checkpoint) -> dict[str, Any]:
+    """The checkpoint's ``config.json``, as the adapters attached it (``hf_config``: the one a
+    Hugging Face directory read, else the one beside a weights file); ``{}`` when there is none.
+    A Flax model's config beside it is not read: its names (kernel, scale, embedding) and
+    (in, out) kernels are not the PyTorch layout modelled here."""
+    if ckpt.format in FLAX_LAYOUTS and ckpt.metadata.get("config_file") != "config.json":
+        return {}
+    return side_config(ckpt, HF_CONFIG)
+
+
+def _config(ckpt: Checkpoint) -> dict[str, Any]:
+    return hf_config(ckpt)
 
 
 def model_type(ckpt: Checkpoint) -> str | None:

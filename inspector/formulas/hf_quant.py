@@ -25,7 +25,7 @@ from inspector.formulas.core import Part, Prediction, block_of, expected, tied_t
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from inspector.formulas.check import CheckResult
+    from inspector.formulas.check_result import CheckResult
 
 QUANTIZED_BLOCK = "quantized"
 
@@ -125,7 +125,7 @@ def plan(pred: Prediction, ckpt: Checkpoint) -> Plan | None:
 def review(result: CheckResult, ckpt: Checkpoint, p: Plan) -> None:
     """After the comparison: a JSON state tensor whose length lies in its range is as predicted;
     a quantized tensor of another dtype than the quantizer writes is a ``dtype`` finding."""
-    from inspector.formulas.check import Finding
+    from inspector.formulas.check_result import Finding
 
     stored = {t.name: t for t in ckpt.tensors}
     kept = []

@@ -8,137 +8,56 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import TensorEntry
 
 from . import blocks_keras as kb
-from .core import Part, revised
-
-Shape = tuple[int | None, ...]  # batch dimension first; None where unknown
-
-
-class _Cannot(Exception):
-    """This layer's variables or output shape cannot be predicted (the message says why)."""
-
-
-# --------------------------------------------------------------------------------------------
-# Walking a config
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Ctx:
-    keras3: bool
-    cell_scope: bool = True  # RNN weights under the cell's name (Keras >= 2.4, tf.keras 2)
-    tensors: list[TensorEntry] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    parts: list[Part] = field(default_factory=list)  # layers whose variables are not predicted
-    # shapes of the variables the checkpoint stores, by name: only read to continue after a
-    # layer whose output shape is unknown (see _borrow)
-    stored: Mapping[str, Sequence[int]] = field(default_factory=dict)
-
-
-@dataclass
-class _Call:
-    """One call of a layer: its config, where its variables live and what it receives."""
-
-    cls: str
-    cfg: dict[str, Any]
-    name: str
-    scope: str  # name scope the layer is built in: "" or "outer/" ...
-    args: list[Any]  # positional arguments, tensors replaced by their shapes
-    kwargs: dict[str, Any]
-    build: bool  # first call: the layer creates its variables
-    trainable: bool
-    module: str = ""  # Keras 3 configs: where the class lives (keras.src.ops.* are operations)
-
-    @property
-    def prefix(self) -> str:
-        return f"{self.scope}{self.name}/"
-
-    @property
-    def x(self) -> Any:
-        if not self.args:
-            raise _Cannot("it is called without an input")
-        return self.args[0]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        v = self.cfg.get(key, default)
-        return default if v is None else v
-
-
-def _emit(ctx: _Ctx, call: _Call, variables: list[TensorEntry]) -> None:
-    if not call.build:
-        return
-    for v in variables:
-        role = v.role if call.trainable else "buffer"
-        ctx.tensors.append(revised(v, name=call.prefix + v.name, role=str(role)))
-
-
-def _shape_str(s: Shape | None) -> str:
-    if s is None:
-        return "unknown"
-    return "(" + ", ".join("None" if d is None else "..." if d is Ellipsis else str(d)
-                           for d in s) + ")"
-
-
-def _ranked(x: Any, rank: int, what: str = "input") -> Shape:
-    """``x`` as a rank-``rank`` shape: a shape of unknown rank (``(..., 6)``, after a layer
-    whose output was taken from stored weights) gets None for its unknown axes."""
-    s = _tensor(x, what)
-    if s and s[0] is Ellipsis:
-        known = s[1:]
-        if len(known) > rank - 1:
-            raise _Cannot(f"its {what} {_shape_str(s)} has more axes than {rank}")
-        return (None,) * (rank - len(known)) + known
-    if len(s) != rank:
-        raise _Cannot(f"it needs a rank-{rank} {what}, got {_shape_str(s)}")
-    return s
-
-
-def _tensor(x: Any, what: str = "input") -> Shape:
-    if x is None:
-        raise _Cannot(f"its {what} shape is unknown")
-    if isinstance(x, list):
-        raise _Cannot(f"it expects one {what} tensor, got {len(x)}")
-    return x
-
-
-def _last(x: Any, what: str = "input") -> int:
-    s = _tensor(x, what)
-    if len(s) < 2 or s[-1] is None:
-        raise _Cannot(f"the last dimension of its {what} {_shape_str(s)} is unknown")
-    return s[-1]
-
+from .core import Part
+from .keras_calls import (
+    Call,
+    Cannot,
+    Ctx,
+    Shape,
+    emit,
+    global_pool,
+    last,
+    pool,
+    ranked,
+    shape_str,
+    tensor,
+    tuple_of,
+    window,
+)
+from .keras_layers import MORE_LAYERS
 
 # --------------------------------------------------------------------------------------------
 # Layers with variables
 # --------------------------------------------------------------------------------------------
 
 
-def _dense(ctx: _Ctx, c: _Call) -> list[Shape]:
+def _dense(ctx: Ctx, c: Call) -> list[Shape]:
     if c.get("lora_rank") or c.get("quantization_config"):
-        raise _Cannot("LoRA / quantized Dense layers are not supported")
-    n_in, units = _last(c.x), int(c.cfg["units"])
-    _emit(ctx, c, kb.dense(n_in, units, bool(c.get("use_bias", True))))
+        raise Cannot("LoRA / quantized Dense layers are not supported")
+    n_in, units = last(c.x), int(c.cfg["units"])
+    emit(ctx, c, kb.dense(n_in, units, bool(c.get("use_bias", True))))
     return [c.x[:-1] + (units,)]
 
 
-def _embedding(ctx: _Ctx, c: _Call) -> list[Shape]:
+def _embedding(ctx: Ctx, c: Call) -> list[Shape]:
     x = c.args[0] if c.args else None
     length = c.get("input_length")
     if x is None:
         x = (None, length)
     elif isinstance(length, int) and len(x) == 2 and x[1] is None:
         x = (x[0], length)  # Keras 2: input_length fixes the sequence length
-    _emit(ctx, c, kb.embedding(int(c.cfg["input_dim"]), int(c.cfg["output_dim"])))
+    emit(ctx, c, kb.embedding(int(c.cfg["input_dim"]), int(c.cfg["output_dim"])))
     return [tuple(x) + (int(c.cfg["output_dim"]),)]
 
 
-def _rnn_outputs(c: _Call, kind: str, units: int, x: Shape) -> list[Shape]:
+def _rnn_outputs(c: Call, kind: str, units: int, x: Shape) -> list[Shape]:
     seq = (x[0], x[1], units) if c.get("return_sequences", False) else (x[0], units)
     out = [seq]
     if c.get("return_state", False):
@@ -146,83 +65,83 @@ def _rnn_outputs(c: _Call, kind: str, units: int, x: Shape) -> list[Shape]:
     return out
 
 
-def _rnn(ctx: _Ctx, c: _Call) -> list[Shape]:
+def _rnn(ctx: Ctx, c: Call) -> list[Shape]:
     kind, cell_cfg, cell_name = c.cls, c.cfg, None
     if c.cls == "RNN":  # keras.layers.RNN(SomeCell(...))
         cell = c.cfg.get("cell") or {}
         if cell.get("class_name") not in kb.RNN_CELL_CLASSES:
-            raise _Cannot(f"RNN cell of class {cell.get('class_name')} is not supported")
+            raise Cannot(f"RNN cell of class {cell.get('class_name')} is not supported")
         kind, cell_cfg = kb.RNN_CELL_CLASSES[cell["class_name"]], cell.get("config", {})
         cell_name = cell_cfg.get("name")
     if not ctx.cell_scope:
         cell_name = ""  # Keras <= 2.3, tf.keras 1.x: lstm_1/kernel
     x = c.x[0] if isinstance(c.x, list) and c.x else c.x  # Keras 2: [x, *initial_state]
-    x = _ranked(x, 3)
+    x = ranked(x, 3)
     units = int(cell_cfg["units"])
-    _emit(ctx, c, kb.rnn_cell(kind, _last(x), units, bool(cell_cfg.get("use_bias", True)),
+    emit(ctx, c, kb.rnn_cell(kind, last(x), units, bool(cell_cfg.get("use_bias", True)),
                               # no key: Keras < 2.1.4 (one bias only) or a layers= spec
                               bool(cell_cfg.get("reset_after", ctx.cell_scope)), cell_name))
     return _rnn_outputs(c, kind, units, x)
 
 
-def _conv(rank: int) -> Callable[[_Ctx, _Call], list[Shape]]:
-    def conv(ctx: _Ctx, c: _Call) -> list[Shape]:
-        x = _ranked(c.x, rank + 2)
+def _conv(rank: int) -> Callable[[Ctx, Call], list[Shape]]:
+    def conv(ctx: Ctx, c: Call) -> list[Shape]:
+        x = ranked(c.x, rank + 2)
         first = c.get("data_format", "channels_last") == "channels_first"
         ch_axis = 1 if first else -1
         channels = x[ch_axis]
         if channels is None:
-            raise _Cannot(f"the channel dimension of its input {_shape_str(x)} is unknown")
+            raise Cannot(f"the channel dimension of its input {shape_str(x)} is unknown")
         ks = tuple_of(c.cfg["kernel_size"], rank)
         strides = tuple_of(c.get("strides", 1), rank)
         dil = tuple_of(c.get("dilation_rate", 1), rank)
         filters, groups = int(c.cfg["filters"]), int(c.get("groups", 1))
-        _emit(ctx, c, kb.conv(ks, channels, filters, groups, bool(c.get("use_bias", True)),
+        emit(ctx, c, kb.conv(ks, channels, filters, groups, bool(c.get("use_bias", True)),
                               f"Conv{rank}D"))
         spatial = x[2:] if first else x[1:-1]
         pad = c.get("padding", "valid")
         windows = zip(spatial, ks, strides, dil, strict=True)
-        new = tuple(_window(n, k, s, d, pad) for n, k, s, d in windows)
+        new = tuple(window(n, k, s, d, pad) for n, k, s, d in windows)
         return [(x[0], filters, *new) if first else (x[0], *new, filters)]
 
     return conv
 
 
-def _layer_norm(ctx: _Ctx, c: _Call) -> list[Shape]:
-    x = _tensor(c.x)
+def _layer_norm(ctx: Ctx, c: Call) -> list[Shape]:
+    x = tensor(c.x)
     dims = tuple(x[a] for a in _axes(c.get("axis", -1), len(x)))
     if any(d is None for d in dims):
-        raise _Cannot(f"a normalised axis of its input {_shape_str(x)} is unknown")
-    _emit(ctx, c, kb.layer_norm(dims, bool(c.get("center", True)), bool(c.get("scale", True)),
+        raise Cannot(f"a normalised axis of its input {shape_str(x)} is unknown")
+    emit(ctx, c, kb.layer_norm(dims, bool(c.get("center", True)), bool(c.get("scale", True)),
                                 bool(c.get("rms_scaling", False))))
     return [x]
 
 
-def _batch_norm(ctx: _Ctx, c: _Call) -> list[Shape]:
-    x = _tensor(c.x)
+def _batch_norm(ctx: Ctx, c: Call) -> list[Shape]:
+    x = tensor(c.x)
     axes = _axes(c.get("axis", -1), len(x))
     if any(x[a] is None for a in axes):
-        raise _Cannot(f"a normalised axis of its input {_shape_str(x)} is unknown")
+        raise Cannot(f"a normalised axis of its input {shape_str(x)} is unknown")
     # one axis: a vector; several (Keras 2 only): broadcastable, 1 on the other axes
     shape = (x[axes[0]],) if len(axes) == 1 else tuple(
         x[i] if i in axes else 1 for i in range(len(x)))
-    _emit(ctx, c, kb.batch_norm(shape, bool(c.get("center", True)), bool(c.get("scale", True))))
+    emit(ctx, c, kb.batch_norm(shape, bool(c.get("center", True)), bool(c.get("scale", True))))
     return [x]
 
 
-def _mha(ctx: _Ctx, c: _Call) -> list[Shape]:
+def _mha(ctx: Ctx, c: Call) -> list[Shape]:
     if c.get("use_gate", False):
-        raise _Cannot("gated MultiHeadAttention (use_gate) is not supported")
-    q = _tensor(c.kwargs.get("query", c.args[0] if c.args else None), "query")
+        raise Cannot("gated MultiHeadAttention (use_gate) is not supported")
+    q = tensor(c.kwargs.get("query", c.args[0] if c.args else None), "query")
     # called with the query alone (a layers= spec): self-attention
-    v = _tensor(c.kwargs.get("value", c.args[1] if len(c.args) > 1 else q), "value")
-    k = _tensor(c.kwargs.get("key", c.args[2] if len(c.args) > 2 else v), "key")
+    v = tensor(c.kwargs.get("value", c.args[1] if len(c.args) > 1 else q), "value")
+    k = tensor(c.kwargs.get("key", c.args[2] if len(c.args) > 2 else v), "key")
     heads, key_dim = int(c.cfg["num_heads"]), int(c.cfg["key_dim"])
     value_dim = int(c.get("value_dim", key_dim))
     out = c.get("output_shape")
-    out_shape = (_last(q, "query"),) if out is None else tuple_of(out, None)
-    _emit(ctx, c, kb.multi_head_attention(
-        _last(q, "query"), _last(k, "key"), _last(v, "value"), heads, key_dim, value_dim,
+    out_shape = (last(q, "query"),) if out is None else tuple_of(out, None)
+    emit(ctx, c, kb.multi_head_attention(
+        last(q, "query"), last(k, "key"), last(v, "value"), heads, key_dim, value_dim,
         out_shape, bool(c.get("use_bias", True))))
     return [q[:-1] + out_shape]
 
@@ -232,12 +151,12 @@ def _mha(ctx: _Ctx, c: _Call) -> list[Shape]:
 # --------------------------------------------------------------------------------------------
 
 
-def _inner(c: _Call, layer: Mapping[str, Any], name: str, scope: str, args: list[Any]) -> _Call:
-    return _Call(layer["class_name"], layer.get("config", {}), name, scope, args, {},
+def _inner(c: Call, layer: Mapping[str, Any], name: str, scope: str, args: list[Any]) -> Call:
+    return Call(layer["class_name"], layer.get("config", {}), name, scope, args, {},
                  c.build, c.trainable and layer.get("config", {}).get("trainable", True))
 
 
-def _bidirectional(ctx: _Ctx, c: _Call) -> list[Shape]:
+def _bidirectional(ctx: Ctx, c: Call) -> list[Shape]:
     fwd_cfg = c.cfg["layer"]
     bwd_cfg = c.cfg.get("backward_layer") or fwd_cfg
     fwd = _call(ctx, _inner(c, fwd_cfg, _direction("forward_", fwd_cfg), c.prefix, [c.x]))
@@ -259,8 +178,8 @@ def _direction(prefix: str, layer: Mapping[str, Any]) -> str:
     return name if name.startswith(prefix) else prefix + name
 
 
-def _time_distributed(ctx: _Ctx, c: _Call) -> list[Shape]:
-    x = _tensor(c.x)
+def _time_distributed(ctx: Ctx, c: Call) -> list[Shape]:
+    x = tensor(c.x)
     layer = c.cfg["layer"]
     # Keras 3 builds the wrapped layer under its own name; Keras 2 puts its variables
     # directly under the wrapper's (time_distributed/kernel).
@@ -269,7 +188,7 @@ def _time_distributed(ctx: _Ctx, c: _Call) -> list[Shape]:
     return [(x[0], x[1], *o[1:]) for o in out]
 
 
-def _model(ctx: _Ctx, c: _Call) -> list[Shape]:
+def _model(ctx: Ctx, c: Call) -> list[Shape]:
     """A Sequential or Functional model used as a layer (or the top-level model)."""
     if c.cls == "Sequential":
         # Keras 3 builds a Sequential's layers inside its own name scope; Keras 2 never
@@ -279,7 +198,7 @@ def _model(ctx: _Ctx, c: _Call) -> list[Shape]:
     return _functional(ctx, c)
 
 
-def _sequential(ctx: _Ctx, c: _Call, scope: str) -> Shape | None:
+def _sequential(ctx: Ctx, c: Call, scope: str) -> Shape | None:
     layers = list(c.cfg.get("layers", []))
     x: Shape | None = c.args[0] if c.args else None
     if layers and layers[0]["class_name"] == "InputLayer":
@@ -292,13 +211,13 @@ def _sequential(ctx: _Ctx, c: _Call, scope: str) -> Shape | None:
         if x is None:
             batch = lc.get("batch_shape") or lc.get("batch_input_shape")
             x = _shape(batch) if batch is not None else None
-        call = _Call(layer["class_name"], lc, lc.get("name", ""), scope, [x], {}, c.build,
+        call = Call(layer["class_name"], lc, lc.get("name", ""), scope, [x], {}, c.build,
                      c.trainable and lc.get("trainable", True))
         x = _first(_safe_call(ctx, call))
     return x
 
 
-def _functional(ctx: _Ctx, c: _Call) -> list[Shape]:
+def _functional(ctx: Ctx, c: Call) -> list[Shape]:
     layers = c.cfg.get("layers", [])
     names = {_layer_name(entry) for entry in layers}
     given = c.args[0] if c.args else None
@@ -327,7 +246,7 @@ def _functional(ctx: _Ctx, c: _Call) -> list[Shape]:
                 rest.append((entry, i, node))
                 continue
             lname, lc = _layer_name(entry), entry.get("config", {})
-            call = _Call(entry["class_name"], lc, lname, "", args, kwargs, lname not in built,
+            call = Call(entry["class_name"], lc, lname, "", args, kwargs, lname not in built,
                          c.trainable and lc.get("trainable", True), str(entry.get("module", "")))
             built.add(lname)
             outputs[(lname, i)] = _safe_call(ctx, call)
@@ -376,7 +295,7 @@ def _node_args(node: Any, outputs: Mapping[tuple[str, int], list[Shape | None]],
     def lookup(lname: str, n: int, t: int, recorded: Any = None) -> Shape | None:
         if (lname, n) not in outputs:
             if lname not in names:
-                raise _Cannot(f"its input comes from an unknown layer {lname!r}")
+                raise Cannot(f"its input comes from an unknown layer {lname!r}")
             raise _Pending
         shapes = outputs[(lname, n)]
         got = shapes[t] if t < len(shapes) else None
@@ -408,20 +327,20 @@ def _node_args(node: Any, outputs: Mapping[tuple[str, int], list[Shape | None]],
 # --------------------------------------------------------------------------------------------
 
 
-def _identity(_ctx: _Ctx, c: _Call) -> list[Shape]:
+def _identity(_ctx: Ctx, c: Call) -> list[Shape]:
     return [c.args[0] if c.args else None]
 
 
-def _flatten(_ctx: _Ctx, c: _Call) -> list[Shape]:
-    x = _tensor(c.x)
+def _flatten(_ctx: Ctx, c: Call) -> list[Shape]:
+    x = tensor(c.x)
     rest = x[1:]
     if x[0] is Ellipsis:
         return [(None, None)]
     return [(x[0], None if None in rest else math.prod(rest))]
 
 
-def _reshape(_ctx: _Ctx, c: _Call) -> list[Shape]:
-    x = _tensor(c.x)
+def _reshape(_ctx: Ctx, c: Call) -> list[Shape]:
+    x = tensor(c.x)
     target = list(c.cfg["target_shape"])
     if -1 in target:
         known = math.prod(d for d in target if d != -1)
@@ -430,43 +349,16 @@ def _reshape(_ctx: _Ctx, c: _Call) -> list[Shape]:
     return [(x[0], *target)]
 
 
-def _global_pool(rank: int) -> Callable[[_Ctx, _Call], list[Shape]]:
-    def pool(_ctx: _Ctx, c: _Call) -> list[Shape]:
-        x = _ranked(c.x, rank + 2)
-        first = c.get("data_format", "channels_last") == "channels_first"
-        ch = x[1] if first else x[-1]
-        if c.get("keepdims", False):
-            return [(x[0], ch, *([1] * rank)) if first else (x[0], *([1] * rank), ch)]
-        return [(x[0], ch)]
-
-    return pool
-
-
-def _pool(rank: int) -> Callable[[_Ctx, _Call], list[Shape]]:
-    def pool(_ctx: _Ctx, c: _Call) -> list[Shape]:
-        x = _ranked(c.x, rank + 2)
-        first = c.get("data_format", "channels_last") == "channels_first"
-        size = tuple_of(c.get("pool_size", 2), rank)
-        strides = tuple_of(c.get("strides") or size, rank)
-        spatial = x[2:] if first else x[1:-1]
-        pad = c.get("padding", "valid")
-        windows = zip(spatial, size, strides, strict=True)
-        new = tuple(_window(n, k, s, 1, pad) for n, k, s in windows)
-        return [(x[0], x[1], *new) if first else (x[0], *new, x[-1])]
-
-    return pool
-
-
-def _concatenate(_ctx: _Ctx, c: _Call) -> list[Shape]:
+def _concatenate(_ctx: Ctx, c: Call) -> list[Shape]:
     xs = c.x
     if not isinstance(xs, list) or any(s is None for s in xs):
-        raise _Cannot("its input shapes are unknown")
+        raise Cannot("its input shapes are unknown")
     axis = int(c.get("axis", -1)) % len(xs[0])
     dims = [s[axis] for s in xs]
     return [xs[0][:axis] + (None if None in dims else sum(dims),) + xs[0][axis + 1:]]
 
 
-def _merge(_ctx: _Ctx, c: _Call) -> list[Shape]:
+def _merge(_ctx: Ctx, c: Call) -> list[Shape]:
     xs = c.x if isinstance(c.x, list) else [c.x]
     known = [s for s in xs if s is not None]
     if not known:
@@ -475,13 +367,13 @@ def _merge(_ctx: _Ctx, c: _Call) -> list[Shape]:
     return [tuple(next((d for d in ds if d is not None), None) for ds in dims)]
 
 
-def _repeat_vector(_ctx: _Ctx, c: _Call) -> list[Shape]:
-    x = _tensor(c.x)
+def _repeat_vector(_ctx: Ctx, c: Call) -> list[Shape]:
+    x = tensor(c.x)
     return [(x[0], int(c.cfg["n"]), *x[1:])]
 
 
-def _permute(_ctx: _Ctx, c: _Call) -> list[Shape]:
-    x = _tensor(c.x)
+def _permute(_ctx: Ctx, c: Call) -> list[Shape]:
+    x = tensor(c.x)
     return [(x[0], *(x[d] for d in c.cfg["dims"]))]
 
 
@@ -492,7 +384,7 @@ IDENTITY_LAYERS = frozenset({
 })
 MERGE_LAYERS = frozenset({"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum"})
 
-LAYERS: dict[str, Callable[[_Ctx, _Call], list[Shape]]] = {
+LAYERS: dict[str, Callable[[Ctx, Call], list[Shape]]] = {
     "Dense": _dense,
     "Embedding": _embedding,
     "SimpleRNN": _rnn,
@@ -515,20 +407,22 @@ LAYERS: dict[str, Callable[[_Ctx, _Call], list[Shape]]] = {
     "RepeatVector": _repeat_vector,
     "Permute": _permute,
     "Concatenate": _concatenate,
-    "GlobalMaxPooling1D": _global_pool(1),
-    "GlobalAveragePooling1D": _global_pool(1),
-    "GlobalMaxPooling2D": _global_pool(2),
-    "GlobalAveragePooling2D": _global_pool(2),
-    "MaxPooling1D": _pool(1),
-    "AveragePooling1D": _pool(1),
-    "MaxPooling2D": _pool(2),
-    "AveragePooling2D": _pool(2),
+    "GlobalMaxPooling1D": global_pool(1),
+    "GlobalAveragePooling1D": global_pool(1),
+    "GlobalMaxPooling2D": global_pool(2),
+    "GlobalAveragePooling2D": global_pool(2),
+    "MaxPooling1D": pool(1),
+    "AveragePooling1D": pool(1),
+    "MaxPooling2D": pool(2),
+    "AveragePooling2D": pool(2),
     **{k: _identity for k in IDENTITY_LAYERS},
     **{k: _merge for k in MERGE_LAYERS},
+    # keras_layers' rules: convolution variants, attention, EinsumDense, ...
+    **MORE_LAYERS,
 }
 
 
-def _call(ctx: _Ctx, c: _Call) -> list[Shape]:
+def _call(ctx: Ctx, c: Call) -> list[Shape]:
     rule = LAYERS.get(c.cls)
     if rule is None:
         if c.module.startswith("keras.src.ops.") or (ctx.keras3 and "trainable" not in c.cfg):
@@ -537,7 +431,7 @@ def _call(ctx: _Ctx, c: _Call) -> list[Shape]:
             # has "trainable" (Layer.get_config), an Operation's has not (legacy .h5 configs
             # omit the module).
             return [None]
-        raise _Cannot("inspector does not know this class; its variables, if any, "
+        raise Cannot("inspector does not know this class; its variables, if any, "
                       "are not in the prediction")
     return rule(ctx, c)
 
@@ -560,7 +454,7 @@ INPUT_WIDTH_IN: dict[str, tuple[str, int]] = {
 }
 
 
-def _borrow(ctx: _Ctx, c: _Call) -> _Call | None:
+def _borrow(ctx: Ctx, c: Call) -> Call | None:
     """``c`` with its input width taken from its own stored variable, when its input shape
     is unknown; a part (no tensors) says the width was read, not predicted."""
     where = INPUT_WIDTH_IN.get(c.cls)
@@ -585,7 +479,7 @@ def _borrow(ctx: _Ctx, c: _Call) -> _Call | None:
     return replace(c, args=[x, *c.args[1:]])
 
 
-def _safe_call(ctx: _Ctx, c: _Call) -> list[Shape | None]:
+def _safe_call(ctx: Ctx, c: Call) -> list[Shape | None]:
     """The layer's outputs; on failure a note and an unknown output (its variables left out)."""
     if not c.args or c.args[0] is None:  # an unknown input: fall back on the recorded shape
         recorded = (c.cfg.get("build_config") or {}).get("input_shape")
@@ -596,7 +490,7 @@ def _safe_call(ctx: _Ctx, c: _Call) -> list[Shape | None]:
     before = len(ctx.tensors)
     try:
         return list(_call(ctx, c))
-    except _Cannot as e:
+    except Cannot as e:
         del ctx.tensors[before:]
         _not_modelled(ctx, c, str(e))
     except (KeyError, TypeError, ValueError) as e:
@@ -605,7 +499,7 @@ def _safe_call(ctx: _Ctx, c: _Call) -> list[Shape | None]:
     return [None]
 
 
-def _not_modelled(ctx: _Ctx, c: _Call, why: str) -> None:
+def _not_modelled(ctx: Ctx, c: Call, why: str) -> None:
     """A note, and a part naming the layer: its stored variables are not modelled (``check``
     reports them so, never as unexpected)."""
     ctx.notes.append(f"cannot predict layer {c.name} of class {c.cls}: {why}")
@@ -627,25 +521,8 @@ def _first(outs: Sequence[Shape | None]) -> Shape | None:
     return outs[0] if outs else None
 
 
-def tuple_of(v: Any, rank: int | None) -> tuple[int, ...]:
-    if isinstance(v, int):
-        return (v,) * (rank or 1)
-    return tuple(int(d) for d in v)
-
-
 def _axes(axis: Any, ndim: int) -> list[int]:
     return sorted({int(a) % ndim for a in (axis if isinstance(axis, list | tuple) else [axis])})
-
-
-def _window(n: int | None, k: int, s: int, d: int, padding: str) -> int | None:
-    if n is None:
-        return None
-    if padding in ("same", "causal"):
-        return -(-n // s)
-    out = (n - d * (k - 1) - 1) // s + 1
-    if out <= 0:
-        raise _Cannot(f"window {k} does not fit an input of length {n}")
-    return out
 
 
 def _layer_name(entry: Mapping[str, Any]) -> str:
@@ -689,12 +566,12 @@ def model_variables(config: Mapping[str, Any], keras3: bool | None = None,
     follows one whose output shape is unknown."""
     if "class_name" not in config or "config" not in config:
         raise UsageError("a Keras model config needs 'class_name' and 'config'")
-    ctx = _Ctx(detect_keras3(config) if keras3 is None else keras3, cell_scope,
+    ctx = Ctx(detect_keras3(config) if keras3 is None else keras3, cell_scope,
                stored=stored or {})
     cfg = config["config"]
     if isinstance(cfg, list):  # Keras <= 2.2.4 wrote a Sequential config as its layer list
         cfg = {"name": "sequential", "layers": cfg}
-    call = _Call(config["class_name"], cfg, cfg.get("name", ""), "", [], {}, True,
+    call = Call(config["class_name"], cfg, cfg.get("name", ""), "", [], {}, True,
                  cfg.get("trainable", True))
     if call.cls not in ("Sequential", "Functional", "Model"):
         _safe_call(ctx, call)  # a bare layer config
@@ -702,6 +579,3 @@ def model_variables(config: Mapping[str, Any], keras3: bool | None = None,
         _model(ctx, call)
     return ctx.tensors, ctx.notes, ctx.parts
 
-
-# The rules of keras_layers (convolution variants, attention, EinsumDense, ...) join LAYERS.
-from . import keras_layers  # noqa: E402, F401

@@ -13,32 +13,31 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import blocks_keras as kb
-from .keras_graph import (
-    LAYERS,
+from .keras_calls import (
+    Call,
+    Cannot,
+    Ctx,
     Shape,
-    _Call,
-    _Cannot,
-    _Ctx,
-    _emit,
-    _global_pool,
-    _last,
-    _pool,
-    _ranked,
-    _shape_str,
-    _tensor,
-    _window,
+    emit,
+    global_pool,
+    last,
+    pool,
+    ranked,
+    shape_str,
+    tensor,
     tuple_of,
+    window,
 )
 
-Rule = Callable[[_Ctx, _Call], list[Shape]]
+Rule = Callable[[Ctx, Call], list[Shape]]
 
 
-def _spatial(c: _Call, x: Shape, rank: int) -> tuple[bool, int, tuple[int | None, ...]]:
+def _spatial(c: Call, x: Shape, rank: int) -> tuple[bool, int, tuple[int | None, ...]]:
     """(channels_first, channels, spatial dims) of a rank-``rank`` convolution input."""
     first = c.get("data_format", "channels_last") == "channels_first"
     channels = x[1] if first else x[-1]
     if channels is None:
-        raise _Cannot(f"the channel dimension of its input {_shape_str(x)} is unknown")
+        raise Cannot(f"the channel dimension of its input {shape_str(x)} is unknown")
     return first, channels, tuple(x[2:] if first else x[1:-1])
 
 
@@ -46,24 +45,24 @@ def _out(x: Shape, first: bool, channels: int, spatial: Sequence[int | None]) ->
     return (x[0], channels, *spatial) if first else (x[0], *spatial, channels)
 
 
-def _conv_windows(c: _Call, spatial: Sequence[int | None], ks: Sequence[int],
+def _conv_windows(c: Call, spatial: Sequence[int | None], ks: Sequence[int],
                   rank: int) -> tuple[int | None, ...]:
     strides = tuple_of(c.get("strides", 1), rank)
     dil = tuple_of(c.get("dilation_rate", 1), rank)
     pad = c.get("padding", "valid")
-    return tuple(_window(n, k, s, d, pad) for n, k, s, d in zip(spatial, ks, strides, dil,
+    return tuple(window(n, k, s, d, pad) for n, k, s, d in zip(spatial, ks, strides, dil,
                                                                    strict=True))
 
 
 def separable(rank: int) -> Rule:
     """``SeparableConv{1,2}D``: depthwise (*k, in, dm), pointwise (*1, in*dm, filters), bias."""
 
-    def rule(ctx: _Ctx, c: _Call) -> list[Shape]:
-        x = _ranked(c.x, rank + 2)
+    def rule(ctx: Ctx, c: Call) -> list[Shape]:
+        x = ranked(c.x, rank + 2)
         first, ch, spatial = _spatial(c, x, rank)
         ks = tuple_of(c.cfg["kernel_size"], rank)
         dm, filters = int(c.get("depth_multiplier", 1)), int(c.cfg["filters"])
-        _emit(ctx, c, kb.separable_conv(ks, ch, dm, filters, bool(c.get("use_bias", True)),
+        emit(ctx, c, kb.separable_conv(ks, ch, dm, filters, bool(c.get("use_bias", True)),
                                         f"SeparableConv{rank}D"))
         return [_out(x, first, filters, _conv_windows(c, spatial, ks, rank))]
 
@@ -74,12 +73,12 @@ def depthwise(rank: int) -> Rule:
     """``DepthwiseConv{1,2}D``: kernel (*k, in, dm) (Keras 2: ``depthwise_kernel``), bias
     (in*dm,)."""
 
-    def rule(ctx: _Ctx, c: _Call) -> list[Shape]:
-        x = _ranked(c.x, rank + 2)
+    def rule(ctx: Ctx, c: Call) -> list[Shape]:
+        x = ranked(c.x, rank + 2)
         first, ch, spatial = _spatial(c, x, rank)
         ks = tuple_of(c.cfg["kernel_size"], rank)
         dm = int(c.get("depth_multiplier", 1))
-        _emit(ctx, c, kb.depthwise_conv(ks, ch, dm, bool(c.get("use_bias", True)),
+        emit(ctx, c, kb.depthwise_conv(ks, ch, dm, bool(c.get("use_bias", True)),
                                         "kernel" if ctx.keras3 else "depthwise_kernel",
                                         f"DepthwiseConv{rank}D"))
         return [_out(x, first, ch * dm, _conv_windows(c, spatial, ks, rank))]
@@ -106,12 +105,12 @@ def _deconv_length(n: int | None, k: int, s: int, d: int, padding: str,
 def transpose(rank: int) -> Rule:
     """``Conv{1,2,3}DTranspose``: kernel (*k, filters, in), bias (filters,)."""
 
-    def rule(ctx: _Ctx, c: _Call) -> list[Shape]:
-        x = _ranked(c.x, rank + 2)
+    def rule(ctx: Ctx, c: Call) -> list[Shape]:
+        x = ranked(c.x, rank + 2)
         first, ch, spatial = _spatial(c, x, rank)
         ks = tuple_of(c.cfg["kernel_size"], rank)
         filters = int(c.cfg["filters"])
-        _emit(ctx, c, kb.conv_transpose(ks, ch, filters, bool(c.get("use_bias", True)),
+        emit(ctx, c, kb.conv_transpose(ks, ch, filters, bool(c.get("use_bias", True)),
                                         f"Conv{rank}DTranspose"))
         strides = tuple_of(c.get("strides", 1), rank)
         dil = tuple_of(c.get("dilation_rate", 1), rank)
@@ -125,40 +124,40 @@ def transpose(rank: int) -> Rule:
     return rule
 
 
-def group_norm(ctx: _Ctx, c: _Call) -> list[Shape]:
+def group_norm(ctx: Ctx, c: Call) -> list[Shape]:
     """``GroupNormalization``: gamma / beta (channels,) on ``axis``."""
-    x = _tensor(c.x)
+    x = tensor(c.x)
     axis = int(c.get("axis", -1))
     dim = x[axis]
     if dim is None:
-        raise _Cannot(f"the normalised axis of its input {_shape_str(x)} is unknown")
-    _emit(ctx, c, kb.norm_affine((dim,), bool(c.get("center", True)),
+        raise Cannot(f"the normalised axis of its input {shape_str(x)} is unknown")
+    emit(ctx, c, kb.norm_affine((dim,), bool(c.get("center", True)),
                                  bool(c.get("scale", True)), "GroupNormalization"))
     return [x]
 
 
-def _attention_inputs(c: _Call) -> tuple[Shape, Shape]:
+def _attention_inputs(c: Call) -> tuple[Shape, Shape]:
     xs = c.x
     if not isinstance(xs, list) or len(xs) < 2:
-        raise _Cannot("it expects [query, value] or [query, value, key]")
-    q, v = _tensor(xs[0], "query"), _tensor(xs[1], "value")
+        raise Cannot("it expects [query, value] or [query, value, key]")
+    q, v = tensor(xs[0], "query"), tensor(xs[1], "value")
     return q, v
 
 
-def attention(ctx: _Ctx, c: _Call) -> list[Shape]:
+def attention(ctx: Ctx, c: Call) -> list[Shape]:
     """``Attention``: ``scale`` () with use_scale, ``concat_score_weight`` () with
     score_mode concat; output: the query's shape with the value's width."""
     q, v = _attention_inputs(c)
-    _emit(ctx, c, kb.attention(bool(c.get("use_scale", False)),
+    emit(ctx, c, kb.attention(bool(c.get("use_scale", False)),
                                c.get("score_mode", "dot") == "concat"))
     return [q[:-1] + (v[-1],)]
 
 
-def additive_attention(ctx: _Ctx, c: _Call) -> list[Shape]:
+def additive_attention(ctx: Ctx, c: Call) -> list[Shape]:
     """``AdditiveAttention``: ``scale`` (query width,) with use_scale (default on)."""
     q, v = _attention_inputs(c)
     if c.get("use_scale", True):
-        _emit(ctx, c, kb.additive_attention(_last(q, "query")))
+        emit(ctx, c, kb.additive_attention(last(q, "query")))
     return [q[:-1] + (v[-1],)]
 
 
@@ -177,7 +176,7 @@ def einsum_shapes(equation: str, bias_axes: str | None, x: Shape, output_shape: 
     found = next(((m, left) for pattern, left in EINSUM_PATTERNS
                   if (m := pattern.match(eq)) is not None), None)
     if found is None:
-        raise _Cannot(f"equation {equation!r} is not of a form EinsumDense accepts")
+        raise Cannot(f"equation {equation!r} is not of a form EinsumDense accepts")
     in_spec, w_spec, out_spec = found[0].groups()
     left_elided = bool(found[1])
     elided = len(x) - len(in_spec)
@@ -196,37 +195,37 @@ def einsum_shapes(equation: str, bias_axes: str | None, x: Shape, output_shape: 
         out_map = {d: i for i, d in enumerate(out_spec)}
     for d in in_spec:
         if d in out_map and out[out_map[d]] is not None and out[out_map[d]] != x[in_map[d]]:
-            raise _Cannot(f"output_shape {output_shape} contradicts its input "
-                          f"{_shape_str(x)} on axis {d!r}")
+            raise Cannot(f"output_shape {output_shape} contradicts its input "
+                          f"{shape_str(x)} on axis {d!r}")
     kernel = []
     for d in w_spec:
         size = x[in_map[d]] if d in in_map else out[out_map[d]] if d in out_map else None
         if size is None:
-            raise _Cannot(f"weight axis {d!r} of {equation!r} has no known size")
+            raise Cannot(f"weight axis {d!r} of {equation!r} has no known size")
         kernel.append(int(size))
     bias = None
     if bias_axes:
         if any(ch not in out_spec for ch in bias_axes):
-            raise _Cannot(f"bias_axes {bias_axes!r} are not output axes of {equation!r}")
+            raise Cannot(f"bias_axes {bias_axes!r} are not output axes of {equation!r}")
         start = min(out_spec.find(ch) for ch in bias_axes)
         sizes = [out[out_map[ch]] if ch in bias_axes else 1 for ch in out_spec[start:]]
         if any(s is None for s in sizes):
-            raise _Cannot(f"a bias axis of {equation!r} has no known size")
+            raise Cannot(f"a bias axis of {equation!r} has no known size")
         bias = tuple(int(s) for s in sizes) + ((1,) * elided if not left_elided else ())
     return tuple(kernel), bias, tuple(out)
 
 
-def einsum_dense(ctx: _Ctx, c: _Call) -> list[Shape]:
+def einsum_dense(ctx: Ctx, c: Call) -> list[Shape]:
     if c.get("lora_rank") or c.get("quantization_config"):
-        raise _Cannot("LoRA / quantized EinsumDense layers are not supported")
-    x = _tensor(c.x)
+        raise Cannot("LoRA / quantized EinsumDense layers are not supported")
+    x = tensor(c.x)
     kernel, bias, out = einsum_shapes(str(c.cfg["equation"]), c.get("bias_axes"), x,
                                       c.cfg["output_shape"])
-    _emit(ctx, c, kb.einsum_dense(kernel, bias))
+    emit(ctx, c, kb.einsum_dense(kernel, bias))
     return [out]
 
 
-def lambda_layer(ctx: _Ctx, c: _Call) -> list[Shape | None]:
+def lambda_layer(ctx: Ctx, c: Call) -> list[Shape | None]:
     """``Lambda``: never stores variables (Keras does not track them); its output shape only
     where the config gives it as data. Otherwise unknown: the next layers use the shapes a
     Keras 3 config records, or read their input width from their stored weights (a part)."""
@@ -254,8 +253,8 @@ def _per_axis(v: Any, rank: int) -> list[tuple[int, int]]:
 def pad_crop(rank: int, sign: int, key: str) -> Rule:
     """``ZeroPadding{1,2,3}D`` (sign +1) and ``Cropping{1,2,3}D`` (sign -1)."""
 
-    def rule(_ctx: _Ctx, c: _Call) -> list[Shape]:
-        x = _ranked(c.x, rank + 2)
+    def rule(_ctx: Ctx, c: Call) -> list[Shape]:
+        x = ranked(c.x, rank + 2)
         first = c.get("data_format", "channels_last") == "channels_first"
         spatial = x[2:] if first else x[1:-1]
         amounts = _per_axis(c.get(key, 1 if sign > 0 else 0), rank)
@@ -267,8 +266,8 @@ def pad_crop(rank: int, sign: int, key: str) -> Rule:
 
 
 def upsampling(rank: int) -> Rule:
-    def rule(_ctx: _Ctx, c: _Call) -> list[Shape]:
-        x = _ranked(c.x, rank + 2)
+    def rule(_ctx: Ctx, c: Call) -> list[Shape]:
+        x = ranked(c.x, rank + 2)
         size = tuple_of(c.get("size", 2), rank)
         if rank == 1:  # UpSampling1D: (batch, steps, features), no data_format
             return [(x[0], None if x[1] is None else x[1] * size[0], x[2])]
@@ -293,12 +292,11 @@ MORE_LAYERS: dict[str, Rule] = {
     "AdditiveAttention": additive_attention,
     "EinsumDense": einsum_dense,
     "Lambda": lambda_layer,
-    "MaxPooling3D": _pool(3),
-    "AveragePooling3D": _pool(3),
-    "GlobalMaxPooling3D": _global_pool(3),
-    "GlobalAveragePooling3D": _global_pool(3),
+    "MaxPooling3D": pool(3),
+    "AveragePooling3D": pool(3),
+    "GlobalMaxPooling3D": global_pool(3),
+    "GlobalAveragePooling3D": global_pool(3),
     **{f"ZeroPadding{r}D": pad_crop(r, +1, "padding") for r in (1, 2, 3)},
     **{f"Cropping{r}D": pad_crop(r, -1, "cropping") for r in (1, 2, 3)},
     **{f"UpSampling{r}D": upsampling(r) for r in (1, 2, 3)},
 }
-LAYERS.update(MORE_LAYERS)

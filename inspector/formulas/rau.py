@@ -27,12 +27,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from inspector.adapters.errors import FormatError, UsageError
+from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
-from inspector.adapters.rau_dir import read_kwargs
-from inspector.adapters.source import as_source
+from inspector.adapters.side_files import RAU_KWARGS
 from inspector.formulas import blocks_torch as bt
-from inspector.formulas.core import Arch, HParam, Prediction, register, revised
+from inspector.formulas.core import Arch, HParam, Prediction, register, revised, side_config
 
 Leaf = list[TensorEntry]
 
@@ -40,7 +39,6 @@ Leaf = list[TensorEntry]
 # quirk kept on purpose: `^` anchors only the first alternative and `$` only the last, and
 # re.match needs no full match, so "16-1" is read as 16 standard layers (seed 003's notebook).
 LAYER_RE = re.compile(r"^(\d+)|superposition-(\d+)|nondeterministic-(\d+)-(\d+)-(\d+)$")
-KWARGS_FILE = "kwargs.json"  # rau's saver writes it beside parameters/main.pt or parameters.pt
 
 VOCAB = HParam("vocab_size", 64, "input vocabulary size (rau's input_vocabulary_size)")
 PADDING = HParam("use_padding", False, "one more embedding row for a padding symbol", bool)
@@ -304,24 +302,10 @@ KWARG_NAMES = {  # rau kwargs.json key -> hyperparameter
 
 
 def rau_kwargs(ckpt: Checkpoint) -> dict[str, Any]:
-    """rau's ``kwargs.json``: what a rau directory read as its hyperparameters, else the one
-    beside the parameters file (``parameters.pt``) or above it (``parameters/main.pt``);
-    ``{}`` when there is none."""
-    if ckpt.metadata.get("kwargs_file") == KWARGS_FILE:
-        return ckpt.hyperparameters.get("kwargs") or {}
-    src = ckpt.source if ckpt.source is not None else as_source(ckpt.path)
-    if src.is_dir():
-        return {}
-    d = src.parent_dir()
-    for _ in range(2):
-        try:
-            f = d.child(KWARGS_FILE)
-        except FormatError:  # above the directory the checkpoint was opened in
-            return {}
-        if f.is_file():
-            return read_kwargs(f)
-        d = d.parent_dir()
-    return {}
+    """rau's ``kwargs.json``, as the adapters attached it (``rau_kwargs``: the one a rau directory
+    read, else the one beside the parameters file, ``parameters.pt``, or above it,
+    ``parameters/main.pt``); ``{}`` when there is none."""
+    return side_config(ckpt, RAU_KWARGS)
 
 
 def from_kwargs(arch: str, hparams: Sequence[HParam]) -> Callable[[Checkpoint], dict[str, Any]]:

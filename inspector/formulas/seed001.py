@@ -14,6 +14,7 @@ from typing import Any
 from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import blocks_torch as bt
 from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
+from inspector.formulas.hf_layout import hf_config
 from inspector.formulas.torch_nn import explained_by, hparams_from, parameters
 
 MODELS = (
@@ -98,10 +99,8 @@ def predict(hp: Mapping[str, Any]) -> Prediction:
 
 def from_checkpoint(ckpt: Checkpoint) -> dict[str, Any]:
     """A training dict's ``args`` (seed names), else a ``config.json`` beside the weights."""
-    from inspector.formulas.hf import sidecar_config
-
     found = hparams_from(ckpt, (h.name for h in HPARAMS))
-    cfg = sidecar_config(ckpt)
+    cfg = hf_config(ckpt)
     for key, name in CONFIG_ALIASES.items():
         if key in cfg and name not in found:
             found[name] = cfg[key]

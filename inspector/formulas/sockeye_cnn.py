@@ -21,14 +21,14 @@ from inspector.adapters.model import Checkpoint, TensorEntry
 from inspector.formulas import sockeye_options as options
 from inspector.formulas.blocks import linear, param
 from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
-from inspector.formulas.sockeye_rnn import (
+from inspector.formulas.sockeye_common import (
     TYING_TYPES,
-    embeddings,
     hparams_from_args,
     pair,
     sockeye_args,
     sockeye_major,
 )
+from inspector.formulas.sockeye_rnn import embeddings
 
 ACTIVATIONS = ("glu", "relu", "sigmoid", "softrelu", "tanh")  # C.CNN_ACTIVATION_TYPES
 POSITIONAL = ("fixed", "learned", "none")

@@ -19,6 +19,7 @@ from typing import Any
 
 from inspector.adapters.model import Checkpoint
 from inspector.formulas.core import Part
+from inspector.formulas.sockeye_common import sockeye_args, sockeye_major
 
 # Sockeye's ``config`` file names the vocabularies differently from its command line.
 ALIASES = {"vocab_source_size": "source_vocab_size", "vocab_target_size": "target_vocab_size"}
@@ -65,8 +66,6 @@ OPTIONS: tuple[Option, ...] = ()
 def unmodelled(arch: str, ckpt: Checkpoint) -> list[Part]:
     """The parts of a Sockeye model directory that ``arch`` does not model, from its
     ``args.yaml`` (none for a bare params file)."""
-    from inspector.formulas.sockeye_rnn import sockeye_args, sockeye_major
-
     args = sockeye_args(ckpt)
     major = sockeye_major(ckpt)
     out = []

@@ -27,100 +27,27 @@ from inspector.formulas.blocks import (
     param,
 )
 from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
+from inspector.formulas.sockeye_common import (
+    CONV_HPARAMS,
+    TYING_TYPES,
+    conv_embed,
+    hparams_from_args,
+    infer_conv_embed,
+    ints,
+    length_ratio,
+    pair,
+    require,
+    sockeye_args,
+    sockeye_major,
+)
 
 CELL_TYPES = ("lstm", "lnlstm", "lnglstm", "gru", "lngru", "lnggru")
 ATTENTION_TYPES = ("bilinear", "dot", "mhdot", "fixed", "location", "mlp", "coverage")
 COVERAGE_TYPES = ("tanh", "sigmoid", "relu", "softrelu", "gru", "count", "fertility")
-TYING_TYPES = ("none", "src_trg_softmax", "src_trg", "trg_softmax")
 STATE_INIT = ("zero", "last", "avg")
 LHUC = ("encoder", "decoder", "state_init", "all")
 DEC = "decoder_rnn_"
 ATT = DEC + "att_"
-
-
-def pair(value: Any, name: str = "value") -> tuple[int, int]:
-    """Sockeye's ``a:b`` (encoder:decoder) argument as two ints; ``a`` alone means ``a:a``."""
-    if isinstance(value, (list, tuple)):
-        parts = list(value)
-    else:
-        parts = str(value).split(":")
-    if len(parts) == 1:
-        parts = parts * 2
-    try:
-        a, b = (int(p) for p in parts)
-    except (TypeError, ValueError):
-        from inspector.adapters.errors import UsageError
-
-        raise UsageError(f"{name}={value!r} is not an int or an a:b pair of ints") from None
-    return a, b
-
-
-def pair_text(value: Any) -> Any:
-    """A YAML list ``[2, 2]`` as Sockeye's command-line form ``2:2``; other values unchanged."""
-    if isinstance(value, (list, tuple)) and all(isinstance(v, (int, str)) for v in value):
-        return ":".join(str(v) for v in value)
-    return value
-
-
-def sockeye_args(ckpt: Checkpoint) -> dict[str, Any]:
-    """The ``args.yaml`` of a Sockeye model directory (``{}`` for anything else)."""
-    hyper = ckpt.hyperparameters
-    args = hyper.get("args")
-    return args if isinstance(args, dict) else {}
-
-
-def sockeye_major(ckpt: Checkpoint) -> str | None:
-    version = (ckpt.hyperparameters).get("sockeye_version")
-    return str(version).split(".")[0] if version else None
-
-
-def vocab_sizes(ckpt: Checkpoint) -> dict[str, int]:
-    """``source_vocab_size``/``target_vocab_size`` from the vocabulary files (first factor),
-    else from the model ``config``."""
-    hyper = ckpt.hyperparameters
-    out: dict[str, int] = {}
-    for side, sizes in (hyper.get("vocab_sizes") or {}).items():
-        if sizes:
-            out[f"{side}_vocab_size"] = int(sizes[0])
-    config = hyper.get("config") if isinstance(hyper.get("config"), dict) else {}
-    for side, key in (("source", "vocab_source_size"), ("target", "vocab_target_size")):
-        if f"{side}_vocab_size" not in out and isinstance(config.get(key), int):
-            out[f"{side}_vocab_size"] = config[key]
-    return out
-
-
-def hparams_from_args(arch: Arch, ckpt: Checkpoint) -> dict[str, Any]:
-    """The arch's hyperparameters that ``args.yaml`` and the vocabularies state."""
-    args = sockeye_args(ckpt)
-    out: dict[str, Any] = {}
-    for h in arch.hparams:
-        if h.name in args:
-            v = args[h.name]
-            if h.name == "lhuc":
-                v = ",".join(v) if isinstance(v, (list, tuple)) else v
-            out[h.name] = pair_text(v)
-    out.update(vocab_sizes(ckpt))
-    for side in ("source", "target"):
-        if any(h.name == f"{side}_factor_vocab_sizes" for h in arch.hparams):
-            factors = factor_vocab_sizes(ckpt, side)
-            if factors is not None:
-                out[f"{side}_factor_vocab_sizes"] = factors
-    return out
-
-
-def factor_vocab_sizes(ckpt: Checkpoint, side: str = "source") -> str | None:
-    """Factor vocabularies (``vocab.src.1.json`` ...), else the ``config``'s
-    ``config_embed_source.factor_configs``; comma-separated."""
-    hyper = ckpt.hyperparameters
-    sizes = (hyper.get("vocab_sizes") or {}).get(side) or []
-    if len(sizes) > 1:
-        return ",".join(str(int(s)) for s in sizes[1:])
-    config = hyper.get("config") if isinstance(hyper.get("config"), dict) else {}
-    embed = config.get(f"config_embed_{side}") or {}
-    factors = embed.get("factor_configs") if isinstance(embed, dict) else None
-    if isinstance(factors, list):
-        return ",".join(str(int(f["vocab_size"])) for f in factors if isinstance(f, dict))
-    return "" if sizes else None
 
 
 def tying(hp: Mapping[str, Any]) -> str:
@@ -146,15 +73,6 @@ def _cell(prefix: str, hp: Mapping[str, Any], h: int, inp: int, lhuc: bool) -> l
     return out
 
 
-def ints(value: Any) -> list[int]:
-    """A list of ints from a YAML list, ``"4,2"``/``"4 2"`` text, one int, or nothing."""
-    if value is None or value == "":
-        return []
-    if isinstance(value, (list, tuple)):
-        return [int(v) for v in value]
-    return [int(v) for v in str(value).replace(",", " ").replace(":", " ").split()]
-
-
 def factor_dims(hp: Mapping[str, Any], se: int) -> tuple[list[int], list[int], int]:
     """Sockeye 1 source factors (train.py ``create_model_config``): (vocabularies, embedding
     sizes, embedding width the encoder reads). ``sum`` gives every factor the source embedding
@@ -165,65 +83,9 @@ def factor_dims(hp: Mapping[str, Any], se: int) -> tuple[list[int], list[int], i
     if hp["source_factors_combine"] == "sum":
         return vocabs, [se] * len(vocabs), se
     dims = ints(hp["source_factors_num_embed"])
-    _require(len(dims) == len(vocabs), f"{len(vocabs)} source factor vocabularies but "
+    require(len(dims) == len(vocabs), f"{len(vocabs)} source factor vocabularies but "
              f"source_factors_num_embed gives {len(dims)} sizes")
     return vocabs, dims, se + sum(dims)
-
-
-def length_ratio(hp: Mapping[str, Any], hidden: int, fmt: str, sep: str = "_",
-                 step: int = 1) -> list[TensorEntry]:
-    """``--length-task``: Sockeye's ``LengthRatio`` MLP on the mean encoder state, ``layers - 1``
-    tanh layers of the encoder width, then one unit (layers.py); no layers at weight 0.
-    ``fmt`` names layer ``i`` (``step``: index stride, 2 where activations are modules)."""
-    if not hp["length_task"] or not hp["length_task_weight"]:
-        return []
-    n = int(hp["length_task_layers"])
-    _require(n >= 1, "length_task_layers must be at least 1")
-    out: list[TensorEntry] = []
-    for i in range(n):
-        out += linear(fmt.format(i=i * step), hidden if i < n - 1 else 1, hidden, sep=sep,
-                      block="length_ratio")
-    return out
-
-
-def conv_embed(hp: Mapping[str, Any], num_embed: int,
-               output_dim: int | None) -> tuple[list[TensorEntry], int]:
-    """``rnn-with-conv-embed`` / ``transformer-with-conv-embed``: Sockeye 1's
-    ``ConvolutionalEmbeddingEncoder`` (encoder.py): one convolution per filter width 1..max over
-    the source embedding, weight (filters, 1, width, num_embed); a projection to ``output_dim``
-    when that differs from the filter total; then ``gate_i``/``transform_i`` highway layers.
-    train.py gives the transformer encoder ``output_dim = num_embed`` and the RNN encoder none
-    (the filter total: ``--conv-embed-output-dim`` does not reach the model in 1.18). Returns
-    the tensors and the output width."""
-    filters = ints(hp["conv_embed_num_filters"])
-    _require(len(filters) == int(hp["conv_embed_max_filter_width"]),
-             "conv_embed_num_filters must have conv_embed_max_filter_width elements")
-    total = sum(filters)
-    out_dim = total if output_dim is None else output_dim
-    p = "encoder_char_"
-    t: list[TensorEntry] = []
-    for width, n in enumerate(filters, 1):
-        t.append(param(f"{p}conv_{width}_weight", (n, 1, width, num_embed), "conv_embed"))
-        t.append(param(f"{p}conv_{width}_bias", (n,), "conv_embed"))
-    if out_dim != total:
-        t += linear(p + "project", out_dim, total, block="conv_embed")
-    for i in range(int(hp["conv_embed_num_highway_layers"])):
-        t += linear(f"{p}gate_{i}", out_dim, out_dim, block="conv_embed")
-        t += linear(f"{p}transform_{i}", out_dim, out_dim, block="conv_embed")
-    return t, out_dim
-
-
-def infer_conv_embed(shapes: Mapping[str, Any], encoder: str) -> dict[str, Any]:
-    """The conv-embed settings its stored convolutions and highway layers state."""
-    filters = []
-    while (w := shapes.get(f"encoder_char_conv_{len(filters) + 1}_weight")):
-        filters.append(w[0])
-    if not filters:
-        return {}
-    hw = sum(1 for x in shapes if x.startswith("encoder_char_gate_") and x.endswith("_weight"))
-    return {"encoder": encoder, "conv_embed_max_filter_width": len(filters),
-            "conv_embed_num_filters": ",".join(map(str, filters)),
-            "conv_embed_num_highway_layers": hw}
 
 
 def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int,
@@ -235,7 +97,7 @@ def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int,
     vs, vt, t = hp["source_vocab_size"], hp["target_vocab_size"], tying(hp)
     out: list[TensorEntry] = []
     if "src" in t and "trg" in t:
-        _require(vs == vt and se == te, "src_trg tying needs equal vocabularies and embeddings")
+        require(vs == vt and se == te, "src_trg tying needs equal vocabularies and embeddings")
         out += embedding("source_target_embed", vs, se)
     else:
         out += embedding("source_embed", vs, se)
@@ -245,22 +107,15 @@ def embeddings(hp: Mapping[str, Any], se: int, te: int, out_dim: int,
         out += embedding(f"source_embed_factor{i}", v, d, block="source_factors")
     if hp.get("attention_based_copying"):  # num_pointers = max_seq_len_source (+1 for EOS)
         vt -= pair(hp["max_seq_len"], "max_seq_len")[0] + 1
-        _require(vt > 0, "attention_based_copying: the target vocabulary must hold the pointers")
+        require(vt > 0, "attention_based_copying: the target vocabulary must hold the pointers")
     if "softmax" in t:
-        _require(te == out_dim, "softmax tying needs the target embedding size = output input size")
+        require(te == out_dim, "softmax tying needs the target embedding size = output input size")
     else:
         out += linear("target_output", vt, out_dim, bias=False, block="output")
     if wn:
         out.append(param("target_output_wn_scale", (vt, 1), "output"))
     out.append(param("target_output_bias", (vt,), "output"))
     return out
-
-
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        from inspector.adapters.errors import UsageError
-
-        raise UsageError(f"inconsistent hyperparameters: {message}")
 
 
 def attention(hp: Mapping[str, Any], h: int, ctx: int, query: int) -> list[TensorEntry]:
@@ -279,7 +134,7 @@ def attention(hp: Mapping[str, Any], h: int, ctx: int, query: int) -> list[Tenso
             out += linear(ATT + "t2h", a, query, bias=False, block="attention")
     elif kind == "mhdot":  # keys+values from the source, width = encoder width
         heads = hp["rnn_attention_mhdot_heads"]
-        _require(heads is None or ctx % heads == 0, "mhdot heads must divide the encoder width")
+        require(heads is None or ctx % heads == 0, "mhdot heads must divide the encoder width")
         out += linear(ATT + "s2h", 2 * ctx, ctx, block="attention")
         out += linear(ATT + "t2h", ctx, query, block="attention")
     elif kind == "location":
@@ -327,15 +182,15 @@ def predict(values: Mapping[str, Any]) -> Prediction:
     sn, tn = pair(hp["num_layers"], "num_layers")
     se, te = pair(hp["num_embed"], "num_embed")
     h = hp["rnn_num_hidden"]
-    _require(h % 2 == 0, "rnn_num_hidden must be even (the bi-RNN halves it)")
-    _require(sn >= 1 and tn >= 1, "num_layers must be at least 1:1")
+    require(h % 2 == 0, "rnn_num_hidden must be even (the bi-RNN halves it)")
+    require(sn >= 1 and tn >= 1, "num_layers must be at least 1:1")
     ctx = h  # encoder output width: bi-RNN 2 * h/2, then h
     transformer_encoder = hp["encoder"] == "transformer"
     if transformer_encoder:  # train.py: encoder_num_hidden = transformer_model_size[0]
         ctx = pair(hp["transformer_model_size"], "transformer_model_size")[0]
-        _require(se == ctx, "the transformer encoder's num_embed must equal its model size")
+        require(se == ctx, "the transformer encoder's num_embed must equal its model size")
     upper = hp["rnn_attention_in_upper_layers"] and tn > 1
-    _require(not (upper and hp["rnn_context_gating"]),
+    require(not (upper and hp["rnn_context_gating"]),
              "context gating is not supported with attention in upper layers")
 
     if hp["decoder_only"]:  # train.py: an empty encoder; Sockeye forces these two
@@ -454,12 +309,6 @@ def infer(ckpt: Checkpoint) -> dict[str, Any]:
     return out
 
 
-CONV_HPARAMS = (
-    HParam("conv_embed_max_filter_width", 8, "conv embed: filter widths 1..max"),
-    HParam("conv_embed_num_filters", "200,200,250,250,300,300,300,300",
-           "conv embed: filters per width, comma-separated", str),
-    HParam("conv_embed_num_highway_layers", 4, "conv embed: highway layers"),
-)
 # --encoder transformer --decoder rnn: the transformer encoder's settings (Sockeye 1 names)
 TRANSFORMER_ENCODER_HPARAMS = (
     HParam("transformer_model_size", "512:512", "transformer encoder model size", str),
@@ -478,8 +327,26 @@ def _infer_options(shapes: Mapping[str, Any], found: Mapping[str, Any]) -> dict[
     norm, LHUC, factors, length task, weight norm, copying, decoder-only, conv-embed or
     transformer encoder, and the decoder's extra inputs. Shapes cannot tell the length task's
     ratio from length; they read as ratio."""
-    out: dict[str, Any] = {}
     names = list(shapes)
+    out: dict[str, Any] = {**_infer_cells(shapes, found), **_infer_factors(shapes, found)}
+    layers = sum(1 for x in names if x.startswith("length_ratio_layer_") and x.endswith("weight"))
+    if layers:
+        out["length_task"], out["length_task_layers"] = "ratio", layers
+    out["weight_normalization"] = "target_output_wn_scale" in shapes
+    out.update(_infer_copying(shapes))
+    if any(x.startswith("encoder_transformer_") for x in names):
+        out.update(_infer_transformer_encoder(shapes, found))
+    elif not any(x.startswith(("encoder_birnn_", "encoder_char_")) for x in names):
+        out["decoder_only"] = True
+    out.update(infer_conv_embed(shapes, "rnn-with-conv-embed"))
+    out.update(_infer_decoder_inputs(shapes, found, out))
+    return out
+
+
+def _infer_cells(shapes: Mapping[str, Any], found: Mapping[str, Any]) -> dict[str, Any]:
+    """Cell variant (layer-normalised, gated), hidden-state norm and LHUC parts."""
+    names = list(shapes)
+    out: dict[str, Any] = {}
     base = found.get("rnn_cell_type", "lstm")
     if any(x.endswith(("_z_scale", "_o_scale")) for x in names):
         out["rnn_cell_type"] = "lng" + base
@@ -490,46 +357,69 @@ def _infer_options(shapes: Mapping[str, Any], found: Mapping[str, Any]) -> dict[
                                     ("state_init", DEC + "enc2decinit_"))
              if any(x.startswith(pat) and x.endswith("_lhuc") for x in names)]
     out["lhuc"] = ",".join(parts) or None
-    se, te = pair(found.get("num_embed", "0:0"))
+    return out
+
+
+def _infer_factors(shapes: Mapping[str, Any], found: Mapping[str, Any]) -> dict[str, Any]:
+    """Source factors: their vocabularies, and summed or concatenated (with their widths)."""
+    se = pair(found.get("num_embed", "0:0"))[0]
     factors = []
     while (f := shapes.get(f"source_embed_factor{len(factors)}_weight")):
         factors.append(f)
-    if factors:
-        out["source_factor_vocab_sizes"] = ",".join(str(f[0]) for f in factors)
-        summed = all(f[1] == se for f in factors)
-        out["source_factors_combine"] = "sum" if summed else "concat"
-        out["source_factors_num_embed"] = "" if summed else ",".join(str(f[1]) for f in factors)
-    layers = sum(1 for x in names if x.startswith("length_ratio_layer_") and x.endswith("weight"))
-    if layers:
-        out["length_task"], out["length_task_layers"] = "ratio", layers
-    out["weight_normalization"] = "target_output_wn_scale" in shapes
+    if not factors:
+        return {}
+    summed = all(f[1] == se for f in factors)
+    return {"source_factor_vocab_sizes": ",".join(str(f[0]) for f in factors),
+            "source_factors_combine": "sum" if summed else "concat",
+            "source_factors_num_embed": "" if summed else ",".join(str(f[1]) for f in factors)}
+
+
+def _infer_copying(shapes: Mapping[str, Any]) -> dict[str, Any]:
+    """Attention-based copying: the target embedding holds the pointers too
+    (max_seq_len_source = max_seq_len + 1 rows more than the output layer)."""
     trg, outw = shapes.get("target_embed_weight"), shapes.get("target_output_weight")
-    if trg and outw and trg[0] > outw[0]:  # the pointers: max_seq_len_source = max_seq_len + 1
-        out["attention_based_copying"] = True
-        out["target_vocab_size"] = trg[0]
-        out["max_seq_len"] = f"{trg[0] - outw[0] - 1}:{trg[0] - outw[0] - 1}"
+    if not (trg and outw and trg[0] > outw[0]):
+        return {}
+    n = trg[0] - outw[0] - 1
+    return {"attention_based_copying": True, "target_vocab_size": trg[0],
+            "max_seq_len": f"{n}:{n}"}
+
+
+def _infer_transformer_encoder(shapes: Mapping[str, Any],
+                               found: Mapping[str, Any]) -> dict[str, Any]:
+    """``--encoder transformer``: its width, feed-forward size, layers, pre/post-processing and
+    positions (heads change no shape)."""
+    ff = shapes.get("encoder_transformer_0_ff_i2h_weight")
+    if not ff:
+        return {}
+    names = list(shapes)
+    sn = len({x.split("_")[2] for x in names
+              if x.startswith("encoder_transformer_") and x.split("_")[2].isdigit()})
+    tn = pair(found.get("num_layers", "1:1"))[1]
+    pre = any("_pre_norm_" in x for x in names)
+    post = any("_post_norm_" in x for x in names)
+    return {
+        "encoder": "transformer",
+        "transformer_model_size": f"{ff[1]}:{ff[1]}",
+        "transformer_feed_forward_num_hidden": f"{ff[0]}:{ff[0]}",
+        "transformer_attention_heads": "1:1",  # no shape change
+        "num_layers": f"{sn}:{tn}",
+        "transformer_preprocess": "n:n" if pre else ":",
+        "transformer_postprocess": "drn:drn" if post else "dr:dr",
+        "transformer_positional_embedding_type":
+            "learned" if "source_pos_embed_weight" in shapes else "fixed",
+    }
+
+
+def _infer_decoder_inputs(shapes: Mapping[str, Any], found: Mapping[str, Any],
+                          options: Mapping[str, Any]) -> dict[str, Any]:
+    """What the decoder's layers read besides the embedding and hidden state, from their
+    input widths: the encoder's last hidden state, attention in upper layers, the previous
+    word in the attention query."""
+    out: dict[str, Any] = {}
     h = found.get("rnn_num_hidden")
-    if any(x.startswith("encoder_transformer_") for x in names):
-        ff = shapes.get("encoder_transformer_0_ff_i2h_weight")
-        if ff:
-            out["encoder"] = "transformer"
-            out["transformer_model_size"] = f"{ff[1]}:{ff[1]}"
-            out["transformer_feed_forward_num_hidden"] = f"{ff[0]}:{ff[0]}"
-            out["transformer_attention_heads"] = "1:1"  # no shape change
-            sn = len({x.split("_")[2] for x in names
-                      if x.startswith("encoder_transformer_") and x.split("_")[2].isdigit()})
-            tn = pair(found.get("num_layers", "1:1"))[1]
-            out["num_layers"] = f"{sn}:{tn}"
-            pre = any("_pre_norm_" in x for x in names)
-            out["transformer_preprocess"] = "n:n" if pre else ":"
-            out["transformer_postprocess"] = "drn:drn" if any("_post_norm_" in x for x in names) \
-                else "dr:dr"
-            out["transformer_positional_embedding_type"] = \
-                "learned" if "source_pos_embed_weight" in shapes else "fixed"
-    elif not any(x.startswith(("encoder_birnn_", "encoder_char_")) for x in names):
-        out["decoder_only"] = True
-    out.update(infer_conv_embed(shapes, "rnn-with-conv-embed"))
-    ctx = pair(out["transformer_model_size"])[0] if "transformer_model_size" in out else h
+    te = pair(found.get("num_embed", "0:0"))[1]
+    ctx = pair(options["transformer_model_size"])[0] if "transformer_model_size" in options else h
     l0 = shapes.get(DEC + "l0_i2h_weight")
     if h and ctx and l0 and l0[1] == te + ctx + h:
         out["rnn_enc_last_hidden_concat_to_embedding"] = True

@@ -24,7 +24,7 @@ from inspector.formulas.blocks import (
     tie,
 )
 from inspector.formulas.core import Arch, HParam, Prediction, Symbol, register
-from inspector.formulas.sockeye_rnn import (
+from inspector.formulas.sockeye_common import (
     CONV_HPARAMS,
     TYING_TYPES,
     conv_embed,

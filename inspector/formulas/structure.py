@@ -55,7 +55,7 @@ def audit(ckpt: Checkpoint, scheme_name: str | None = None):
     """The structural audit of a checkpoint no architecture applies to, as a
     :class:`~inspector.formulas.check.CheckResult` (``audit="structure"``)."""
     from inspector import compare as engine
-    from inspector.formulas.check import CheckResult
+    from inspector.formulas.check_result import CheckResult
 
     scheme = engine.choose_scheme(scheme_name, [t.name for t in ckpt.tensors], ckpt.format)
     model = [t for t in ckpt.tensors if t.role in (Role.PARAMETER, Role.BUFFER)]
@@ -90,7 +90,7 @@ def _floating(dtype: str) -> bool:
 
 
 def _finding(kind: str, name: str, message: str, expected: Any = None, found: Any = None):
-    from inspector.formulas.check import Finding
+    from inspector.formulas.check_result import Finding
 
     return Finding(kind, name, message, None if expected is None else tuple(expected),
                    None if found is None else tuple(found))

@@ -178,9 +178,9 @@ def _shape(shape: list[int] | None) -> str:
 
 
 def _bytes(n: int) -> str:
-    from inspector.reports.render import _human_bytes
+    from inspector.reports.render import human_bytes
 
-    return _human_bytes(n)
+    return human_bytes(n)
 
 
 def _verdict_badge(word: str, text: str | None = None) -> str:

@@ -157,7 +157,7 @@ def _entry_rows(report: dict[str, Any], style: Style
     return headers, out
 
 
-def _human_bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
             return f"{n:,} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
@@ -190,10 +190,10 @@ def _summary(report: dict[str, Any], style: Style = PLAIN) -> list[tuple[str, st
     if "stored_elements" in t:
         lines.append(("stored elements", f"{n(t['stored_elements'])} (sparse arrays)"))
     by_dtype = ", ".join(
-        f"{dtype} {_human_bytes(n)}" for dtype, n in report["bytes_by_dtype"].items()
+        f"{dtype} {human_bytes(n)}" for dtype, n in report["bytes_by_dtype"].items()
     )
     unknown = t.get("bytes_unknown_tensors")
-    lines.append(("bytes", f"{_human_bytes(t['bytes'])}" + (f" ({by_dtype})" if by_dtype else "")
+    lines.append(("bytes", f"{human_bytes(t['bytes'])}" + (f" ({by_dtype})" if by_dtype else "")
                   + (f" + {n(unknown)} tensor(s) of unknown size" if unknown else "")))
     if "scheme" in report:
         sc = report["scheme"]
@@ -252,7 +252,7 @@ def _group_row(headers: list[str], label: str, rec: dict[str, Any], share: str,
     n = style.count
     cells = {"group": label, "tensors": n(rec["tensors"]),
              "parameters": n(rec["parameters"]), "elements": n(rec["elements"]),
-             "share": share, "bytes": _human_bytes(rec["bytes"])}
+             "share": share, "bytes": human_bytes(rec["bytes"])}
     return [cells[h] for h in headers]
 
 

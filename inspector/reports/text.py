@@ -21,7 +21,7 @@ from inspector.adapters.model import Record
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import TextIO
 
 ELLIPSIS = "…"
@@ -199,66 +199,88 @@ def _widths(headers: list[str], rows: list[list[str]]) -> list[int]:
     return [max([len(h) + 2, *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
 
 
+def _total(ws: list[int]) -> int:
+    return sum(ws) + GAP * (len(ws) - 1)
+
+
 def _fit(headers: list[str], rows: list[list[str]], align: list[str], width: int,
          drop: Sequence[str], elide_cols: Sequence[str], clip_cols: Sequence[str] = ()
          ) -> tuple[list[str], list[list[str]], list[str]]:
-    def total(ws: list[int]) -> int:
-        return sum(ws) + GAP * (len(ws) - 1)
-
-    # a column that says the same on every row tells least: those go first; then, once the
-    # table fits, a dropped column comes back if there is room for it after all
-    every = _widths(headers, rows)
-    index = {h: i for i, h in enumerate(headers)}
-    constant = [n for n in drop if n in index and len({r[index[n]] for r in rows}) <= 1]
-    order = [*constant, *(n for n in drop if n in index and n not in constant)]
-    kept = list(range(len(headers)))
-    dropped: list[int] = []
-    for name in order:
-        if total([every[i] for i in kept]) <= width or len(kept) == 1:
-            break
-        kept.remove(index[name])
-        dropped.append(index[name])
-    for i in reversed(dropped):
-        if total([every[j] for j in kept] + [every[i]]) <= width:
-            kept = sorted([*kept, i])
+    """The table cut down to ``width``: columns dropped (:func:`_kept_columns`), then the named
+    columns shortened, then any text column (:func:`_shorten`)."""
+    kept = _kept_columns(headers, rows, width, drop)
     headers = [headers[i] for i in kept]
     align = [align[i] for i in kept]
     rows = [[r[i] for i in kept] for r in rows]
     widths = _widths(headers, rows)
-    over = total(widths) - width
-    for i in [headers.index(n) for n in clip_cols if n in headers]:
-        if over <= 0:
-            break
-        target = max(MIN_NAME, len(headers[i]) + 2, widths[i] - over)
-        if target < widths[i]:
-            rows = [[*r[:i], clip(r[i], target), *r[i + 1:]] for r in rows]
-            over -= widths[i] - target
-            widths[i] = target
-    names = [headers.index(n) for n in elide_cols if n in headers]
-    if over > 0 and names:  # the widest name column first, so two name columns end up alike
-        targets = {i: widths[i] for i in names}
-        floors = {i: max(MIN_NAME, len(headers[i]) + 2) for i in names}
-        while over > 0:
-            i = max(names, key=lambda j: (targets[j] - floors[j] > 0, targets[j]))
-            if targets[i] <= floors[i]:
-                break
-            targets[i] -= 1
-            over -= 1
-        for i, target in targets.items():
-            if target < widths[i]:
-                rows = [[*r[:i], elide(r[i], target), *r[i + 1:]] for r in rows]
-                widths[i] = target
+    over = _total(widths) - width
+    clipped = [(headers.index(n), clip, MIN_NAME) for n in clip_cols if n in headers]
+    rows, over = _shorten(headers, rows, widths, over, clipped)
+    rows, over = _shorten_evenly(headers, rows, widths, over,
+                                 [headers.index(n) for n in elide_cols if n in headers])
     # still too wide: any text column, names included, down to a few characters, then down
     # to its header's width (numbers are never cut)
     for floor in (LAST_RESORT, 1):
-        for i in sorted(range(len(headers)), key=lambda i: -widths[i]):
-            if over <= 0:
-                break
-            if align[i] != "left":
-                continue
-            target = max(floor, len(headers[i]) + 2, widths[i] - over)
-            if target < widths[i]:
-                rows = [[*r[:i], elide(r[i], target), *r[i + 1:]] for r in rows]
-                over -= widths[i] - target
-                widths[i] = target
+        widest = sorted(range(len(headers)), key=lambda i: -widths[i])
+        rows, over = _shorten(headers, rows, widths, over,
+                              [(i, elide, floor) for i in widest if align[i] == "left"])
     return headers, rows, align
+
+
+def _kept_columns(headers: list[str], rows: list[list[str]], width: int,
+                  drop: Sequence[str]) -> list[int]:
+    """The indices of the columns kept: ``drop`` columns go until the table fits, the columns
+    that say the same on every row (they tell least) first; then a dropped column comes back if
+    there is room for it after all."""
+    every = _widths(headers, rows)
+    index = {h: i for i, h in enumerate(headers)}
+    present = [n for n in drop if n in index]
+    constant = [n for n in present if len({r[index[n]] for r in rows}) <= 1]
+    order = [*constant, *(n for n in present if n not in constant)]
+    kept = list(range(len(headers)))
+    dropped: list[int] = []
+    for name in order:
+        if _total([every[i] for i in kept]) <= width or len(kept) == 1:
+            break
+        kept.remove(index[name])
+        dropped.append(index[name])
+    for i in reversed(dropped):
+        if _total([every[j] for j in kept] + [every[i]]) <= width:
+            kept = sorted([*kept, i])
+    return kept
+
+
+def _shorten_evenly(headers: list[str], rows: list[list[str]], widths: list[int], over: int,
+                    names: Sequence[int]) -> tuple[list[list[str]], int]:
+    """Elide the name columns ``names`` widest first, down to :data:`MIN_NAME`, so two name
+    columns (a diff's tensor and B tensor) end up alike rather than one cut to its floor while
+    the other stays whole; ``widths`` is updated. (rows, what is still over)"""
+    targets = {i: widths[i] for i in names}
+    floors = {i: max(MIN_NAME, len(headers[i]) + 2) for i in names}
+    while over > 0 and targets:
+        i = max(names, key=lambda j: (targets[j] > floors[j], targets[j]))
+        if targets[i] <= floors[i]:
+            break
+        targets[i] -= 1
+        over -= 1
+    for i, target in targets.items():
+        if target < widths[i]:
+            rows = [[*r[:i], elide(r[i], target), *r[i + 1:]] for r in rows]
+            widths[i] = target
+    return rows, over
+
+
+def _shorten(headers: list[str], rows: list[list[str]], widths: list[int], over: int,
+             columns: Sequence[tuple[int, Callable[[str, int], str], int]]
+             ) -> tuple[list[list[str]], int]:
+    """Shorten each ``(column, cut, floor)`` in turn (never below ``floor`` or its header) until
+    the table is ``over`` characters narrower; ``widths`` is updated. (rows, what is still over)"""
+    for i, cut, floor in columns:
+        if over <= 0:
+            break
+        target = max(floor, len(headers[i]) + 2, widths[i] - over)
+        if target < widths[i]:
+            rows = [[*r[:i], cut(r[i], target), *r[i + 1:]] for r in rows]
+            over -= widths[i] - target
+            widths[i] = target
+    return rows, over
