@@ -296,6 +296,8 @@ def examine(source: Source, variant: str, result: FileResult) -> None:
         for item in result.items[before:]:
             item.where = f"{name}:{item.where}" if item.where else name
     result.kind = kind  # the torch examination names its own kind
+    # a member's zip is no zip at the end of the file: for a plain tar, _zip_after looks there
+    result.zip_walked = variant == "tar"
     if variant == "tar":
         _zip_after(source, max(members[n].offset_data + members[n].size
                                for n in [weights, *others]), result)

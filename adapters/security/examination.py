@@ -28,6 +28,9 @@ class FileResult:
     kind: str = "unknown"
     items: list[Item] = field(default_factory=list)
     globals: list[dict[str, Any]] = field(default_factory=list)
+    # the examination walked a zip's members (the file's own, or the members of a container
+    # whose end is a zip): scan looks for no other zip at the end of the file
+    zip_walked: bool = False
 
     @property
     def verdict(self) -> str:
@@ -284,6 +287,7 @@ def examine_zip_members(source: Any, res: FileResult,
             res.add(ERROR, f"{len(d.members):,} members (limit {MAX_ZIP_MEMBERS:,}): not "
                     "examined")
             return
+        res.zip_walked = True
         for note in d.notes:
             res.add(FOREIGN, f"zip: {note}")
         for note in local_name_notes(mm, size, d, where):

@@ -172,15 +172,10 @@ def _examine(source: Source, res: FileResult) -> None:
         try:
             adapter.examine(source, variant, res)
         finally:
-            if res.kind not in ZIP_KINDS:
+            if not res.zip_walked:
                 zip_at_the_end(source, res)  # a zip appended to a pickle (or anything)
         return
     generic(source, res)
-
-
-# kinds whose examination already walked their zips (a DCP shard is torch.save zips end to end)
-ZIP_KINDS = ("torch-zip", "torchscript", "npz", "zip", "keras", "dcp-shard", "deepspeed-states",
-             "nemo")  # nemo: its weights member's zip walked; any other zip at the end too
 
 
 def zip_at_the_end(source: Source, res: FileResult) -> None:

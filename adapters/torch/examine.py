@@ -40,6 +40,7 @@ def examine_zip(source: Source, res: FileResult) -> None:
     with source.view() as mm:
         size = len(mm)
         tz = walk_zip(mm, size, where)
+        res.zip_walked = True
         container_notes(mm, size, tz, res)
         code = [n for n in tz.directory.names() if n.startswith(tz.root + "code/")]
         if code:
