@@ -33,6 +33,7 @@ MANIFEST_MAGIC = 0x0CDB3A2A
 BTREE_MAGIC = 0x0CDB20DE
 MAX_ENCODED = 64 << 20  # one manifest or node as stored
 MAX_DECODED = 64 << 20  # its body once decompressed (tensorstore's default target is 8 MiB)
+MAX_WINDOW = 64 << 20  # zstd window: a frame header may ask for gigabytes
 MAX_ARITY = 1 << 20  # tensorstore's kMaxNodeArity
 MAX_KEY = 65535  # kMaxKeyLength
 MAX_PATH = 65535  # kMaxPathLength
@@ -123,19 +124,26 @@ def _zstd(body: bytes, what: str, where: str) -> bytes:
         import zstandard
     except ImportError:
         raise ZstdMissing(what) from None
-    out = bytearray()
+    dctx = zstandard.ZstdDecompressor(max_window_size=MAX_WINDOW)
+    size = 0
     try:
-        with zstandard.ZstdDecompressor().stream_reader(body, read_across_frames=True) as r:
-            while len(out) <= MAX_DECODED:
+        # first the size, bounded (a bomb stops at the cap) ...
+        with dctx.stream_reader(body, read_across_frames=True) as r:
+            while size <= MAX_DECODED:
                 chunk = r.read(1 << 20)
                 if not chunk:
                     break
-                out += chunk
+                size += len(chunk)
+        if size > MAX_DECODED:
+            raise FormatError(f"OCDBT {what}: decompresses to over {MAX_DECODED} bytes", where)
+        # ... then the bytes, knowing they fit, with the check that the frame is whole
+        d = dctx.decompressobj()
+        out = d.decompress(body)
     except zstandard.ZstdError as e:
         raise FormatError(f"OCDBT {what}: zstd data not decodable ({e})", where) from None
-    if len(out) > MAX_DECODED:
-        raise FormatError(f"OCDBT {what}: decompresses to over {MAX_DECODED} bytes", where)
-    return bytes(out)
+    if not d.eof or d.unused_data:
+        raise FormatError(f"OCDBT {what}: zstd frame truncated or followed by other bytes", where)
+    return out
 
 
 def decode_envelope(encoded: bytes, magic: int, what: str, where: str) -> _Reader:
@@ -233,10 +241,13 @@ def _read_range(root: Source, path: str, offset: int, length: int, cap: int, wha
     return f.read(offset, length)
 
 
-def _latest_manifest(root: Source) -> Source:
-    """``manifest.ocdbt``, or for the numbered kind the newest ``manifest.<16 hex>``."""
-    numbered = sorted(n for n in root.list() if re.fullmatch(r"manifest\.[0-9a-f]{16}", n))
-    return root.child(numbered[-1]) if numbered else root.child(MANIFEST)
+def _read_manifest(m: Source) -> bytes:
+    if not m.is_file():
+        raise FormatError(f"OCDBT: {m.name} is missing", m.where)
+    if m.size > MAX_ENCODED:
+        raise FormatError(f"OCDBT manifest: {m.size} bytes, over the {MAX_ENCODED}-byte limit",
+                          m.where)
+    return m.read(0, m.size)
 
 
 def _parse_manifest(data: bytes, where: str) -> tuple[int, list[tuple[str, str]], tuple] | None:
@@ -270,15 +281,17 @@ def _parse_manifest(data: bytes, where: str) -> tuple[int, list[tuple[str, str]]
 
 def read_values(root: Source, want: Callable[[str], bool]) -> dict[str, bytes]:
     """The values of the newest version's keys for which ``want(key)`` is true."""
-    m = _latest_manifest(root)
-    if not m.is_file():
-        raise FormatError(f"OCDBT: {m.name} is missing", root.where)
-    if m.size > MAX_ENCODED:
-        raise FormatError(f"OCDBT manifest: {m.size} bytes, over the limit", m.where)
-    parsed = _parse_manifest(m.read(0, m.size), m.where)
-    if parsed is None:
-        raise FormatError("OCDBT manifest: numbered kind but no manifest.<generation> file "
-                          "holds the versions", root.where)
+    m = root.child(MANIFEST)
+    parsed = _parse_manifest(_read_manifest(m), m.where)
+    if parsed is None:  # numbered kind: the versions are in the newest manifest.<16 hex>
+        numbered = sorted(n for n in root.list() if re.fullmatch(r"manifest\.[0-9a-f]{16}", n))
+        if not numbered:
+            raise FormatError("OCDBT manifest: numbered kind but no manifest.<generation> file",
+                              root.where)
+        m = root.child(numbered[-1])
+        parsed = _parse_manifest(_read_manifest(m), m.where)
+        if parsed is None:
+            raise FormatError(f"OCDBT {m.name}: holds no versions", root.where)
     _, files, (height, file_id, offset, length, num_keys) = parsed
     out: dict[str, bytes] = {}
     if num_keys == 0 or (offset == MISSING and length == MISSING):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from inspector import values
+from inspector.adapters import ocdbt
 from inspector.adapters.errors import FormatError
 from inspector.adapters.ocdbt import crc32c
 from inspector.adapters.registry import load
@@ -158,9 +159,9 @@ def _varint(n):
             return bytes(out)
 
 
-def _envelope(magic, body):
-    """magic u32be, length u64le, version 0, compression 0 (none), body, CRC-32C u32le."""
-    inner = _varint(0) + _varint(0) + body
+def _envelope(magic, body, compression=0):
+    """magic u32be, length u64le, version 0, compression (0 none, 1 zstd), body, CRC-32C."""
+    inner = _varint(0) + _varint(compression) + body
     head = struct.pack(">I", magic) + struct.pack("<Q", 12 + len(inner) + 4)
     return head + inner + struct.pack("<I", crc32c(head + inner))
 
@@ -305,3 +306,44 @@ def test_self_referencing_node_is_refused_by_the_cli(tmp_path, cli):
     r = cli("show", str(d))
     assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
     assert "height 1, 0 expected" in r.stdout + r.stderr
+
+
+def test_numbered_manifest_kind_reads_the_newest_generation(tmp_path):
+    """manifest_kind 1: manifest.ocdbt holds the config only; versions are in the newest
+    manifest.<16 hex digits>."""
+    leaf = _leaf([(b"params.r/.zarray", _zarray([5, 7], "<u1"))])
+    config = _envelope(0x0CDB3A2A, bytes(16) + _varint(1) + _varint(100) + _varint(1 << 20)
+                       + bytes([4]) + _varint(0))
+    d = _db(tmp_path, leaf, config)
+    (d / "manifest.0000000000000001").write_bytes(_manifest(0, 0, 0))  # older: empty reference
+    (d / "manifest.0000000000000002").write_bytes(_manifest(0, 0, len(leaf)))
+    ckpt = load(d)
+    assert (ckpt["params.r"].shape, ckpt["params.r"].dtype) == ((5, 7), "uint8")
+    (d / "manifest.0000000000000001").rename(d / "keep")
+    (d / "manifest.0000000000000002").unlink()
+    with pytest.raises(FormatError, match="numbered kind but no manifest"):
+        load(d)
+
+
+def _zstd_leaf(payload_size):
+    zstandard = pytest.importorskip("zstandard")
+    body = bytes([0]) + _table([]) + _varint(1) + _varint(1) + b"k" + _varint(payload_size) \
+        + bytes([0]) + bytes(payload_size)
+    return _envelope(0x0CDB20DE, zstandard.ZstdCompressor().compress(body), compression=1)
+
+
+def test_zstd_nodes_are_decoded_and_bounded(tmp_path, monkeypatch):
+    d = _db(tmp_path, _zstd_leaf(5000), _manifest(0, 0, len(_zstd_leaf(5000))))
+    load(d)  # a compressed leaf is read (its one key is no array's: nothing listed from it)
+    monkeypatch.setattr(ocdbt, "MAX_DECODED", 1000)
+    with pytest.raises(FormatError, match="decompresses to over 1000 bytes"):
+        load(d)
+    monkeypatch.undo()
+    zstandard = pytest.importorskip("zstandard")
+    whole = zstandard.ZstdCompressor().compress(bytes(range(256)) * 20)
+    for i, (bad, why) in enumerate([(b"\x28\xb5\x2f\xfd" + bytes(20), "not decodable|truncated"),
+                                    (whole[:-3], "truncated"), (whole + b"x", "followed by|not decodable")]):
+        node = _envelope(0x0CDB20DE, bad, compression=1)
+        d = _db(tmp_path / str(i), node, _manifest(0, 0, len(node)))
+        with pytest.raises(FormatError, match=why):
+            load(d)
