@@ -347,3 +347,17 @@ def test_zstd_nodes_are_decoded_and_bounded(tmp_path, monkeypatch):
         d = _db(tmp_path / str(i), node, _manifest(0, 0, len(node)))
         with pytest.raises(FormatError, match=why):
             load(d)
+
+
+def test_multi_level_tensorstore_database_equals_tensorstore_reads():
+    """A database tensorstore wrote with 512-byte nodes (a B+tree of height 3), inline and
+    out-of-line values, three commits and an overwrite: every key of the newest version and
+    its value equal tensorstore's own list() and read()."""
+    truth = load_truth(ORBAX / "ocdbt_small_nodes.truth.json")
+    from inspector.adapters.source import LocalSource
+
+    got = ocdbt.read_values(LocalSource(ORBAX / "ocdbt_small_nodes"), lambda k: True)
+    assert {k: hashlib.sha256(v).hexdigest() for k, v in got.items()} == truth["values_sha256"]
+    only = ocdbt.read_values(LocalSource(ORBAX / "ocdbt_small_nodes"),
+                             lambda k: k.endswith("/.zarray"))
+    assert len(only) == 120 and json.loads(only["layer000.w/.zarray"])["rewritten"] is True
