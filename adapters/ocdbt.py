@@ -39,6 +39,7 @@ MAX_KEY = 65535  # kMaxKeyLength
 MAX_PATH = 65535  # kMaxPathLength
 MAX_HEIGHT = 64
 MAX_NODES = 100_000
+MAX_TOTAL = 1 << 30  # encoded node bytes read in one walk (shared children count each time)
 MAX_VALUE = 16 << 20  # one wanted value (a zarr metadata JSON is a few hundred bytes)
 MISSING = (1 << 64) - 1
 INSTALL_HINT = "pip install 'ckpt-inspector[orbax]'"
@@ -300,13 +301,17 @@ def read_values(root: Source, want: Callable[[str], bool]) -> dict[str, bytes]:
         raise FormatError(f"OCDBT manifest: root height {height} over {MAX_HEIGHT}", m.where)
     # (data file path, its transitive path, offset, length, height, key prefix)
     stack = [(*files[file_id], offset, length, height, b"")]
-    nodes = 0
+    nodes = total = 0
     while stack:
         path, transitive, offset, length, height, prefix = stack.pop()
         nodes += 1
         if nodes > MAX_NODES:
             raise FormatError(f"OCDBT: over {MAX_NODES} B+tree nodes", root.where)
         what = f"B+tree node at {path}:{offset}"
+        total += min(length, MAX_ENCODED)
+        if total > MAX_TOTAL:
+            raise FormatError(f"OCDBT: B+tree nodes total over {MAX_TOTAL} bytes (nodes "
+                              "referenced many times?)", root.where)
         r = decode_envelope(_read_range(root, path, offset, length, MAX_ENCODED, what),
                             BTREE_MAGIC, what, root.where)
         got = r.byte()

@@ -361,3 +361,12 @@ def test_multi_level_tensorstore_database_equals_tensorstore_reads():
     only = ocdbt.read_values(LocalSource(ORBAX / "ocdbt_small_nodes"),
                              lambda k: k.endswith("/.zarray"))
     assert len(only) == 120 and json.loads(only["layer000.w/.zarray"])["rewritten"] is True
+
+
+def test_a_node_referenced_many_times_stops_at_the_read_budget(tmp_path, monkeypatch):
+    leaf = _good_leaf()
+    root = _interior([(b"k%04d" % i, 0, len(leaf)) for i in range(1000)], height=1)
+    d = _db(tmp_path, leaf + root, _manifest(1, len(leaf), len(root)))
+    monkeypatch.setattr(ocdbt, "MAX_TOTAL", 100 * len(leaf))
+    with pytest.raises(FormatError, match="total over"):
+        load(d)
