@@ -224,7 +224,7 @@ def _read_item(item: Source, prefix: str, findings: list[Finding], meta: dict[st
         findings.append(Finding(
             "warning", f"{len(sharded)} array(s) not on a single device (e.g. {sharded[0]!r}): "
             "the listed shape is the piece each device wrote (write_shape), not the array's; "
-            "the global shape is in the OCDBT database (needs tensorstore)",
+            f"the global shape is in the OCDBT database ({INSTALL_HINT} reads it)",
             sharded[0]))
     if scalars:
         meta.setdefault("non_array_leaves", {}).update(scalars)
