@@ -8,19 +8,19 @@ Layout (orbax ``_src/metadata/tree.py``, ``_src/serialization/tensorstore_utils.
                                                    value_metadata (value_type, write_shape)
     <item>/_sharding                               per array (base64 of its name) its sharding
     <item>/manifest.ocdbt, d/, ocdbt.process_N/    OCDBT (the default): every array's zarr
-                                                   metadata and chunks inside a zstd-compressed
-                                                   B+tree database
+                                                   metadata (key '<param>/.zarray') and chunks
+                                                   inside a zstd-compressed B+tree database
     <item>/<param name>/.zarray | zarr.json, chunks   use_ocdbt=False: one zarr v2 / v3 array per
                                                    leaf, named by its keys joined with '.'
 
 Names are the leaf's keys joined by ``.`` (orbax's own ``param_name``). Shapes and dtypes come
-from each array's zarr metadata where it is a plain file (``use_ocdbt=False``); inside an OCDBT
-database they are not readable without tensorstore, so the shape is ``_METADATA``'s
-``write_shape`` (the global shape for a single-device array; a sharded array's is the piece one
-device wrote, which orbax also splits among replicas: said in a warning, never computed) and the
-dtype is ``unknown``. Values: zarr v2 arrays stored uncompressed in one chunk are plain byte
-ranges; anything else says which decoder it needs. Roles as in :mod:`.flax_msgpack` (``params``,
-``opt_state``, ``batch_stats``).
+from each array's zarr metadata: a plain file (``use_ocdbt=False``) or a key of the OCDBT
+database, read by :mod:`.ocdbt` (zstd through the optional ``zstandard`` package). Without
+``zstandard`` the shape is ``_METADATA``'s ``write_shape`` (the global shape for a single-device
+array; a sharded array's is the piece one device wrote, which orbax also splits among replicas:
+said in a warning, never computed) and the dtype is ``unknown``. Values: zarr v2 arrays stored
+uncompressed in one chunk are plain byte ranges; anything else says which decoder it needs.
+Roles as in :mod:`.flax_msgpack` (``params``, ``opt_state``, ``batch_stats``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from .directory import dir_in, file_in
 from .errors import FormatError
 from .flax_msgpack import COLLECTION_ROLES
 from .model import ByteRange, Checkpoint, Finding, Role, TensorEntry
+from .ocdbt import INSTALL_HINT, ZstdMissing, read_values
 from .registry import Adapter
 from .source import Source
 
@@ -153,6 +154,14 @@ def _read_item(item: Source, prefix: str, findings: list[Finding], meta: dict[st
     meta.setdefault("layouts", {})[label or "."] = (
         "ocdbt" if ocdbt else "zarr3" if zarr3 else "zarr2")
     shardings = _shardings(item)
+    zname = "zarr.json" if zarr3 else ".zarray"
+    stored: dict[str, bytes] | None = None
+    if ocdbt:
+        try:
+            stored = read_values(item, lambda k: k.endswith("/" + zname))
+        except ZstdMissing:
+            stored = None
+    missing: list[str] = []
     out: list[TensorEntry] = []
     scalars: dict[str, Any] = {}
     sharded: list[str] = []
@@ -171,12 +180,22 @@ def _read_item(item: Source, prefix: str, findings: list[Finding], meta: dict[st
             scalars[prefix + param] = vtype
             continue
         extra: dict[str, Any] = {"value_type": vtype, "path": path}
-        if ocdbt:
+        if ocdbt and stored is not None and f"{param}/{zname}" in stored:
+            z = _json_bytes(stored[f"{param}/{zname}"], f"{param}/{zname} (in OCDBT)", where)
+            shape, dtype, facts = _zarr_facts(z, param, zarr3, where)
+            facts["layout"] = "ocdbt"
+            facts.pop("chunk_file", None)  # a chunk is a key of the database, not a file
+            facts["values"] = ("values not readable: chunks are zstd-compressed inside the OCDBT "
+                               "database (needs tensorstore)")
+            extra.update(facts)
+        elif ocdbt:
             shape = _shape(value.get("write_shape", []), param, where)
             dtype = UNKNOWN
             sharding = shardings.get(param, {})
             kind = sharding.get("sharding_type")
             extra["layout"] = "ocdbt"
+            if stored is not None:
+                missing.append(param)
             if vtype != "scalar" and kind != "SingleDeviceSharding":
                 extra["shape_is_write_shape"] = True
                 sharded.append(param)
@@ -188,16 +207,24 @@ def _read_item(item: Source, prefix: str, findings: list[Finding], meta: dict[st
         out.append(TensorEntry(prefix + param, prefix + param, shape, dtype, Role.PARAMETER,
                                nbytes=nbytes, extra=extra))
     if ocdbt:
+        head = f"{label + ': ' if label else ''}OCDBT layout: "
+        if stored is None:
+            text = (head + "each array's dtype and shape are inside the zstd-compressed OCDBT "
+                    "database and zstandard is not installed: dtypes are listed as unknown, "
+                    f"shapes are _METADATA's write_shape ({INSTALL_HINT} reads them)")
+        else:
+            text = (head + "dtypes and shapes read from each array's zarr metadata in the OCDBT "
+                    "database; values (zstd-compressed chunks) are not read")
+        findings.append(Finding("info", text, label or "layout"))
+    if missing:
         findings.append(Finding(
-            "info", f"{label + ': ' if label else ''}OCDBT layout: each array's dtype and "
-            "chunks are inside the zstd-compressed OCDBT database, read only through "
-            "tensorstore: dtypes are listed as unknown, shapes are _METADATA's write_shape",
-            label or "layout"))
+            "warning", f"{len(missing)} array(s) have no {zname} in the OCDBT database (e.g. "
+            f"{missing[0]!r}): dtype unknown, shape from _METADATA's write_shape", missing[0]))
     if sharded:
         findings.append(Finding(
             "warning", f"{len(sharded)} array(s) not on a single device (e.g. {sharded[0]!r}): "
             "the listed shape is the piece each device wrote (write_shape), not the array's; "
-            "the global shape is in the OCDBT database (needs tensorstore)",
+            f"the global shape is in the OCDBT database ({INSTALL_HINT} reads it)",
             sharded[0]))
     if scalars:
         meta.setdefault("non_array_leaves", {}).update(scalars)
@@ -257,7 +284,20 @@ def _zarr(item: Source, param: str, zarr3: bool) -> tuple[tuple[int, ...], str, 
     f = file_in(d, name)
     if f is None:
         raise FormatError(f"array {param!r}: {name} is missing", where)
-    z = _json(f, f"{param}/{name}")
+    return _zarr_facts(_json(f, f"{param}/{name}"), param, zarr3, where)
+
+
+def _json_bytes(raw: bytes, what: str, where: str) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise FormatError(f"{what} is not readable JSON ({e})", where) from None
+
+
+def _zarr_facts(z: Any, param: str, zarr3: bool, where: str,
+                ) -> tuple[tuple[int, ...], str, dict]:
+    """Shape, dtype and value facts of one zarr v2 ``.zarray`` / v3 ``zarr.json`` object."""
+    name = "zarr.json" if zarr3 else ".zarray"
     if not isinstance(z, dict):
         raise FormatError(f"{param}/{name} is not a JSON object", where)
     shape = _shape(z.get("shape"), param, where)
