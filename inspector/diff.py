@@ -236,7 +236,7 @@ def group_deltas(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Tenso
     ub = {id(t) for t in ckpt_b.unique()}
     def counted(t: TensorEntry, unique: set[int]) -> int:
         # a cross-layout pair's virtual entry (stacked, concatenated, as converted) counts
-        return t.numel if id(t) in unique or {"stack", "concat", "as_converted"} & set(
+        return t.numel if id(t) in unique or {"stack", "concat", "stored_shape"} & set(
             t.extra) else 0
 
     counts_a = grouping.group_counts(

@@ -587,7 +587,7 @@ def _transformed_pair(r: Rule, at: TensorEntry, members: tuple[TensorEntry, ...]
         return Pair(at.name, at, bt, RESHAPED if bt is not None else REMOVED,
                     how + f" ({shape})", members)
     conv = TensorEntry(at.name, at.stored_name, shape, at.dtype, at.role, nbytes=at.nbytes,
-                       extra={**(at.extra or {}), "as_converted": list(at.shape)})
+                       extra={**(at.extra or {}), "stored_shape": list(at.shape)})
     op = REMOVED if bt is None else _shape_op(conv, bt, dtypes)
     return Pair(at.name, conv, bt, op, how, members, None, r, drop)
 

@@ -224,3 +224,38 @@ def test_cli_bad_map_is_one_line(tmp_path):
     r = run_cli("diff", str(FAIRSEQ), str(CT2 / "fairseq_transformer_none"), "--layout",
                 "ct2-onmt-py")  # fairseq names: not an OpenNMT-py checkpoint
     assert r.returncode == 2 and "does not fit" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_each_transform_on_arrays_numpy_wrote(tmp_path):
+    """Every value transform, on .npz files NumPy wrote: B is A as NumPy transforms it."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((4, 3)), rng.standard_normal((2, 3))
+    pe, w, emb = (rng.standard_normal((6, 1, 3)), rng.standard_normal((5, 2)),
+                  rng.standard_normal((7, 3)))
+    np.savez(tmp_path / "a.npz", **{"l.0.q": q, "l.0.k": k, "pe": pe, "w": w, "emb": emb})
+    b = {"l_0_qk": np.concatenate([q, k], 0), "pe_b": pe[:, 0], "w_b": w.T,
+         "emb_b": emb[2:]}
+    np.savez(tmp_path / "b.npz", **b)
+    m = tmp_path / "m.yaml"
+    m.write_text(yaml.safe_dump({"name": "t", "tensors": [
+        {"a": ["l.{i}.q", "l.{i}.k"], "b": "l_{i}_qk", "concat": 0},
+        {"a": "pe", "b": "pe_b", "squeeze": 1},
+        {"a": "w", "b": "w_b", "transpose": True},
+        {"a": "emb", "b": "emb_b", "drop_rows": 2}]}))
+    res = diff(tmp_path / "a.npz", tmp_path / "b.npz", values=True, layout=str(m))
+    assert {r.op for r in res.records} == {"unchanged"} and not res.different
+    assert all(r.values.max_abs == 0 for r in res.records)
+    assert {r.name for r in res.records} == {"l.0.{q,k}", "pe", "w", "emb"}
+    # a rule that leaves a step out does not pair equal values
+    m.write_text(yaml.safe_dump({"name": "t", "tensors": [
+        {"a": ["l.{i}.k", "l.{i}.q"], "b": "l_{i}_qk", "concat": 0},
+        {"a": "pe", "b": "pe_b", "squeeze": 0},
+        {"a": "w", "b": "w_b"},
+        {"a": "emb", "b": "emb_b", "drop_rows": 3}]}))
+    res = diff(tmp_path / "a.npz", tmp_path / "b.npz", values=True, layout=str(m))
+    ops = {r.name: r.op for r in res.records}
+    assert ops == {"l.0.{k,q}": "changed", "pe": "reshaped", "w": "reshaped",
+                   "emb": "reshaped"}, ops
+    assert res.different
