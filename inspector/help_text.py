@@ -10,7 +10,7 @@ SOURCES = {'cli.py': (14828, 3483995176),
  'commands/archs.py': (2564, 3116068908),
  'commands/budget.py': (5063, 2079490293),
  'commands/check.py': (4403, 4172538824),
- 'commands/diff.py': (5798, 3842765795),
+ 'commands/diff.py': (5885, 3566603718),
  'commands/formats.py': (568, 4283822920),
  'commands/predict.py': (2001, 483126654),
  'commands/report.py': (4127, 4121256336),
@@ -85,9 +85,10 @@ DESCRIPTIONS = {'archs': [('text',
              "Two layouts of one model are paired by the producer's own name mapping (--layout; "
              "built-in: hf-gguf-llama, llama.cpp's convert_hf_to_gguf.py names, its q/k row "
              "permutation undone, Mixtral's stacked experts; dcp-torch, prefixes found from the "
-             'names): "did the conversion keep my model?" With --values each tensor\'s conversion '
-             'error (max |a-b|, relative L2) and a summary per group and stored type (Q8_0, F16, '
-             '...).')]),
+             "names; ct2-onmt-py / ct2-fairseq, CTranslate2's converters, fused q/k/v "
+             'concatenated): "did the conversion keep my model?" With --values each tensor\'s '
+             'conversion error (max |a-b|, relative L2) and a summary per group and stored type '
+             '(Q8_0, F16, ...).')]),
           ('text', [(0, 0, 'Example:')]),
           ('pre', ['    $ inspector diff llama_hf/ llama.q8_0.gguf --values']),
           ('text',
