@@ -235,7 +235,9 @@ def group_deltas(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Tenso
     ua = {id(t) for t in ckpt_a.unique()}
     ub = {id(t) for t in ckpt_b.unique()}
     def counted(t: TensorEntry, unique: set[int]) -> int:
-        return t.numel if id(t) in unique or "stack" in t.extra else 0
+        # a cross-layout pair's virtual entry (stacked, concatenated, as converted) counts
+        return t.numel if id(t) in unique or {"stack", "concat", "stored_shape"} & set(
+            t.extra) else 0
 
     counts_a = grouping.group_counts(
         sch, [(r.name, counted(r.a, ua)) for r in records if r.a is not None])
@@ -334,6 +336,8 @@ def _cross(ckpt_a: Checkpoint, ckpt_b: Checkpoint, m: Any, swapped: bool, *, val
     side_a, side_b = (ckpt_b, ckpt_a) if swapped else (ckpt_a, ckpt_b)
     params, problems = layout_map.params(m, side_a, side_b)
     pairs = layout_map.pair(m, side_a, side_b, params)
+    if scheme is None:  # groups by the names of the records' first (the map's a) side
+        scheme = engine.choose_scheme(None, [p.key for p in pairs if p.a is not None]).name
     records = []
     by_key = {}
     for p in pairs:
@@ -374,6 +378,11 @@ def _cross(ckpt_a: Checkpoint, ckpt_b: Checkpoint, m: Any, swapped: bool, *, val
     info = {"map": m.name, "description": m.description, "file": m.where,
             "a": (m.b if swapped else m.a).what, "b": (m.a if swapped else m.b).what,
             "swapped": swapped, "params": params, "problems": problems,
+            # tensors of roles the conversion does not carry, per role, as diff's A and B
+            "left_out": {s: n for s, n in zip(
+                ("b", "a") if swapped else ("a", "b"),
+                (layout_map.left_out(m.a, side_a), layout_map.left_out(m.b, side_b)),
+                strict=True) if n},
             "names": sorted({p.how for p in pairs if p.how}) if m.same_names else []}
     scheme_name, rows = (group_deltas(ckpt_a, ckpt_b, records, scheme) if groups
                          else (None, []))

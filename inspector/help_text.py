@@ -10,7 +10,7 @@ SOURCES = {'cli.py': (14828, 3483995176),
  'commands/archs.py': (2564, 3116068908),
  'commands/budget.py': (5021, 4068276511),
  'commands/check.py': (3568, 2104767989),
- 'commands/diff.py': (5715, 3376219735),
+ 'commands/diff.py': (5802, 411883154),
  'commands/formats.py': (568, 4283822920),
  'commands/predict.py': (1959, 16829877),
  'commands/report.py': (4003, 2339139493),
@@ -85,9 +85,10 @@ DESCRIPTIONS = {'archs': [('text',
              "Two layouts of one model are paired by the producer's own name mapping (--layout; "
              "built-in: hf-gguf-llama, llama.cpp's convert_hf_to_gguf.py names, its q/k row "
              "permutation undone, Mixtral's stacked experts; dcp-torch, prefixes found from the "
-             'names): "did the conversion keep my model?" With --values each tensor\'s conversion '
-             'error (max |a-b|, relative L2) and a summary per group and stored type (Q8_0, F16, '
-             '...).')]),
+             "names; ct2-onmt-py / ct2-fairseq, CTranslate2's converters, fused q/k/v "
+             'concatenated): "did the conversion keep my model?" With --values each tensor\'s '
+             'conversion error (max |a-b|, relative L2) and a summary per group and stored type '
+             '(Q8_0, F16, ...).')]),
           ('text', [(0, 0, 'Example:')]),
           ('pre', ['    $ inspector diff llama_hf/ llama.q8_0.gguf --values']),
           ('text',

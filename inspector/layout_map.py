@@ -7,7 +7,12 @@ A map has two sides, ``a`` and ``b``. A rule pairs an ``a`` name template with a
 (``{var}`` stands for a number); ``stack: var`` says ``b`` holds every ``a`` tensor of that
 variable stacked along a new first axis in index order (llama.cpp's ``ffn_gate_exps``);
 ``permute_rows: [n_head, n_head_kv]`` says the converter permuted the rows with llama.cpp's
-``LlamaModel.permute`` (undone on ``b``'s values before they are compared). ``same_names: true``
+``LlamaModel.permute`` (undone on ``b``'s values before they are compared); a list of ``a``
+templates with ``concat: axis`` says ``b`` is those tensors concatenated (CTranslate2's fused
+q/k/v), ``squeeze: axis`` / ``transpose: true`` / ``drop_rows: n`` that the converter dropped a
+size-1 axis, reversed the axes, or dropped the first rows (those are applied to ``a``'s values
+before they are compared). A side's ``roles`` keep only its tensors of those roles (a training
+checkpoint's optimizer state is not converted: counted as left out). ``same_names: true``
 pairs equal names, ``strip: auto`` after finding the prefixes that pair the most names. A map
 applies to two checkpoints when each side's formats and hyperparameters fit and most names of
 each side fit its rules; a same-format diff is never re-paired unless a map is named.
@@ -39,7 +44,9 @@ STRIP_DEPTH = 3  # dotted components an automatic prefix may have
 
 @dataclass(frozen=True)
 class Rule:
-    """One ``a`` template paired with one ``b`` template."""
+    """``a`` templates (several: concatenated) paired with one ``b`` template, and what the
+    converter did to the values (each transform at most once, in the order concat, squeeze,
+    transpose, drop_rows)."""
 
     a: str
     b: str
@@ -47,6 +54,20 @@ class Rule:
     b_rx: re.Pattern[str]
     stack: str | None = None
     permute_rows: tuple[str, str] | None = None
+    parts: tuple[tuple[str, re.Pattern[str]], ...] = ()  # concat: every a template, in order
+    concat: int | None = None
+    squeeze: int | None = None
+    transpose: bool = False
+    drop_rows: int | str | None = None
+
+    @property
+    def a_rxs(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(rx for _, rx in self.parts) if self.parts else (self.a_rx,)
+
+    @property
+    def transforms(self) -> bool:
+        return (self.concat is not None or self.squeeze is not None or self.transpose
+                or self.drop_rows is not None)
 
 
 @dataclass(frozen=True)
@@ -54,6 +75,7 @@ class Side:
     what: str = ""
     formats: tuple[str, ...] = ()
     hyperparameters: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    roles: tuple[str, ...] = ()  # empty: every tensor
 
 
 @dataclass(frozen=True)
@@ -82,16 +104,22 @@ class Pair:
     how: str | None = None
     members: tuple[TensorEntry, ...] = ()  # a stack's A tensors, in index order
     permute: tuple[int, int] | None = None  # (n_head, n_head_kv) to undo on B's rows
+    rule: Rule | None = None  # a rule with value transforms (applied to A's values)
+    drop: int = 0  # drop_rows resolved
 
 
 # --- reading maps ------------------------------------------------------------------------------
 
 
-def _template(t: str, where: str) -> re.Pattern[str]:
+def _template(t: str, where: str, star: bool = False) -> re.Pattern[str]:
     if not isinstance(t, str) or not t:
         raise UsageError(f"a tensor template must be a non-empty string, not {t!r}", where)
     parts = _VAR.split(t)
-    rx = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>\\d+)" for i, p in enumerate(parts))
+
+    def lit(x: str) -> str:  # generated templates: * is any text
+        return ".*".join(re.escape(y) for y in x.split("*")) if star else re.escape(x)
+
+    rx = "".join(lit(p) if i % 2 == 0 else f"(?P<{p}>\\d+)" for i, p in enumerate(parts))
     try:
         return re.compile(rx + r"\Z")
     except re.error as e:  # a variable used twice
@@ -109,8 +137,21 @@ def _side(d: Any, where: str) -> Side:
             isinstance(f, str) for f in formats):
         raise UsageError("a side's formats is a list of names, its hyperparameters a mapping",
                          where)
+    roles = d.get("roles") or []
+    if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+        raise UsageError("a side's roles is a list of role names (parameter, buffer, ...)", where)
     return Side(str(d.get("what", "")), tuple(d.get("formats") or ()),
-                {k: tuple(v if isinstance(v, list) else [v]) for k, v in hp.items()})
+                {k: tuple(v if isinstance(v, list) else [v]) for k, v in hp.items()},
+                tuple(roles))
+
+
+def _axis(r: dict, key: str, where: str) -> int | None:
+    v = r.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise UsageError(f"{key} is an axis (an integer >= 0), not {v!r}", where)
+    return v
 
 
 def parse(data: Any, where: str) -> LayoutMap:
@@ -136,8 +177,27 @@ def parse(data: Any, where: str) -> LayoutMap:
         w = f"{where}: tensors[{i}]"
         if not isinstance(r, dict) or "a" not in r or "b" not in r:
             raise UsageError("a rule needs a and b templates", w)
-        a_rx, b_rx = _template(r["a"], w), _template(r["b"], w)
+        unknown = set(r) - {"a", "b", "stack", "permute_rows", "concat", "squeeze", "transpose",
+                            "drop_rows"}
+        if unknown:
+            raise UsageError(f"unknown rule keys {sorted(unknown)}", w)
+        concat = _axis(r, "concat", w)
+        if isinstance(r["a"], list) != (concat is not None) or (
+                isinstance(r["a"], list) and len(r["a"]) < 2):
+            raise UsageError("a list of a templates (two or more) goes with concat: axis, and "
+                             "concat with a list", w)
+        a_list = r["a"] if isinstance(r["a"], list) else [r["a"]]
+        parts = tuple((t, _template(t, w)) for t in a_list)
+        a_rx, b_rx = parts[0][1], _template(r["b"], w)
         va, vb = set(a_rx.groupindex), set(b_rx.groupindex)
+        if any(set(rx.groupindex) != va for _, rx in parts):
+            raise UsageError("concatenated a templates must share their variables", w)
+        drop = r.get("drop_rows")
+        if drop is not None and not (isinstance(drop, str) or (
+                isinstance(drop, int) and not isinstance(drop, bool) and drop >= 0)):
+            raise UsageError("drop_rows is a row count (>= 0) or a parameter name", w)
+        if r.get("transpose") not in (None, True, False):
+            raise UsageError("transpose is true or false", w)
         stack = r.get("stack")
         if stack is not None and (stack not in va or stack in vb):
             raise UsageError(f"stack {stack!r} must be a variable of a only", w)
@@ -147,11 +207,20 @@ def parse(data: Any, where: str) -> LayoutMap:
         perm = r.get("permute_rows")
         if perm is not None and (not isinstance(perm, list) or len(perm) != 2):
             raise UsageError("permute_rows is [n_head, n_head_kv] (two parameter names)", w)
-        rules.append(Rule(r["a"], r["b"], a_rx, b_rx, stack, tuple(perm) if perm else None))
+        squeeze, transpose = _axis(r, "squeeze", w), bool(r.get("transpose"))
+        if stack is not None and (concat is not None or squeeze is not None or transpose
+                                  or drop is not None or perm):
+            raise UsageError("stack takes no other transform", w)
+        rules.append(Rule(a_list[0], r["b"], a_rx, b_rx, stack, tuple(perm) if perm else None,
+                          parts if len(parts) > 1 else (), concat, squeeze, transpose, drop))
     for p in (q for r in rules if r.permute_rows for q in r.permute_rows):
         if p not in params:
             raise UsageError(f"permute_rows names {p!r}, which params does not define", where)
-    generated = tuple((_template(g["b"], where), str(g.get("why", "")))
+    for r in rules:
+        if isinstance(r.drop_rows, str) and r.drop_rows not in params:
+            raise UsageError(f"drop_rows names {r.drop_rows!r}, which params does not define",
+                             where)
+    generated = tuple((_template(g["b"], where, star=True), str(g.get("why", "")))
                       for g in generated_list)
     if not rules and not data.get("same_names"):
         raise UsageError("a layout map needs tensors rules or same_names: true", where)
@@ -199,6 +268,24 @@ def _names(ckpt: Checkpoint) -> list[str]:
     return [t.name for t in ckpt.tensors]
 
 
+def kept(side: Side, ckpt: Checkpoint) -> list[TensorEntry]:
+    """The tensors of ``ckpt`` the side's ``roles`` keep (all when it names none)."""
+    if not side.roles:
+        return list(ckpt.tensors)
+    return [t for t in ckpt.tensors if _role(t) in side.roles]
+
+
+def _role(t: TensorEntry) -> str:
+    return str(getattr(t.role, "value", t.role))
+
+
+def left_out(side: Side, ckpt: Checkpoint) -> dict[str, int]:
+    """How many tensors per role the side's ``roles`` leave out of the pairing."""
+    if not side.roles:
+        return {}
+    return dict(Counter(_role(t) for t in ckpt.tensors if _role(t) not in side.roles))
+
+
 def _side_fits(side: Side, ckpt: Checkpoint) -> bool:
     if side.formats and not any(ckpt.format.startswith(f) for f in side.formats):
         return False
@@ -207,10 +294,10 @@ def _side_fits(side: Side, ckpt: Checkpoint) -> bool:
 
 
 def _rules_fit(m: LayoutMap, ckpt: Checkpoint, side: str) -> bool:
-    names = _names(ckpt)
+    names = [t.name for t in kept(getattr(m, side), ckpt)]
     if not names:
         return False
-    rxs = [getattr(r, f"{side}_rx") for r in m.rules]
+    rxs = [rx for r in m.rules for rx in (r.a_rxs if side == "a" else (r.b_rx,))]
     if side == "b":
         rxs += [g for g, _ in m.generated]
     hits = sum(1 for n in names if any(rx.match(_strip_any(rx, n)) for rx in rxs))
@@ -352,31 +439,33 @@ def _same_names(m: LayoutMap, a: Checkpoint, b: Checkpoint) -> list[Pair]:
 
 
 def pair(m: LayoutMap, a: Checkpoint, b: Checkpoint, values: Mapping[str, int]) -> list[Pair]:
-    """Every tensor of ``a`` (the map's side a) and ``b`` in one :class:`Pair`: A's order, then
-    B's tensors no rule claimed."""
+    """Every tensor of ``a`` (the map's side a) and ``b`` in one :class:`Pair` (only those
+    the sides' ``roles`` keep): A's order, then B's tensors no rule claimed."""
     if m.same_names:
         return _same_names(m, a, b)
     from inspector.compare import ADDED, REMOVED, RESHAPED
 
-    b_by_name = {t.name: t for t in b.tensors}
+    b_by_name = {t.name: t for t in kept(m.b, b)}
+    # key -> (rule, [(index, tensor)]): a stack's index, a concatenation's part number
     groups: dict[str, tuple[Rule, list[tuple[int, TensorEntry]]]] = {}
-    order: list[tuple[str, str | None, TensorEntry | None]] = []  # (b name or a name, ...)
-    for t in a.tensors:
+    order: list[tuple[str, str | None, TensorEntry | None]] = []  # (key, b name, lone a)
+    for t in kept(m.a, a):
         for r in m.rules:
-            name = _strip_any(r.a_rx, t.name)
-            hit = r.a_rx.match(name)
+            part, hit = next(((i, h) for i, rx in enumerate(r.a_rxs)
+                              if (h := rx.match(_strip_any(rx, t.name))) is not None),
+                             (0, None))
             if hit is None:
                 continue
             v = hit.groupdict()
             b_name = r.b.format(**{k: x for k, x in v.items() if k != r.stack})
-            if r.stack is None:
+            if r.stack is None and not r.parts:
                 groups[f"{b_name}\0{t.name}"] = (r, [(0, t)])
                 order.append((f"{b_name}\0{t.name}", b_name, None))
             else:
                 if b_name not in groups:
                     groups[b_name] = (r, [])
                     order.append((b_name, b_name, None))
-                groups[b_name][1].append((int(v[r.stack]), t))
+                groups[b_name][1].append((int(v[r.stack]) if r.stack else part, t))
             break
         else:
             order.append((t.name, None, t))
@@ -390,6 +479,9 @@ def pair(m: LayoutMap, a: Checkpoint, b: Checkpoint, values: Mapping[str, int]) 
         bt = b_by_name.get(b_name)
         if bt is not None:
             claimed.add(b_name)
+        if r.parts:
+            out.append(_concat_pair(r, members, bt, b_name, m.dtypes, values))
+            continue
         perm = None
         if r.permute_rows:
             nh, nkv = (values.get(p) for p in r.permute_rows)
@@ -397,6 +489,9 @@ def pair(m: LayoutMap, a: Checkpoint, b: Checkpoint, values: Mapping[str, int]) 
                 perm = (nh, nkv)
         if r.stack is None:
             at = members[0][1]
+            if r.transforms:
+                out.append(_transformed_pair(r, at, (), bt, b_name, m.dtypes, values))
+                continue
             how = f"{at.name} -> {b_name}" + (f"; rows permuted (n_head {perm[0]}, n_head_kv "
                                                f"{perm[1]})" if perm else "")
             op = REMOVED if bt is None else _shape_op(at, bt, m.dtypes)
@@ -421,7 +516,7 @@ def pair(m: LayoutMap, a: Checkpoint, b: Checkpoint, values: Mapping[str, int]) 
             continue
         op = REMOVED if bt is None else _shape_op(stacked, bt, m.dtypes)
         out.append(Pair(stack_name, stacked, bt, op, how, tensors, perm))
-    for t in b.tensors:
+    for t in b_by_name.values():
         if t.name in claimed:
             continue
         why = next((w for rx, w in m.generated if rx.match(t.name)), None)
@@ -429,6 +524,99 @@ def pair(m: LayoutMap, a: Checkpoint, b: Checkpoint, values: Mapping[str, int]) 
                         f"generated: {why}" if why is not None else f"no rule of {m.name} "
                         "maps it"))
     return out
+
+
+def _joined(names: Sequence[str]) -> str:
+    """One name for concatenated tensors: their common dotted head and tail around the parts
+    that differ (``x.{q,k,v}.weight``)."""
+    split = [n.split(".") for n in names]
+    head = 0
+    while all(len(s) > head + 1 for s in split) and len({s[head] for s in split}) == 1:
+        head += 1
+    tail = 0
+    while all(len(s) > head + tail + 1 for s in split) and len({s[-1 - tail] for s in split}) == 1:
+        tail += 1
+    mid = ",".join(".".join(s[head:len(s) - tail]) for s in split)
+    return ".".join([*split[0][:head], "{" + mid + "}", *split[0][len(split[0]) - tail:]])
+
+
+def _transformed_shape(r: Rule, shape: tuple[int, ...], drop: int) -> tuple[int, ...] | str:
+    """B's shape after the rule's squeeze, transpose and drop_rows, or why it cannot be."""
+    if r.squeeze is not None:
+        if r.squeeze >= len(shape) or shape[r.squeeze] != 1:
+            return f"axis {r.squeeze} of {shape} is not of size 1"
+        shape = shape[:r.squeeze] + shape[r.squeeze + 1:]
+    if r.transpose:
+        shape = shape[::-1]
+    if drop:
+        if not shape or shape[0] < drop:
+            return f"{shape} has fewer than {drop} rows"
+        shape = (shape[0] - drop, *shape[1:])
+    return shape
+
+
+def _steps(r: Rule, drop: int) -> str:
+    steps = ([f"axis {r.squeeze} squeezed"] if r.squeeze is not None else []) + (
+        ["transposed"] if r.transpose else []) + ([f"first {drop} rows dropped"] if drop else [])
+    return "; ".join(steps)
+
+
+def _drop(r: Rule, values: Mapping[str, int]) -> int | None:
+    if r.drop_rows is None:
+        return 0
+    if isinstance(r.drop_rows, int):
+        return r.drop_rows
+    return values.get(r.drop_rows)
+
+
+def _transformed_pair(r: Rule, at: TensorEntry, members: tuple[TensorEntry, ...],
+                      bt: TensorEntry | None, b_name: str, dtypes: str,
+                      values: Mapping[str, int], how: str | None = None) -> Pair:
+    """A pair whose A side is ``at`` as the converter wrote it: a virtual entry of B's shape."""
+    from inspector.compare import REMOVED, RESHAPED
+
+    drop = _drop(r, values)
+    how = how or f"{at.name} -> {b_name}"
+    if drop is None:
+        return Pair(at.name, at, bt, RESHAPED if bt is not None else REMOVED,
+                    how + f" (parameter {r.drop_rows} unknown: rows to drop not known)")
+    shape = _transformed_shape(r, tuple(at.shape), drop)
+    steps = _steps(r, drop)
+    how += f"; {steps}" if steps else ""
+    if isinstance(shape, str):
+        return Pair(at.name, at, bt, RESHAPED if bt is not None else REMOVED,
+                    how + f" ({shape})", members)
+    conv = TensorEntry(at.name, at.stored_name, shape, at.dtype, at.role, nbytes=at.nbytes,
+                       extra={**(at.extra or {}), "stored_shape": list(at.shape)})
+    op = REMOVED if bt is None else _shape_op(conv, bt, dtypes)
+    return Pair(at.name, conv, bt, op, how, members, None, r, drop)
+
+
+def _concat_pair(r: Rule, members: list[tuple[int, TensorEntry]], bt: TensorEntry | None,
+                 b_name: str, dtypes: str, values: Mapping[str, int]) -> Pair:
+    from inspector.compare import REMOVED, RESHAPED
+
+    members.sort(key=lambda x: x[0])
+    tensors = tuple(t for _, t in members)
+    name = _joined([t.name for t in tensors]) if len(tensors) > 1 else tensors[0].name
+    how = f"{len(tensors)} tensors concatenated along axis {r.concat} -> {b_name}"
+    missing = [r.parts[i][0] for i in range(len(r.parts)) if i not in {k for k, _ in members}]
+    first = tensors[0]
+    rest = {tuple(s for i, s in enumerate(t.shape) if i != r.concat) for t in tensors}
+    if missing or len(rest) != 1 or r.concat >= len(first.shape):
+        why = (f"missing {', '.join(missing)}" if missing
+               else f"shapes {[tuple(t.shape) for t in tensors]} do not concatenate")
+        lone = TensorEntry(name, name, tuple(first.shape), first.dtype, first.role,
+                           nbytes=sum(t.nbytes or 0 for t in tensors),
+                           extra={"concat": [t.name for t in tensors]})
+        return Pair(name, lone, bt, RESHAPED if bt is not None else REMOVED,
+                    f"{how} ({why})", tensors)
+    shape = list(first.shape)
+    shape[r.concat] = sum(t.shape[r.concat] for t in tensors)
+    joined = TensorEntry(name, name, tuple(shape), first.dtype, first.role,
+                         nbytes=sum(t.nbytes or 0 for t in tensors),
+                         extra={"concat": [t.name for t in tensors]})
+    return _transformed_pair(r, joined, tensors, bt, b_name, dtypes, values, how)
 
 
 # --- values --------------------------------------------------------------------------------------
@@ -447,15 +635,27 @@ def unpermute_rows(x: Any, n_head: int, n_head_kv: int) -> Any:
 
 def arrays(p: Pair, a: Checkpoint, b: Checkpoint) -> tuple[Any, Any]:
     """Side a's values (a stack: its members stacked) and side b's, in side a's layout (rows
-    un-permuted), each in its own type (block-quantized types decoded to float32)."""
+    un-permuted), each in its own type (block-quantized types decoded to float32). A rule with
+    value transforms (concat, squeeze, transpose, drop_rows) is applied to side a's values, as
+    the converter applied it: both are then in side b's layout."""
     import numpy as np
 
     from inspector.arrays import get_tensor
 
-    if p.members:
+    r = p.rule
+    if r is not None and r.parts:
+        xa = np.concatenate([np.asarray(get_tensor(a, t.name)) for t in p.members], r.concat)
+    elif p.members:
         xa = np.stack([np.asarray(get_tensor(a, t.name)) for t in p.members])
     else:
         xa = np.asarray(get_tensor(a, p.a.name))
+    if r is not None:
+        if r.squeeze is not None:
+            xa = np.squeeze(xa, r.squeeze)
+        if r.transpose:
+            xa = xa.T
+        if p.drop:
+            xa = xa[p.drop:]
     xb = np.asarray(get_tensor(b, p.b.name)).reshape(xa.shape)
     if p.permute is not None:
         xb = unpermute_rows(xb, *p.permute)

@@ -9,7 +9,8 @@ Example::
 
 Two layouts of one model are paired by the producer's own name mapping (``--layout``; built-in:
 ``hf-gguf-llama``, llama.cpp's ``convert_hf_to_gguf.py`` names, its q/k row permutation undone,
-Mixtral's stacked experts; ``dcp-torch``, prefixes found from the names): "did the conversion keep
+Mixtral's stacked experts; ``dcp-torch``, prefixes found from the names; ``ct2-onmt-py`` /
+``ct2-fairseq``, CTranslate2's converters, fused q/k/v concatenated): "did the conversion keep
 my model?" With ``--values`` each tensor's conversion error (max |a-b|, relative L2) and a
 summary per group and stored type (Q8_0, F16, ...).
 

@@ -95,8 +95,11 @@ def _layout_lines(report: dict[str, Any], style: Style) -> list[str]:
     lay = report["layout"]
     params = ", ".join(f"{k}={v}" for k, v in lay["params"].items())
     names = "; ".join(lay.get("names") or ())
+    left = "; ".join(f"{side.upper()}'s " + ", ".join(f"{n} {role}" for role, n in c.items())
+                     for side, c in sorted((lay.get("left_out") or {}).items()))
     return [f"paired by layout map {lay['map']} ({lay['a']} <-> {lay['b']})"
-            + (f"; {params}" if params else "") + (f"; {names}" if names else "")]
+            + (f"; {params}" if params else "") + (f"; {names}" if names else "")
+            + (f"\nleft out (roles the conversion does not carry): {left}" if left else "")]
 
 
 def _op(op: str, values: bool) -> str:
