@@ -45,11 +45,10 @@ Variants of the same checkpoint:
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from math import prod
 from operator import add, attrgetter, itemgetter, le
 
@@ -67,7 +66,8 @@ from .model import (
 )
 from .registry import Adapter
 from .roles import stored_role
-from .source import Source, WindowFile, check_relative
+from .source import Source, check_relative
+from .source_interface import RunReader, Window
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
@@ -561,76 +561,6 @@ def _storage_row(key: Any, info: Any) -> _Row:
 
 # ---------------------------------------------------------------------------------------------
 # a byte range of a file as a file of its own (the torch.save blobs inside a .distcp)
-
-
-class _WindowView:
-    """Slices, ``len``, ``find``/``rfind`` of ``length`` bytes of ``view`` from ``start``."""
-
-    def __init__(self, view: Any, start: int, length: int) -> None:
-        self._view, self._start, self._len = view, start, length
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __getitem__(self, key: slice) -> bytes:
-        a, b, step = key.indices(self._len)
-        if step != 1:
-            raise ValueError("contiguous slices only")
-        return self._view[self._start + a : self._start + max(a, b)]
-
-    def _bounds(self, start: int | None, end: int | None) -> tuple[int, int]:
-        a, b, _ = slice(start, end).indices(self._len)
-        return self._start + a, self._start + max(a, b)
-
-    def find(self, sub: bytes, start: int | None = None, end: int | None = None) -> int:
-        i = self._view.find(sub, *self._bounds(start, end))
-        return i - self._start if i >= 0 else -1
-
-    def rfind(self, sub: bytes, start: int | None = None, end: int | None = None) -> int:
-        i = self._view.rfind(sub, *self._bounds(start, end))
-        return i - self._start if i >= 0 else -1
-
-
-class Window(Source):
-    """``length`` bytes of ``base`` from ``start``: one ``torch.save`` blob of a ``.distcp``."""
-
-    def __init__(self, base: Source, start: int, length: int, label: str) -> None:
-        self._base, self._start, self._len, self._label = base, start, length, label
-
-    @property
-    def where(self) -> str:
-        return f"{self._base.where}:{self._label}"
-
-    def exists(self) -> bool:
-        return True
-
-    def is_dir(self) -> bool:
-        return False
-
-    @property
-    def size(self) -> int:
-        return self._len
-
-    def read(self, offset: int, n: int) -> bytes:
-        n = max(0, min(n, self._len - offset))
-        return self._base.read(self._start + offset, n) if n else b""
-
-    def open(self, mode: str = "rb") -> Any:
-        return WindowFile(self._base.open(), self._start, self._len, owns=True)
-
-    @contextmanager
-    def view(self) -> Iterator[Any]:
-        with self._base.view() as mm:
-            yield _WindowView(mm, self._start, self._len)
-
-    def child(self, name: str) -> Source:
-        raise FormatError("a byte range of a file has no children", self.where)
-
-    def parent_dir(self) -> Source:
-        return self._base.parent_dir()
-
-    def list(self) -> list[str]:
-        return []
 
 
 def _blob(directory: Source, chunk: Chunk, fqn: str, files: dict[str, Source]) -> Window:
@@ -1129,28 +1059,23 @@ def runs(shape: tuple[int, ...], chunks: list[tuple[tuple[int, ...], tuple[int, 
     yield from walk(0, list(range(len(chunks))), [])
 
 
-class _Runs(io.RawIOBase):
+class _Runs(RunReader):
     """A tensor's bytes in C order, read run by run from its chunks' files."""
 
     def __init__(self, it: Item, placed: list[tuple[Chunk, Source, int]], itemsize: int,
                  stack: ExitStack, where: str) -> None:
+        super().__init__(where, "a chunk's file")
         self._placed = placed
         self._itemsize = itemsize
         self._stack = stack
-        self._where = where
         self._files: dict[int, Any] = {}
         self._runs = runs(it.shape, [(c.offsets, c.sizes) for c, _, _ in placed])
-        self._left = 0  # bytes left in the current run
-        self._file: Any = None
 
-    def readable(self) -> bool:
-        return True
-
-    def _next(self) -> bool:
+    def next_run(self) -> tuple[Any, int] | None:
         try:
             i, first, count = next(self._runs)
         except StopIteration:
-            return False
+            return None
         except FormatError as e:
             raise FormatError(e.message, self._where) from None
         _, src, offset = self._placed[i]
@@ -1158,22 +1083,7 @@ class _Runs(io.RawIOBase):
         if f is None:
             f = self._files[id(src)] = self._stack.enter_context(src.open())
         f.seek(offset + first * self._itemsize)
-        self._file, self._left = f, count * self._itemsize
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        done = 0
-        while done < len(view):
-            if self._left == 0 and not self._next():
-                break
-            data = self._file.read(min(self._left, len(view) - done))
-            if not data:
-                raise FormatError("a chunk's file ends early", self._where)
-            view[done:done + len(data)] = data
-            done += len(data)
-            self._left -= len(data)
-        return done
+        return f, count * self._itemsize
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,7 +33,6 @@ moments are placed the same way (``optimizer.state.<param>.<slot>``).
 
 from __future__ import annotations
 
-import io
 import re
 from bisect import bisect_right
 from contextlib import ExitStack
@@ -44,6 +43,7 @@ from .errors import FormatError, InspectorError, UnsafeContentError
 from .model import ByteRange, Checkpoint, Finding, Role, Stream, TensorEntry, ValueLocation
 from .registry import Adapter
 from .source import Source
+from .source_interface import RunReader
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
@@ -923,46 +923,26 @@ def _reader(locations: dict[str, list[Run]], where: str) -> Any:
     return locate
 
 
-class _Runs(io.RawIOBase):
+class _Runs(RunReader):
     """A tensor's bytes read run by run from the ranks' files."""
 
     def __init__(self, runs: list[Run], stack: ExitStack, where: str) -> None:
+        super().__init__(where, "a partition's file")
         self._runs = iter(runs)
         self._stack = stack
-        self._where = where
         self._files: dict[int, Any] = {}
-        self._left = 0
-        self._file: Any = None
 
-    def readable(self) -> bool:
-        return True
-
-    def _next(self) -> bool:
+    def next_run(self) -> tuple[Any, int] | None:
         try:
             p, first, count = next(self._runs)
         except StopIteration:
-            return False
+            return None
         f = self._files.get(id(p.source))
         if f is None:
             f = self._files[id(p.source)] = self._stack.enter_context(p.source.open())
         size = BITS[p.dtype] // 8
         f.seek(p.offset + first * size)
-        self._file, self._left = f, count * size
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        done = 0
-        while done < len(view):
-            if self._left == 0 and not self._next():
-                break
-            data = self._file.read(min(self._left, len(view) - done))
-            if not data:
-                raise FormatError("a partition's file ends early", self._where)
-            view[done:done + len(data)] = data
-            done += len(data)
-            self._left -= len(data)
-        return done
+        return f, count * size
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,7 +33,6 @@ pickles are read by the restricted unpickler (the torch adapter), never run.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Iterator
@@ -44,6 +43,7 @@ from .errors import FormatError, InspectorError
 from .model import ByteRange, Checkpoint, Finding, Role, Stream, TensorEntry, c_strides
 from .registry import Adapter
 from .source import Source
+from .source_interface import RunReader, Window
 
 NAME = "megatron"
 TRACKER = "latest_checkpointed_iteration.txt"
@@ -439,43 +439,24 @@ def _piece_file(piece: Piece, stack: ExitStack, where: str) -> Any:
                       where)
 
 
-class _Merged(io.RawIOBase):
+class _Merged(RunReader):
     """A merged tensor's bytes in C order, run by run from its pieces."""
 
     def __init__(self, merge: Merge, itemsize: int, stack: ExitStack, where: str) -> None:
-        self._merge, self._stack, self._where = merge, stack, where
+        super().__init__(where, "a rank file")
+        self._merge, self._stack = merge, stack
         self._files: dict[int, Any] = {}
         self._runs = merge.runs(itemsize)
-        self._left = 0
-        self._file: Any = None
 
-    def readable(self) -> bool:
-        return True
-
-    def _next(self) -> bool:
+    def next_run(self) -> tuple[Any, int] | None:
         try:
             i, n = next(self._runs)
         except StopIteration:
-            return False
+            return None
         f = self._files.get(i)
         if f is None:
             f = self._files[i] = _piece_file(self._merge.pieces[i], self._stack, self._where)
-        self._file, self._left = f, n
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        done = 0
-        while done < len(view):
-            if self._left == 0 and not self._next():
-                break
-            data = self._file.read(min(self._left, len(view) - done))
-            if not data:
-                raise FormatError("a rank file ends early", self._where)
-            view[done:done + len(data)] = data
-            done += len(data)
-            self._left -= len(data)
-        return done
+        return f, n
 
 
 def _reader(merges: dict[str, Merge], where: str) -> Any:
@@ -545,8 +526,6 @@ def _open_torch_dist(directory: Source) -> Checkpoint:
         item = next((b for b in inner.metadata.get("bytes", ())
                      if b["name"].startswith("common_state")), None)
         if item is not None and isinstance(hyper.get("args"), dict):
-            from .dcp import Window
-
             blob = Window(directory.child(item["file"]), item["offset"], item["length"],
                           f"{item['offset']}+{item['length']}")
             hyper["args"] = full_args(blob, directory.where) or hyper["args"]

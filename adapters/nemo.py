@@ -31,6 +31,7 @@ from .errors import FormatError, InspectorError
 from .model import Checkpoint, Finding
 from .registry import Adapter, load
 from .source import Source
+from .source_interface import Window
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
@@ -50,22 +51,14 @@ RANK_DIR = re.compile(r"^(mp_rank_\d+|tp_rank_\d+_pp_rank_\d+)$")
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def _is_tar(head: bytes) -> bool:
-    if len(head) < 512:
-        return False
-    try:
-        tarfile.TarInfo.frombuf(head[:512], "utf-8", "surrogateescape")
-    except (tarfile.HeaderError, ValueError):
-        return False
-    return True
-
-
 def _names_hint(data: bytes) -> bool:
     return any(n.encode() in data for n in (CONFIG, WEIGHTS))
 
 
 def sniff(head: bytes, source: Source) -> str | None:
     """'tar' or 'gz' for a tar whose headers name NeMo's members."""
+    from .torch.tar_legacy import is_tar
+
     if source.is_dir():
         return None
     if head.startswith(GZIP_MAGIC):
@@ -74,8 +67,8 @@ def sniff(head: bytes, source: Source) -> str | None:
                 data = gz.read(GZ_SNIFF)
         except (OSError, EOFError, ValueError):
             return None
-        return "gz" if _is_tar(data) and _names_hint(data) else None
-    if not _is_tar(head):
+        return "gz" if is_tar(data) and _names_hint(data) else None
+    if not is_tar(head):
         return None
     try:
         members = _walk(source, "tar")[0]
@@ -199,8 +192,6 @@ def _member(source: Source, variant: str, info: tarfile.TarInfo, name: str) -> S
     """One member as a source: a window of the archive, or (gzip) its decompressed bytes."""
     label = f"{name}"
     if variant == "tar":
-        from .dcp import Window
-
         return Window(source, info.offset_data, info.size, label)
     if info.size > MAX_GZ_MEMBER:
         raise FormatError(f"{name} is {info.size:,} bytes inside a gzip-compressed archive "

@@ -1,6 +1,7 @@
 """The interface of a checkpoint's byte source: :class:`Source` (one file or one directory),
-the file objects over a source's ranges (:class:`RangeFile`, :class:`WindowFile`), the check that
-a looked-up name stays inside its directory, and :func:`is_url`.
+the file objects over a source's ranges (:class:`RangeFile`, :class:`WindowFile`,
+:class:`RunReader`), a byte range of a source as a source of its own (:class:`Window`), the check
+that a looked-up name stays inside its directory, and :func:`is_url`.
 
 :mod:`.source` implements it for the local file system and dispatches URLs to :mod:`.remote`;
 both import this module, so neither imports the other's module at load time.
@@ -216,3 +217,109 @@ def is_url(text: str) -> bool:
     """``text`` starts with ``scheme://`` (a remote source; ``file://`` is local)."""
     return bool(_URL.match(text))
 
+
+
+class RunReader(io.RawIOBase):
+    """A tensor's bytes read run by run from open files (chunks, rank partitions, shard pieces):
+    :meth:`next_run` gives the next run as (a file object positioned at its start, its length),
+    or None after the last. ``what`` names the files in the error a short file raises."""
+
+    def __init__(self, where: str, what: str) -> None:
+        self._where, self._what = where, what
+        self._file: Any = None
+        self._left = 0  # bytes left in the current run
+
+    def readable(self) -> bool:
+        return True
+
+    def next_run(self) -> tuple[Any, int] | None:
+        raise NotImplementedError
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        done = 0
+        while done < len(view):
+            if self._left == 0:
+                run = self.next_run()
+                if run is None:
+                    break
+                self._file, self._left = run
+                continue
+            data = self._file.read(min(self._left, len(view) - done))
+            if not data:
+                raise FormatError(f"{self._what} ends early", self._where)
+            view[done:done + len(data)] = data
+            done += len(data)
+            self._left -= len(data)
+        return done
+
+
+class _WindowView:
+    """Slices, ``len``, ``find``/``rfind`` of ``length`` bytes of ``view`` from ``start``."""
+
+    def __init__(self, view: Any, start: int, length: int) -> None:
+        self._view, self._start, self._len = view, start, length
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, key: slice) -> bytes:
+        a, b, step = key.indices(self._len)
+        if step != 1:
+            raise ValueError("contiguous slices only")
+        return self._view[self._start + a : self._start + max(a, b)]
+
+    def _bounds(self, start: int | None, end: int | None) -> tuple[int, int]:
+        a, b, _ = slice(start, end).indices(self._len)
+        return self._start + a, self._start + max(a, b)
+
+    def find(self, sub: bytes, start: int | None = None, end: int | None = None) -> int:
+        i = self._view.find(sub, *self._bounds(start, end))
+        return i - self._start if i >= 0 else -1
+
+    def rfind(self, sub: bytes, start: int | None = None, end: int | None = None) -> int:
+        i = self._view.rfind(sub, *self._bounds(start, end))
+        return i - self._start if i >= 0 else -1
+
+
+class Window(Source):
+    """``length`` bytes of ``base`` from ``start`` as a file of its own, read in place: a
+    ``torch.save`` blob of a ``.distcp``, a member of an uncompressed tar (``.nemo``)."""
+
+    def __init__(self, base: Source, start: int, length: int, label: str) -> None:
+        self._base, self._start, self._len, self._label = base, start, length, label
+
+    @property
+    def where(self) -> str:
+        return f"{self._base.where}:{self._label}"
+
+    def exists(self) -> bool:
+        return True
+
+    def is_dir(self) -> bool:
+        return False
+
+    @property
+    def size(self) -> int:
+        return self._len
+
+    def read(self, offset: int, n: int) -> bytes:
+        n = max(0, min(n, self._len - offset))
+        return self._base.read(self._start + offset, n) if n else b""
+
+    def open(self, mode: str = "rb") -> Any:
+        return WindowFile(self._base.open(), self._start, self._len, owns=True)
+
+    @contextmanager
+    def view(self) -> Iterator[Any]:
+        with self._base.view() as mm:
+            yield _WindowView(mm, self._start, self._len)
+
+    def child(self, name: str) -> Source:
+        raise FormatError("a byte range of a file has no children", self.where)
+
+    def parent_dir(self) -> Source:
+        return self._base.parent_dir()
+
+    def list(self) -> list[str]:
+        return []
