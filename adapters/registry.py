@@ -12,7 +12,7 @@ Third-party packages add adapters through the ``inspector.adapters`` entry-point
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 
 from .errors import FormatError, InspectorError, NotFoundError, UnknownFormatError
@@ -249,7 +249,7 @@ def claim(source: Source) -> tuple[Adapter, str] | None:
 
 
 def load(path: str | Path | Source, format: str | None = None,
-         allow_unsafe: bool | None = None) -> Checkpoint:
+         allow_unsafe: bool | None = None, trust: Iterable[str] | None = None) -> Checkpoint:
     """Open a checkpoint of any supported format, reading metadata only. ``path`` is a local
     path or a :class:`~inspector.adapters.source.Source`.
 
@@ -257,7 +257,16 @@ def load(path: str | Path | Source, format: str | None = None,
     ``inspector scan`` calls dangerous raises
     :class:`~inspector.adapters.errors.UnsafeContentError` unless ``allow_unsafe`` (nothing from
     the file runs either way; its findings say what a loader would run). ``None``: as the
-    enclosing load decided (a model directory's inner files), else False."""
+    enclosing load decided (a model directory's inner files), else False.
+
+    ``trust``: pickle globals (``"module.Name"``) the caller vouches for, as torch's
+    ``add_safe_globals`` does (:mod:`inspector.adapters.security.trust`): safe, unless on a
+    known-dangerous list."""
+    if trust:
+        from .security.trust import trusting
+
+        with trusting(list(trust)):
+            return load(path, format, allow_unsafe)
     outer = _allow_unsafe.get()
     allow = allow_unsafe if allow_unsafe is not None else bool(outer)
     token = _allow_unsafe.set(allow)

@@ -116,6 +116,10 @@ def _global_options(p: argparse.ArgumentParser, after_verb: bool) -> None:
     g.add_argument("--color", choices=COLOR_CHOICES, default=default("auto"),
                    help="colour status words, findings and deltas (auto: only on a terminal, "
                         "never with NO_COLOR set)")
+    g.add_argument("--trust", metavar="MODULE.NAME", action="append", default=default([]),
+                   help="vouch for a pickle global nobody vetted (repeatable), as torch's "
+                        "add_safe_globals does: it is safe, never a known-dangerous one "
+                        "(also INSPECTOR_TRUST, pyproject.toml [tool.inspector] trust)")
 
 
 def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -252,7 +256,7 @@ def write_help() -> None:
         f.write(compile_help())
 
 
-VALUE_OPTIONS = ("--color",)  # global options that take their value as the next word
+VALUE_OPTIONS = ("--color", "--trust")  # global options that take their value as the next word
 
 
 def _verb(argv: Sequence[str]) -> str | None:
@@ -291,6 +295,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         redact(arg)
     args.style = terminal_style(args.raw_numbers, args.verbose, args.color)
     try:
+        if args.trust:  # the trust module (and its check of the names) only when asked
+            from inspector.adapters.security.trust import trusting
+
+            with trusting(args.trust):
+                return args._run(args)
         return args._run(args)
     except InspectorError as e:
         if args.debug:

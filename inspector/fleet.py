@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import copy_context
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -85,7 +86,9 @@ def run_ordered(
     pending: deque[tuple[T, Future[R | Exception]]] = deque()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for item in items:
-            pending.append((item, pool.submit(_call, fn, item)))
+            # each task in a copy of the caller's context: what it set (the user's --trust)
+            # holds in the pool's threads too
+            pending.append((item, pool.submit(copy_context().run, _call, fn, item)))
             while len(pending) >= 2 * jobs:
                 first, fut = pending.popleft()
                 yield first, fut.result()

@@ -74,7 +74,8 @@ def judge(
     spelling to (``__builtin__.long`` is ``builtins.int``): a Python 3 loader resolves exactly
     those, so the verdict is theirs."""
     v = verdicts.verdict(module, qualname, uses, how, ran, changes, builds)
-    if nested and f"{module}.{qualname}" in NESTED_LOADERS and v.use == verdicts.CALLED:
+    called = verdicts.CALLED in uses or verdicts.MEMBER in uses
+    if nested and f"{module}.{qualname}" in NESTED_LOADERS and called:
         results = [r.split("\t", 1) for r in sorted(nested)]
         level = verdicts.worst({lv for lv, _ in results})
         if level != verdicts.DANGEROUS:  # every blob examined and none dangerous
@@ -137,7 +138,7 @@ class Placeholder:
         cls = type(self)
         if cls.uses is None:
             return
-        if _enum_shaped(cls, args, kwargs):
+        if _one_value(cls, args, kwargs):
             note(cls, verdicts.MEMBER)
         else:
             mark_called(cls)
@@ -296,17 +297,17 @@ def _class_shaped(args: tuple) -> bool:
 _PLAIN = (int, float, str, bytes, bool, type(None))
 
 
-def _enum_shaped(cls: type[Placeholder], args: tuple, kwargs: dict) -> bool:
-    """``Color(1)``: a class-like global (CapWords) called with one plain value, as Python
-    pickles an Enum member (``__reduce_ex__`` -> ``(cls, (value,))``, protocols 0-5)."""
+def _one_value(cls: type[Placeholder], args: tuple, kwargs: dict) -> bool:
+    """``Color(1)``: the global called with one plain value, as Python pickles an Enum member
+    (``__reduce_ex__`` -> ``(cls, (value,))``). Only a use recorded for the vetted set (an Enum
+    there is vetted for exactly this); it makes nothing inert by itself, whatever the name looks
+    like: a constructor could evaluate that value."""
     if kwargs or len(args) != 1 or cls.global_name != cls.origin:
         return False
-    last = cls.global_name.rsplit(".", 1)[-1]
     value = args[0]
-    plain = isinstance(value, _PLAIN) or (
+    return isinstance(value, _PLAIN) or (
         isinstance(value, tuple) and len(value) <= 16 and all(isinstance(v, _PLAIN) for v in value)
     )
-    return plain and last[:1].isupper()
 
 
 def is_placeholder_type(obj: Any) -> bool:

@@ -11,17 +11,23 @@ things with a global the pickle names:
   ``argparse.Namespace`` pickle;
 * only **names** it (a dict key, a type argument).
 
-Verdicts, in order:
+Verdicts, in order (``safe`` is a proof: every use vetted):
 
 1. ``dangerous`` when the dotted name (or any attribute chain inside it) is on a known-dangerous
    list (:mod:`inspector.adapters.security.lists`: picklescan, fickling, modelscan and ours),
-   whatever the use (a nested loader is judged by the bytes it would load, when it is called
-   on bytes in the file: :mod:`inspector.adapters.security.nested`);
-2. ``safe`` when it is on the allowlist of inert callables or named constants;
-3. ``dangerous`` when it would be called and is not on the allowlist;
-4. ``foreign`` otherwise (constructed or named): reported, read as an inert placeholder.
+   whatever the use and even when the user trusts it (a nested loader is judged by the bytes it
+   would load, when it is called on bytes in the file: :mod:`inspector.adapters.security.nested`);
+2. ``safe`` when it is in the vetted set (:mod:`.vetted`) for every use the pickle makes of it
+   (or is a named torch constant, or is vetted by the file itself: a TorchScript class compiled
+   from the archive's own code);
+3. ``safe`` when the user trusts it (:mod:`.trust`: ``--trust``, ``trust=``, configuration),
+   said so in the reason;
+4. ``dangerous`` when a loader would invoke it at all (call it, construct it, give an instance
+   its state or items): its code runs with the file's data, and nobody vetted that code;
+5. ``foreign`` when it is only named (a dict key, a type argument), never invoked.
 
-An unknown global is therefore never ``safe``.
+No shape makes a name inert: an unvetted class called with one plain value is not taken for an
+Enum (its constructor could evaluate that value).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import sys
 from dataclasses import dataclass
 
 from . import lists as L
+from .vetted import USES, VETTED
 
 SAFE, FOREIGN, DANGEROUS = "safe", "foreign", "dangerous"
 CALLED, CONSTRUCTED, NAMED = "called", "constructed", "named"
@@ -76,7 +83,8 @@ def _entries() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
 
 
 EXACT, WHOLE = _entries()
-INERT = frozenset(L.INERT_CALLABLES) | frozenset(f"torch.{n}" for n in L.TORCH_CONSTANT_NAMES)
+TORCH_CONSTANTS = frozenset(f"torch.{n}" for n in L.TORCH_CONSTANT_NAMES)
+INERT = frozenset(VETTED) | TORCH_CONSTANTS
 # Names a whole-module entry does not cover: fickling's own builtins exemption and our inert
 # allowlist (torch.jit._pickle builders under fickling's `torch.jit`). Exact entries always win.
 _WHOLE_EXEMPT = INERT | frozenset(
@@ -154,6 +162,48 @@ def _what(full: str, use: str, ran: list[str]) -> str:
     return f"; {does}" + (f" ({', '.join(where)})" if where else "")
 
 
+def uses_seen(uses: set[str] | frozenset[str], ran: list[str] | tuple[str, ...]) -> set[str]:
+    """The vetted-set uses (:data:`.vetted.USES`) a load made of a global: ``call`` / ``value``
+    (called with one plain value) / ``new`` (constructed, not called) / ``state`` / ``items``."""
+    seen = set()
+    if CALLED in uses:
+        seen.add("call")
+    if MEMBER in uses:
+        seen.add("value")
+    if CONSTRUCTED in uses and not seen:
+        seen.add("new")
+    for method in ran:
+        name = method.split(" ", 1)[0]
+        if name == "__setstate__":
+            seen.add("state")
+        elif name in ("__setitem__", "append", "extend"):
+            seen.add("items")
+        else:  # a special method a pure builtin calls on the object (__index__, __len__ ...)
+            seen.add("call")
+    return seen
+
+
+_SAID_USE = {"call": "call it", "value": "call it with a value from the file",
+             "new": "construct it", "state": "give an instance its state (`__setstate__` or "
+             "`__dict__`)", "items": "give an instance items (`__setitem__`/`append`)"}
+
+
+def _vetted_for(full: str, seen: set[str]) -> tuple[bool, str]:
+    """(whether the vetted set covers ``seen`` for ``full``, the reason or what is missing)."""
+    version, kinds, reason = VETTED[full]
+    allowed = set(kinds.split())
+    if "call" in allowed:
+        allowed.add("value")  # a call with one plain value is a call
+    if "value" in allowed or "call" in allowed:
+        allowed.add("new")  # the same __new__ a call runs
+    missing = sorted(seen - allowed, key=USES.index)
+    if not missing:
+        return True, f"vetted: {reason} (reviewed: {version})"
+    may = " or ".join(_SAID_USE[k] for k in USES if k in allowed)
+    would = " and ".join(_SAID_USE[k] for k in missing)
+    return False, f"vetted only to {may} ({reason}, reviewed: {version}); a loader would {would}"
+
+
 def verdict(
     module: str,
     qualname: str,
@@ -183,24 +233,42 @@ def verdict(
         return Verdict(DANGEROUS, said, f"changes how `{full}` behaves: {changes}")
     why = listed(module, qualname)
     if why is not None:
+        from .trust import trusted
+
+        if trusted(full):
+            why += "; trusted by the user, but trust does not override a known-dangerous name"
         return Verdict(DANGEROUS, said, f"{why}{_what(full, use, ran)}")
     if use != NAMED and full in L.BUILDS_CLASS:
         return Verdict(DANGEROUS, said, f"builds a class (`{full}`: {L.BUILDS_CLASS[full]})")
-    if full in INERT:
-        return Verdict(SAFE, said, "on the allowlist of inert callables")
-    if use == CALLED:
-        return Verdict(
-            DANGEROUS, said, "not on the allowlist of inert callables, and a loader calls it"
-        )
-    if ran:
-        runs = ", ".join(f"`{full}.{m}`" for m in ran)
-        return Verdict(FOREIGN, said, f"not on the allowlist; its code would run: {runs}")
-    if use == MEMBER:
-        return Verdict(
-            FOREIGN, said, "not on the allowlist; an Enum member is pickled so "
-            "(`Color(1)` looks the member up): if it is not an Enum, its constructor runs"
-        )
-    return Verdict(FOREIGN, said, "not on the allowlist; nothing known to run")
+    seen = uses_seen(uses, ran)
+    missing = ""
+    if full in VETTED:
+        ok, text = _vetted_for(full, seen)
+        if ok:
+            return Verdict(SAFE, said, text)
+        missing = text
+    elif full in TORCH_CONSTANTS:
+        return Verdict(SAFE, said, "a torch constant (dtype, layout, memory format, storage type)")
+    from .trust import here, trusted
+
+    local = here(full)
+    if local is not None:
+        return Verdict(SAFE, said, local)
+    source = trusted(full)
+    if source is not None:
+        return Verdict(SAFE, said, f"trusted by the user ({source})")
+    if missing:
+        return Verdict(DANGEROUS, said, missing)
+    if not seen:
+        return Verdict(FOREIGN, said, "not vetted; only referenced, never invoked by a loader")
+    runs = ", ".join(f"`{full}.{m}`" for m in ran)
+    does = " and ".join(_SAID_USE[k] for k in sorted(seen, key=USES.index))
+    return Verdict(
+        DANGEROUS, said,
+        f"not vetted, and a loader would {does}: its code runs with the file's data"
+        + (f" ({runs})" if runs else "") + _what(full, use, ran)
+        + "; --trust MODULE.NAME vouches for it",
+    )
 
 
 def worst(levels: list[str] | tuple[str, ...] | set[str]) -> str:

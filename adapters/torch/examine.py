@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from ..security.examination import FOREIGN, FileResult, examine_pickles, examine_stream
+from ..security.trust import vetted_here
 from ..source import Source
 from .zip_archive import walk_zip
 from .zip_members import container_notes, examine_member, examine_others
@@ -42,10 +43,26 @@ def examine_zip(source: Source, res: FileResult) -> None:
         tz = walk_zip(mm, size, where)
         res.zip_walked = True
         container_notes(mm, size, tz, res)
-        code = [n for n in tz.directory.names() if n.startswith(tz.root + "code/")]
+        names = tz.directory.names()
+        code = [n for n in names if n.startswith(tz.root + "code/")]
         if code:
             res.kind = "torchscript"
             res.add(FOREIGN, f"TorchScript code: {len(code)} file(s) under code/ (torch.jit.load "
                     "compiles and runs them; they cannot call Python)")
-        examine_member(mm, size, tz.pkl, tz.pkl.name, where, res)
-        examine_others(mm, size, tz, where, res)
+        with vetted_here(script_classes(tz.root, names)):
+            examine_member(mm, size, tz.pkl, tz.pkl.name, where, res)
+            examine_others(mm, size, tz, where, res)
+
+
+def script_classes(root: str, names: list[str]) -> dict[str, str]:
+    """The ``__torch__.<module>.`` prefixes whose classes a loader takes from the archive's own
+    TorchScript code -> why: only in an archive ``torch.load`` hands to ``torch.jit.load`` (one
+    with ``constants.pkl``: ``_is_torchscript_zip``), whose unpickler resolves ``__torch__`` names
+    in the compiled ``code/`` (TorchScript, which cannot call Python), never by importing."""
+    if root + "constants.pkl" not in names:
+        return {}
+    prefix = root + "code/"
+    return {name[len(prefix):-3].replace("/", ".") + ".": "a TorchScript class compiled from "
+            f"the archive's own {name[len(root):]} (TorchScript cannot call Python)"
+            for name in names
+            if name.startswith(prefix + "__torch__") and name.endswith(".py")}

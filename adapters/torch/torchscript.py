@@ -26,9 +26,11 @@ from typing import Any
 from ..errors import FormatError
 from ..model import Checkpoint, Finding, Role, TensorEntry
 from ..registry import Adapter
+from ..security.examination import FileResult
 from ..security.restricted_pickle import Placeholder, gc_paused
 from ..source import Source
 from .constants import MAX_DEPTH, ZIP_LOCAL_MAGIC
+from .examine import examine
 from .rebuild import StorageRef, TensorRecord
 from .walk import ObjectWalk, key_text, tensor_entry
 from .zip_archive import central_directory, find_data_pkl, read_zip
@@ -148,11 +150,18 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
                       findings=findings)
 
 
+def examine_archive(source: Source, variant: str, res: FileResult) -> None:
+    """``scan``: the archive as torch's zip walk reads it (``torch.load`` hands it to
+    ``torch.jit.load``), its ``__torch__`` classes vetted by the archive's own code."""
+    examine(source, "zip", res)
+
+
 ADAPTER = Adapter(
     name=NAME,
     description="TorchScript archive (torch.jit.save: data.pkl + code/)",
     extensions=(".pt", ".pth", ".jit", ".ptl"),
     sniff=sniff,
     open=open_checkpoint,
+    examine=examine_archive,
     default_variant="archive",
 )

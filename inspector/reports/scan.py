@@ -21,7 +21,7 @@ def line(r: FileResult, width: int | None = None) -> str:
         text += f"; ... {len(shown) - 5} more"
     if not text:
         n = len(r.globals)
-        text = f"{n} global{'s' * (n != 1)}, all on the allowlist" if n else "no code found"
+        text = f"{n} global{'s' * (n != 1)}, all vetted" if n else "no code found"
     path = sanitize(r.path)
     lead = f"{r.verdict:<9}  "
     kind = f"  [{r.kind}]  "
