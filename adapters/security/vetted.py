@@ -265,4 +265,94 @@ VETTED: dict[str, tuple[str, str, str]] = {
     "torch.jit._pickle.build_doublelist": (TORCH, ANY, "TorchScript data.pkl: list of floats"),
     "torch.jit._pickle.restore_type_tag": (
         TORCH, ANY, "TorchScript data.pkl: returns its first argument"),
+    # -- torch.nn modules, as torch.save(model) pickles them (torch/nn/modules/*.py, read): no
+    # __new__, __reduce__ or __del__ of their own; NEWOBJ, then BUILD -> Module.__setstate__:
+    # __dict__.update(state) and empty hook dicts for the missing ones (hooks in the state are
+    # globals of their own, judged as such); none evaluates a string. A user's own Module
+    # subclass is not here: its code is the user's (--trust names it).
+    "torch.nn.modules.module.Module": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.linear.Identity": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.linear.Linear": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.linear.NonDynamicallyQuantizableLinear": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.linear.Bilinear": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.sparse.Embedding": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.sparse.EmbeddingBag": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.normalization.LayerNorm": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.normalization.GroupNorm": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.normalization.RMSNorm": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.batchnorm.BatchNorm1d": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.batchnorm.BatchNorm2d": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.batchnorm.BatchNorm3d": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.dropout.Dropout": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.dropout.Dropout1d": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.dropout.Dropout2d": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.dropout.Dropout3d": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.container.Sequential": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.container.ModuleList": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.container.ModuleDict": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.activation.ReLU": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.activation.GELU": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.activation.Tanh": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.activation.Sigmoid": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.activation.SiLU": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.activation.LeakyReLU": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.rnn.RNNCell": (TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.rnn.LSTMCell": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.rnn.GRUCell": (TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.transformer.TransformerEncoder": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.transformer.TransformerDecoder": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.transformer.Transformer": (
+        TORCH, OBJECT, "Module.__setstate__ (no setstate of its own)"),
+    "torch.nn.modules.rnn.RNN": (
+        TORCH, OBJECT,
+        "RNNBase.__setstate__: Module's, then rebuilds the weight-name lists from "
+        "num_layers/bias/proj_size and weakrefs to its own parameters"),
+    "torch.nn.modules.rnn.LSTM": (TORCH, OBJECT, "same RNNBase.__setstate__"),
+    "torch.nn.modules.rnn.GRU": (TORCH, OBJECT, "same RNNBase.__setstate__"),
+    "torch.nn.modules.conv.Conv1d": (
+        TORCH, OBJECT, "_ConvNd.__setstate__: Module's, then padding_mode defaults to 'zeros'"),
+    "torch.nn.modules.conv.Conv2d": (TORCH, OBJECT, "same _ConvNd.__setstate__"),
+    "torch.nn.modules.conv.Conv3d": (TORCH, OBJECT, "same _ConvNd.__setstate__"),
+    "torch.nn.modules.activation.Softmax": (
+        TORCH, OBJECT, "__setstate__: Module's, then dim defaults to None"),
+    "torch.nn.modules.activation.LogSoftmax": (TORCH, OBJECT, "same as Softmax"),
+    "torch.nn.modules.activation.MultiheadAttention": (
+        TORCH, OBJECT, "__setstate__: _qkv_same_embed_dim defaults to True, then Module's"),
+    "torch.nn.modules.transformer.TransformerEncoderLayer": (
+        TORCH, OBJECT, "__setstate__: Module's, then activation defaults to F.relu"),
+    "torch.nn.modules.transformer.TransformerDecoderLayer": (
+        TORCH, OBJECT, "same as TransformerEncoderLayer"),
+    # -- argparse (Lib/argparse.py, read): Namespace(_AttributeHolder) defines __init__
+    # (setattr of keyword arguments), __eq__, __contains__, __repr__; nothing pickle-related, so
+    # NEWOBJ + BUILD fills __dict__ (fairseq, OpenNMT-py, Megatron keep their options so)
+    "argparse.Namespace": (PY, OBJECT, "plain attribute holder: BUILD fills __dict__"),
 }
