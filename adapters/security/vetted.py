@@ -29,8 +29,10 @@ USES = ("call", "value", "new", "state", "items")
 ANY = " ".join(USES)
 ENUM = "value new"  # EnumType.__call__ / Enum.__new__ look a member up by value; no state
 OBJECT = "new state"  # __new__ without __init__, then the BUILD state (reviewed per entry)
+NAMED = ""  # only referenced (a type kept as data), never invoked
 PY = "CPython 3.10-3.14"
 TORCH = "torch 2.13.0"
+OMEGACONF = "omegaconf 2.3.1, 2.4.0"
 
 VETTED: dict[str, tuple[str, str, str]] = {
     # -- containers and scalars from builtins (all in fickling's SAFE_BUILTINS)
@@ -93,16 +95,17 @@ VETTED: dict[str, tuple[str, str, str]] = {
     # are the ones transformers' Trainer pickles into every training_args.bin (checked to be Enum
     # subclasses by fixtures/security/make_fixtures.py, transformers 5.23.0, accelerate)
     "transformers.trainer_utils.IntervalStrategy": (
-        "transformers 5.23.0", ENUM, "Enum member by value"),
+        "transformers 5.23.0, 5.24.0", ENUM, "Enum member by value"),
     "transformers.trainer_utils.SaveStrategy": (
-        "transformers 5.23.0", ENUM, "Enum member by value"),
-    "transformers.trainer_utils.HubStrategy": ("transformers 5.23.0", ENUM, "Enum member by value"),
+        "transformers 5.23.0, 5.24.0", ENUM, "Enum member by value"),
+    "transformers.trainer_utils.HubStrategy": (
+        "transformers 5.23.0, 5.24.0", ENUM, "Enum member by value"),
     "transformers.trainer_utils.SchedulerType": (
-        "transformers 5.23.0", ENUM, "Enum member by value"),
+        "transformers 5.23.0, 5.24.0", ENUM, "Enum member by value"),
     "transformers.training_args.OptimizerNames": (
-        "transformers 5.23.0", ENUM, "Enum member by value"),
+        "transformers 5.23.0, 5.24.0", ENUM, "Enum member by value"),
     "accelerate.utils.dataclasses.DistributedType": (
-        "accelerate 1.13.0", ENUM, "Enum member by value"),
+        "accelerate 1.13.0, 1.15.0", ENUM, "Enum member by value"),
     # Megatron-LM's args (megatron/training/arguments.py, core_v0.16.1: exit_signal,
     # attention_backend; checked to be Enum subclasses by fixtures/megatron/make_megatron.py)
     "signal.Signals": (PY, ENUM, "IntEnum member by value (a lookup: no handler is installed)"),
@@ -355,4 +358,73 @@ VETTED: dict[str, tuple[str, str, str]] = {
     # (setattr of keyword arguments), __eq__, __contains__, __repr__; nothing pickle-related, so
     # NEWOBJ + BUILD fills __dict__ (fairseq, OpenNMT-py, Megatron keep their options so)
     "argparse.Namespace": (PY, OBJECT, "plain attribute holder: BUILD fills __dict__"),
+    # -- omegaconf containers, as Lightning's save_hyperparameters and NeMo pickle a DictConfig
+    # (omegaconf 2.3.1 and 2.4.0, read: base.py, basecontainer.py, nodes.py). No __new__,
+    # __reduce__ or __del__. BaseContainer.__setstate__ (DictConfig, ListConfig) fills defaults
+    # for key/element types, re-subscripts typing.Dict/List with them (a string there becomes a
+    # ForwardRef: compiled, never evaluated) and updates __dict__; Node.__setstate__ (every node)
+    # updates __dict__ and clears the flag cache. Interpolations ("${a.b}") and resolvers run only
+    # when a value is read, never at load. Metadata / ContainerMetadata are plain dataclasses.
+    "omegaconf.dictconfig.DictConfig": (OMEGACONF, OBJECT,
+                                        "BaseContainer.__setstate__ (types, then __dict__)"),
+    "omegaconf.listconfig.ListConfig": (OMEGACONF, OBJECT,
+                                        "BaseContainer.__setstate__ (types, then __dict__)"),
+    "omegaconf.base.Metadata": (OMEGACONF, OBJECT, "dataclass: BUILD fills it"),
+    "omegaconf.base.ContainerMetadata": (OMEGACONF, OBJECT,
+                                         "dataclass: BUILD fills it"),
+    "omegaconf.nodes.AnyNode": (OMEGACONF, OBJECT, "Node.__setstate__: __dict__"),
+    "omegaconf.nodes.StringNode": (OMEGACONF, OBJECT, "Node.__setstate__: __dict__"),
+    "omegaconf.nodes.IntegerNode": (OMEGACONF, OBJECT, "Node.__setstate__: __dict__"),
+    "omegaconf.nodes.FloatNode": (OMEGACONF, OBJECT, "Node.__setstate__: __dict__"),
+    "omegaconf.nodes.BooleanNode": (OMEGACONF, OBJECT, "Node.__setstate__: __dict__"),
+    "omegaconf.nodes.BytesNode": (OMEGACONF, OBJECT, "Node.__setstate__: __dict__"),
+    "omegaconf.nodes.PathNode": (OMEGACONF, OBJECT, "Node.__setstate__: __dict__"),
+    "omegaconf.nodes.EnumNode": (OMEGACONF, OBJECT, "Node.__setstate__: __dict__"),
+    # typing.Any is what a container's key and element types default to: a constant, named only
+    "typing.Any": (PY, NAMED, "the typing constant Any, kept as a type"),
+    # -- transformers' training_args.bin: torch.save(TrainingArguments) beside every checkpoint
+    # (transformers 5.24.0 training_args.py, training_args_seq2seq.py, trainer_pt_utils.py;
+    # accelerate 1.15.0 state.py, read). Dataclasses without __setstate__, __reduce__, __del__ or
+    # __slots__: NEWOBJ skips __init__/__post_init__ (device and directory setup), BUILD fills
+    # __dict__. PartialState's Borg __init__ (sharing one dict) does not run either: the BUILD
+    # state lands in the new instance's own __dict__; its __getattr__ only raises AttributeError.
+    "transformers.training_args.TrainingArguments": (
+        "transformers 5.23.0, 5.24.0", OBJECT, "dataclass: BUILD fills __dict__"),
+    "transformers.training_args_seq2seq.Seq2SeqTrainingArguments": (
+        "transformers 5.24.0", OBJECT, "TrainingArguments subclass: no pickle methods added"),
+    "transformers.trainer_pt_utils.AcceleratorConfig": (
+        "transformers 5.23.0, 5.24.0", OBJECT, "dataclass: BUILD fills __dict__"),
+    "accelerate.state.PartialState": (
+        "accelerate 1.13.0, 1.15.0", OBJECT,
+        "plain object: BUILD fills its own __dict__ (the shared-state __init__ never runs)"),
+    # -- Lightning (lightning 2.6.6 and pytorch_lightning 2.6.6, read: fabric/utilities/data.py,
+    # pytorch/utilities/parsing.py, pytorch/callbacks/{model_checkpoint,early_stopping,
+    # lr_monitor}.py). The callbacks have no __setstate__, __reduce__, __del__ or __getattr__:
+    # NEWOBJ + BUILD fills __dict__ (a callback kept in hyperparameters, or as a checkpoint's
+    # callback key). AttributeDict is a dict whose __getattr__ reads its items: vetted for
+    # NEWOBJ + SETITEMS only, since a BUILD would look __setstate__ up among those items.
+    "lightning.pytorch.callbacks.model_checkpoint.ModelCheckpoint": (
+        "lightning 2.6.6", OBJECT, "callback: BUILD fills __dict__"),
+    "lightning.pytorch.callbacks.early_stopping.EarlyStopping": (
+        "lightning 2.6.6", OBJECT, "callback: BUILD fills __dict__"),
+    "lightning.pytorch.callbacks.lr_monitor.LearningRateMonitor": (
+        "lightning 2.6.6", OBJECT, "callback: BUILD fills __dict__"),
+    "lightning.pytorch.callbacks.early_stopping.EarlyStoppingReason": (
+        "lightning 2.6.6", ENUM, "Enum member by value"),
+    "pytorch_lightning.callbacks.model_checkpoint.ModelCheckpoint": (
+        "lightning 2.6.6", OBJECT, "callback: BUILD fills __dict__"),
+    "pytorch_lightning.callbacks.early_stopping.EarlyStopping": (
+        "lightning 2.6.6", OBJECT, "callback: BUILD fills __dict__"),
+    "pytorch_lightning.callbacks.lr_monitor.LearningRateMonitor": (
+        "lightning 2.6.6", OBJECT, "callback: BUILD fills __dict__"),
+    "pytorch_lightning.callbacks.early_stopping.EarlyStoppingReason": (
+        "lightning 2.6.6", ENUM, "Enum member by value"),
+    "lightning.fabric.utilities.data.AttributeDict": (
+        "lightning 2.6.6", "new items", "dict subclass: SETITEMS fill it; no state"),
+    "lightning_fabric.utilities.data.AttributeDict": (
+        "lightning 2.6.6", "new items", "dict subclass: SETITEMS fill it; no state"),
+    "lightning.pytorch.utilities.parsing.AttributeDict": (
+        "lightning 2.6.6", "new items", "dict subclass: SETITEMS fill it; no state"),
+    "pytorch_lightning.utilities.parsing.AttributeDict": (
+        "lightning 2.6.6", "new items", "dict subclass: SETITEMS fill it; no state"),
 }
