@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from inspector.adapters.security.scan import scan_file
+from inspector.adapters.security.trust import trusting
 
 from conftest import load_truth, run_cli
 
@@ -21,9 +22,17 @@ BENIGN = Path(__file__).resolve().parent / "corpus" / "pickle" / "benign"
 TRUTH = load_truth(BENIGN / "benign.truth.json")["files"]
 
 
+# A user's own Enum (user_enums.py beside make_benign.py): pickled as `Color(1)`, the loader
+# calls the class with the value. Nothing but its source proves it an Enum (a constructor given
+# one string could evaluate it): dangerous, until the user vouches for the classes.
+USER_ENUMS = ["user_enums.Color", "user_enums.Perm"]
+TRUST = [w for n in USER_ENUMS for w in ("--trust", n)]
+
+
 @pytest.mark.parametrize("name", sorted(TRUTH))
 def test_benign_file_is_not_dangerous(name):
-    r = scan_file(BENIGN / name)
+    with trusting(USER_ENUMS if name.startswith("enum_member") else []):
+        r = scan_file(BENIGN / name)
     assert r.verdict in ("safe", "foreign"), r.to_dict()
     ours = {g["name"] for g in r.globals}
     # torch.load's find_class answers `torch.*Storage` itself (a StorageType), never reaching
@@ -35,24 +44,29 @@ def test_benign_file_is_not_dangerous(name):
 
 @pytest.mark.parametrize("name", [n for n in sorted(TRUTH) if n.startswith(("dcp/", "deepspeed"))])
 def test_dcp_and_deepspeed_are_safe(name):
-    """Their classes were read (lists.py names the files) and are allowlisted."""
+    """Their classes were read (vetted.py names the versions) and are vetted."""
     assert scan_file(BENIGN / name).verdict == "safe"
 
 
 def test_scan_of_benign_corpus_exits_0():
-    proc = run_cli("scan", str(BENIGN))
+    proc = run_cli("scan", *TRUST, str(BENIGN))
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
 @pytest.mark.parametrize("protocol", range(6))
-def test_user_enum_member_is_foreign_with_a_true_reason(protocol):
-    """Python pickles an Enum member as ``(cls, (value,))``: the unknown class is reported,
-    with what is known, not called dangerous."""
-    r = scan_file(BENIGN / f"enum_member_p{protocol}.pkl")
-    assert r.verdict == "foreign"
+def test_user_enum_member_is_dangerous_until_trusted(protocol):
+    """Python pickles an Enum member as ``(cls, (value,))``: an unvetted class called with a
+    value from the file. Dangerous with a true reason; safe, and said so, once trusted."""
+    path = BENIGN / f"enum_member_p{protocol}.pkl"
+    r = scan_file(path)
+    assert r.verdict == "dangerous"
     for g in r.globals:
-        assert g["verdict"] == "foreign" and g["use"] == "called with one plain value"
-        assert "not on the allowlist" in g["why"] and "Enum member" in g["why"]
+        assert g["verdict"] == "dangerous" and g["use"] == "called"
+        assert "not vetted" in g["why"] and "Enum member" in g["why"]
+    with trusting(USER_ENUMS):
+        r = scan_file(path)
+    assert r.verdict == "safe"
+    assert {g["why"] for g in r.globals} == {"trusted by the user (--trust or trust=)"}
 
 
 def test_python2_names_and_pure_builtins_are_safe():

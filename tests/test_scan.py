@@ -32,45 +32,63 @@ KERAS_LAMBDA = sorted(p for p in (FIXTURES / "keras").glob("*")
                       and not p.name.endswith((".json", "_weights.h5", ".weights.h5")))
 
 
+# Whole pickled models of a user's own class (torch.save(model)): the loader runs that class's
+# code with the file's data, and no list can vet a user's code. torch.load refuses them by
+# default too (weights_only); the user vouches for the class with --trust.
+USER_CLASSES = {FIXTURES / "security" / "whole_module_legacy.pt": "__main__.TinyLM",
+                FIXTURES / "torch" / "tied_bn_module.pt": "fixture_models.TiedBNLM"}
+TRUST_USER_CLASSES = [w for name in sorted(USER_CLASSES.values()) for w in ("--trust", name)]
+
+
 def test_scan_of_all_fixtures_exits_0():
     proc = run_cli("scan", str(FIXTURES))
     lines = proc.stdout.splitlines()
     flagged = [x for x in lines if x.startswith(("dangerous", "error"))]
     assert sorted(x.split()[1] for x in flagged) == sorted(
-        str(p) for p in KERAS_LAMBDA), proc.stdout[-2000:]
-    assert all("Lambda layer" in x and "bytecode" in x for x in flagged)
+        str(p) for p in [*KERAS_LAMBDA, *USER_CLASSES]), proc.stdout[-2000:]
+    assert all("Lambda layer" in x and "bytecode" in x for x in flagged
+               if not any(str(p) in x for p in USER_CLASSES))
+    assert all(f"{USER_CLASSES[p]} (constructed: not vetted" in x
+               for p in USER_CLASSES for x in flagged if str(p) in x)
     assert lines[-1].startswith("scanned ") and \
-        f" {len(KERAS_LAMBDA)} dangerous, 0 error" in lines[-1]
+        f" {len(KERAS_LAMBDA) + len(USER_CLASSES)} dangerous, 0 error" in lines[-1]
     rest = [str(p) for p in sorted(FIXTURES.iterdir()) if p.name != "keras"]
-    assert run_cli("scan", *rest).returncode == 0
+    assert run_cli("scan", *TRUST_USER_CLASSES, *rest).returncode == 0
 
 
 @pytest.mark.parametrize("path", SECURITY_FILES, ids=lambda p: p.name)
 def test_benign_security_fixture(path):
+    from inspector.adapters.security.trust import trusting
+    from inspector.adapters.security.vetted import ENUM, VETTED
+
     truth = load_truth(path.with_name(path.name + ".truth.json"))
-    r = scan_file(path)
+    trust = [USER_CLASSES[path]] if path in USER_CLASSES else []
+    if trust:
+        assert scan_file(path).verdict == "dangerous"
+    with trusting(trust):
+        r = scan_file(path)
     assert r.verdict in ("safe", "foreign"), r.to_dict()
     # the globals the stdlib's (joblib's) own unpickler resolved at generation time
     assert sorted({g["name"] for g in r.globals}) == truth["pickle_globals"]
     unsafe = {g["name"] for g in r.globals if g["verdict"] != "safe"}
     if "torch_unsafe_globals" in truth:
-        # everything torch's weights_only loader rejects is reported, unless our allowlist
-        # holds it on purpose (transformers' Enum classes, checked by the generator)
-        from inspector.adapters.security.lists import INERT_CALLABLES
-
-        assert set(truth["torch_unsafe_globals"]) - set(INERT_CALLABLES) <= unsafe
-        assert set(truth["torch_unsafe_globals"]) & set(INERT_CALLABLES) <= set(
-            truth.get("enum_classes", ())
-        )
+        # everything torch's weights_only loader rejects is reported, unless it is vetted (or
+        # trusted here); a class vetted as an Enum was checked to be one by the generator
+        assert set(truth["torch_unsafe_globals"]) - set(VETTED) - set(trust) <= unsafe
+        assert {n for n in truth["torch_unsafe_globals"]
+                if n in VETTED and VETTED[n][1] == ENUM} <= set(truth.get("enum_classes", ()))
     if truth.get("torch_weights_only_loads"):
         assert r.verdict == "safe"
     if path.suffix != ".joblib":  # listed by default, never refused
-        proc = run_cli("show", str(path))
+        proc = run_cli("show", str(path), *[w for n in trust for w in ("--trust", n)])
         assert proc.returncode == 0, proc.stderr
+    if truth.get("loads"):  # written by make_vetted_fixtures.py: every class in it is vetted
+        assert r.verdict == "safe", r.to_dict()
 
 
 def test_every_pickle_fixture_is_listed_by_default():
-    """Every fixture the tool opens is listed without --allow-unsafe (nothing is dangerous)."""
+    """Every fixture the tool opens is listed without --allow-unsafe (nothing is dangerous; a
+    user's own pickled class once the user trusts it)."""
     from inspector.adapters.errors import InspectorError, UnsafeContentError
     from inspector.adapters.registry import load
     from inspector.adapters.security.policy import dangerous
@@ -79,7 +97,7 @@ def test_every_pickle_fixture_is_listed_by_default():
     for p in sorted(FIXTURES.rglob("*")):
         if p.suffix in (".pt", ".ckpt", ".pkl", ".npy", ".npz", ".bin") and p.is_file():
             try:
-                ckpt = load(p)
+                ckpt = load(p, trust=[USER_CLASSES[p]] if p in USER_CLASSES else None)
             except UnsafeContentError:
                 raise
             except InspectorError:

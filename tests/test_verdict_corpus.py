@@ -25,6 +25,7 @@ import pytest
 from test_malicious_corpus import _Call, _NamingPickler, _TorchName
 
 from inspector.adapters.security import lists as L
+from inspector.adapters.security.vetted import VETTED
 from inspector.adapters.security import verdicts as V
 from inspector.adapters.security.scan import scan_file
 
@@ -140,18 +141,35 @@ def test_every_list_entry_in_every_container_and_protocol(tmp_path, source, modu
                 assert_dangerous(path, f"{module}.{name}", marker)
 
 
-def test_allowlist_and_lists_do_not_overlap():
-    """No inert entry is on a list by exact name; whole-module exemptions are explicit."""
-    for name in L.INERT_CALLABLES:
+def test_vetted_set_and_lists_do_not_overlap():
+    """No vetted entry is on a list by exact name; whole-module exemptions are explicit. Each is
+    safe for the uses it was vetted for."""
+    for name, (_, kinds, _) in VETTED.items():
         module, _, qual = name.rpartition(".")
-        assert V.verdict(module, qual, {V.CALLED}).level == V.SAFE, name
+        uses = {{"call": V.CALLED, "value": V.MEMBER, "new": V.CONSTRUCTED}[k]
+                for k in kinds.split() if k in ("call", "value", "new")} or {V.NAMED}
+        assert V.verdict(module, qual, uses).level == V.SAFE, name
         assert name not in V.EXACT, name
 
 
 def test_unknown_global_is_never_safe():
-    assert V.verdict("mylib.models", "Net", {V.CONSTRUCTED}).level == V.FOREIGN
+    """Constructed, called, or called with one plain value (an Enum's shape): dangerous; only a
+    name never invoked is foreign."""
+    assert V.verdict("mylib.models", "Net", {V.CONSTRUCTED}).level == V.DANGEROUS
+    assert V.verdict("mylib.models", "Color", {V.CONSTRUCTED, V.MEMBER}).level == V.DANGEROUS
     assert V.verdict("mylib.models", "Net", {V.NAMED}).level == V.FOREIGN
     assert V.verdict("mylib.utils", "run_command", {V.CALLED}).level == V.DANGEROUS
+
+
+def test_a_vetted_name_used_beyond_its_vetting_is_dangerous():
+    enum = V.verdict("transformers.trainer_utils", "IntervalStrategy", {V.CONSTRUCTED},
+                     ran=["__setstate__"])
+    assert enum.level == V.DANGEROUS and "vetted only to" in enum.why
+    attrs = V.verdict("lightning.fabric.utilities.data", "AttributeDict", {V.CONSTRUCTED},
+                      ran=["__setitem__", "__setstate__"])
+    assert attrs.level == V.DANGEROUS
+    assert V.verdict("lightning.fabric.utilities.data", "AttributeDict", {V.CONSTRUCTED},
+                     ran=["__setitem__"]).level == V.SAFE
 
 
 # ---------------------------------------------------------------------------------------------

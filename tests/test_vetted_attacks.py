@@ -97,7 +97,8 @@ def test_one_plain_value_is_no_enum_whatever_the_name(tmp_path):
     path, marker = tmp_path / "eval.pkl", tmp_path / "marker"
     _write(path, marker, "eval", 2)
     g = next(g for g in scan_file(path).globals if g["name"] == "payload_classes.Expression")
-    assert g["verdict"] == "dangerous" and g["use"] == "called with one plain value"
+    assert g["verdict"] == "dangerous" and g["use"] == "called"
+    assert "nothing proves it an Enum" in g["why"]
 
 
 def test_trust_makes_it_safe_and_says_so(tmp_path):

@@ -225,8 +225,7 @@ def verdict(
         else NAMED
     )
     ran = list(ran)
-    said = {MEMBER: "called with one plain value"}.get(use, use)
-    said = f"{said} {how}".strip()
+    said = f"{CALLED if use == MEMBER else use} {how}".strip()
     if BUILDS_CLASS in uses:
         return Verdict(DANGEROUS, said, f"builds a class (`{full}` {builds}): code runs at load")
     if MODIFIED in uses:
@@ -263,9 +262,11 @@ def verdict(
         return Verdict(FOREIGN, said, "not vetted; only referenced, never invoked by a loader")
     runs = ", ".join(f"`{full}.{m}`" for m in ran)
     does = " and ".join(_SAID_USE[k] for k in sorted(seen, key=USES.index))
+    enum = (" (one plain value, as an Enum member is pickled; nothing proves it an Enum: a "
+            "constructor may evaluate it)") if seen == {"value"} else ""
     return Verdict(
         DANGEROUS, said,
-        f"not vetted, and a loader would {does}: its code runs with the file's data"
+        f"not vetted, and a loader would {does}{enum}: its code runs with the file's data"
         + (f" ({runs})" if runs else "") + _what(full, use, ran)
         + "; --trust MODULE.NAME vouches for it",
     )
