@@ -125,7 +125,9 @@ class RestrictedNames:
             dotted = f"{module}.{qualname}"
             uses = self.uses.get(dotted, ())
             if dotted in self._allowed and not uses:
-                uses = {verdicts.CALLED}  # an implemented builder: called or not, it is inert
+                # the reader's own implementation stands for it (how it was used is not
+                # recorded): inert if vetted, else judged as called
+                uses = {verdicts.CALLED, verdicts.IMPLEMENTED}
             u = self.uses
             how = ", ".join(sorted(u.get("how:" + dotted, ())))
             nested = u.get("nested:" + dotted)
