@@ -23,15 +23,17 @@ from conftest import run_cli
 PAYLOADS = Path(__file__).resolve().parent / "corpus" / "pickle" / "vetted"
 
 
-def _in_child(code: str, marker: Path) -> subprocess.CompletedProcess[str]:
+def _in_child(code: str, marker: Path, python: str = sys.executable
+              ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(PAYLOADS), "PAYLOAD_MARKER": str(marker)}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=60)
+    return subprocess.run([python, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
 
 
-def _write(path: Path, marker: Path, kind: str, protocol: int) -> None:
-    """The attack file, pickled by the real pickler from real instances (in a child: the payload
-    module is never imported into the test process)."""
+def _write(path: Path, marker: Path, kind: str, protocol: int, torch_legacy: bool | None = None,
+           python: str = sys.executable) -> None:
+    """The attack file, written by the real pickler (or ``torch.save``, given ``torch_legacy``)
+    from real instances, in a child: the payload module never enters the test process."""
     make = {
         "del": "o = C.Cleanup(MARKER)",
         "eval": "o = C.Expression.__new__(C.Expression); "
@@ -39,11 +41,15 @@ def _write(path: Path, marker: Path, kind: str, protocol: int) -> None:
         "setstate": "o = C.Restored(MARKER)",
         "newobj": "o = C.Eager()",
     }[kind]
+    dump = (f"open({str(path)!r}, 'wb').write(pickle.dumps({{'config': o}}, protocol={protocol}))"
+            if torch_legacy is None else
+            f"import torch\ntorch.save({{'w': torch.ones(2), 'config': o}}, {str(path)!r}, "
+            f"_use_new_zipfile_serialization={not torch_legacy})")
     code = (f"import os, pickle, payload_classes as C\nMARKER = {str(marker)!r}\n"
-            "os.environ.pop('PAYLOAD_MARKER', None)\n"
-            f"{make}\nopen({str(path)!r}, 'wb').write(pickle.dumps({{'config': o}}, "
-            f"protocol={protocol}))\n")
-    proc = _in_child(code, marker)
+            f"os.environ.pop('PAYLOAD_MARKER', None)\n{make}\n{dump}\n")
+    env = {**os.environ, "PYTHONPATH": str(PAYLOADS)}
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -164,3 +170,29 @@ def test_a_broken_trust_configuration_is_one_line(tmp_path):
     proc = run_cli("show", str(path), cwd=tmp_path)
     assert proc.returncode == 2
     assert "trust must be a list" in proc.stderr and "Traceback" not in proc.stderr
+
+
+PRODUCER = Path("/work/venvs/vetted/bin/python")  # torch 2.13.0 (fixtures/security/make_vetted_...)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("legacy", [False, True])
+@pytest.mark.parametrize("kind", KINDS)
+def test_torch_load_runs_it_and_every_verb_calls_it_dangerous(tmp_path, kind, legacy):
+    """The same payloads in a torch.save file, run by torch.load(weights_only=False)."""
+    if not PRODUCER.exists():
+        pytest.skip(f"no producer venv at {PRODUCER}")
+    path, marker = tmp_path / f"{kind}.pt", tmp_path / "marker"
+    _write(path, marker, kind, 2, torch_legacy=legacy, python=str(PRODUCER))
+    _arm(kind, marker)
+    load = f"import gc, torch\nx = torch.load({str(path)!r}, weights_only=False)\ndel x\ngc.collect()"
+    _in_child(load, marker, python=str(PRODUCER))
+    assert _ran(kind, marker), kind
+    _arm(kind, marker)
+    assert scan_file(path).verdict == "dangerous"
+    assert run_cli("scan", str(path)).returncode == 1
+    show = run_cli("show", str(path))
+    assert show.returncode == 2 and "refused" in show.stderr
+    with pytest.raises(UnsafeContentError):
+        inspector.load(path)
+    assert not _ran(kind, marker)
