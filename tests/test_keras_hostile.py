@@ -241,8 +241,9 @@ def test_bytecode_in_any_field_or_wrapper(tmp_path, variant):
     ({"module": "keras.layers", "class_name": "Dense", "config": {}}, None),
     ({"module": "keras.src.models.functional", "class_name": "Functional"}, None),
     ({"module": "builtins", "class_name": "function", "config": "my_double"}, "foreign"),
+    # built by from_config with the config's data: an unvetted class's code runs (--trust)
     ({"module": "my_project.layers", "class_name": "Block", "config": {},
-      "registered_name": "my_project>Block"}, "foreign"),
+      "registered_name": "my_project>Block"}, "dangerous"),
     ({"module": "builtins", "class_name": "function", "config": "eval"}, "dangerous"),
     ({"module": "os", "class_name": "function", "config": "system"}, "dangerous"),
     ({"module": "subprocess", "class_name": "Popen", "config": {}}, "dangerous"),
@@ -252,9 +253,10 @@ def test_bytecode_in_any_field_or_wrapper(tmp_path, variant):
     ({"module": "keras.utils", "class_name": "function", "config": "get_file"}, "dangerous"),
 ])
 def test_module_references(ref, level):
-    """Keras' own objects and its by-name built-in functions: safe; a custom object found only
-    among the loader's registered objects or built through from_config: foreign; a function
-    Keras before 3.9 imported and called, and the non-modelling Keras APIs: dangerous."""
+    """Keras' own objects and its by-name built-in functions: safe; a custom function found only
+    among the loader's registered objects: foreign; a class built through from_config, a
+    function Keras before 3.9 imported and called, and the non-modelling Keras APIs:
+    dangerous."""
     items = config_items({"class_name": "Dense", "config": {"name": "d", "activation": ref}})
     assert [lvl for lvl, _ in items] == ([level] if level else []), items
 
