@@ -64,6 +64,7 @@ class Opener:
     input_format: str | None
     shard: str | None = None
     allow_unsafe: bool = False  # --allow-unsafe: the worker loads what the client loaded
+    trust: tuple[str, ...] = ()  # --trust and the client's trust configuration
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +136,7 @@ def _open(opener: Opener, refs: Sequence[Ref]) -> list[tuple[Checkpoint, TensorE
 
     if opener.shard is not None and opener.input_format is None:
         try:
-            shard = load(opener.shard, allow_unsafe=opener.allow_unsafe)
+            shard = load(opener.shard, allow_unsafe=opener.allow_unsafe, trust=opener.trust)
         except InspectorError:
             shard = None
         if shard is not None:
@@ -146,7 +147,8 @@ def _open(opener: Opener, refs: Sequence[Ref]) -> list[tuple[Checkpoint, TensorE
             if all(t is not None and _same(r, t, shard=True)
                    for r, t in zip(refs, found, strict=True)):
                 return [(shard, t) for t in found]  # type: ignore[misc]
-    ckpt = load(opener.address, opener.input_format, allow_unsafe=opener.allow_unsafe)
+    ckpt = load(opener.address, opener.input_format, allow_unsafe=opener.allow_unsafe,
+                trust=opener.trust)
     out = []
     for r in refs:
         t = ckpt.tensors[r.index] if r.index < len(ckpt.tensors) else None
@@ -247,6 +249,9 @@ class Cluster:
         self.task_bytes = task_bytes
         self.input_format = input_format  # --input-format: workers read every file as this
         self.allow_unsafe = allow_unsafe  # --allow-unsafe: as the client's own load
+        from inspector.adapters.security.trust import everything_trusted
+
+        self.trust = everything_trusted()  # what the client trusts, for the workers' loads
 
     def run(self, fn: Any, tasks: Sequence[Task], *args: Any, progress: Any = None) -> list[Any]:
         """Every task's results, in task order; the first failure ends the pass as one line
@@ -310,10 +315,11 @@ class Cluster:
         tasks = []
         for (file, pfile), items in groups.items():
             openers = [Opener(address(ckpt.source), self.input_format,
-                              _shard(ckpt, file, shards), self.allow_unsafe)]
+                              _shard(ckpt, file, shards), self.allow_unsafe, self.trust)]
             if prev is not None:
                 openers.append(Opener(address(prev.source), self.input_format,
-                                      _shard(prev, pfile, prev_shards), self.allow_unsafe))
+                                      _shard(prev, pfile, prev_shards), self.allow_unsafe,
+                                      self.trust))
             tasks.extend(self._tasks(ckpt.path, file, openers, items))
         return tasks
 
@@ -342,9 +348,9 @@ class Cluster:
             tasks = []
             for (fa, fb), items in groups.items():
                 openers = [Opener(address(ckpt_a.source), self.input_format,
-                                  _shard(ckpt_a, fa, shards_a), self.allow_unsafe),
+                                  _shard(ckpt_a, fa, shards_a), self.allow_unsafe, self.trust),
                            Opener(address(ckpt_b.source), self.input_format,
-                                  _shard(ckpt_b, fb, shards_b), self.allow_unsafe)]
+                                  _shard(ckpt_b, fb, shards_b), self.allow_unsafe, self.trust)]
                 tasks.extend(self._tasks(ckpt_a.path, fa, openers, items))
             for part in self.run(run_diff_task, tasks, atol, rtol, chunk, progress=progress):
                 for i, stats, note in part:

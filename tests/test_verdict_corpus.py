@@ -25,9 +25,9 @@ import pytest
 from test_malicious_corpus import _Call, _NamingPickler, _TorchName
 
 from inspector.adapters.security import lists as L
-from inspector.adapters.security.vetted import VETTED
 from inspector.adapters.security import verdicts as V
 from inspector.adapters.security.scan import scan_file
+from inspector.adapters.security.vetted import VETTED
 
 from conftest import run_cli
 from test_torch_adapter import (

@@ -63,3 +63,14 @@ def test_judging_a_vetted_pickle_reads_no_configuration():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "False False"
+
+
+def test_a_cluster_hands_the_trust_to_its_workers():
+    """``stats --dask`` / ``diff --values --dask`` workers load the files again: with the
+    client's trust (given and configured), or they would refuse what the client listed."""
+    from inspector.cluster import Cluster, Opener
+
+    with trusting(["mylib.models.Net"]):
+        cluster = Cluster(client=None)
+    assert "mylib.models.Net" in cluster.trust
+    assert Opener("x", None, None, False, cluster.trust).trust == cluster.trust

@@ -84,6 +84,11 @@ def trusted(full: str) -> str | None:
     return configured().get(full)
 
 
+def everything_trusted() -> tuple[str, ...]:
+    """Every name trusted here (given and configured), for a load in another process."""
+    return tuple(sorted(_GIVEN.get() | set(configured())))
+
+
 def configured() -> dict[str, str]:
     """Every name the environment and the configuration files trust -> where it is written
     (read once per current directory and environment)."""
