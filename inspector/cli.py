@@ -116,7 +116,9 @@ def _global_options(p: argparse.ArgumentParser, after_verb: bool) -> None:
     g.add_argument("--color", choices=COLOR_CHOICES, default=default("auto"),
                    help="colour status words, findings and deltas (auto: only on a terminal, "
                         "never with NO_COLOR set)")
+    # after the verb into its own list: both lists are trusted (argparse would replace one)
     g.add_argument("--trust", metavar="MODULE.NAME", action="append", default=default([]),
+                   dest="trust_after" if after_verb else "trust",
                    help="vouch for a pickle global nobody vetted (repeatable), as torch's "
                         "add_safe_globals does: it is safe, never a known-dangerous one "
                         "(also INSPECTOR_TRUST, pyproject.toml [tool.inspector] trust)")
@@ -295,10 +297,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         redact(arg)
     args.style = terminal_style(args.raw_numbers, args.verbose, args.color)
     try:
-        if args.trust:  # the trust module (and its check of the names) only when asked
+        trust = [*args.trust, *getattr(args, "trust_after", ())]
+        if trust:  # the trust module (and its check of the names) only when asked
             from inspector.adapters.security.trust import trusting
 
-            with trusting(args.trust):
+            with trusting(trust):
                 return args._run(args)
         return args._run(args)
     except InspectorError as e:

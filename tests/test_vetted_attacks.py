@@ -196,3 +196,12 @@ def test_torch_load_runs_it_and_every_verb_calls_it_dangerous(tmp_path, kind, le
     with pytest.raises(UnsafeContentError):
         inspector.load(path)
     assert not _ran(kind, marker)
+
+
+def test_trust_before_and_after_the_verb_add_up(tmp_path):
+    path, marker = tmp_path / "setstate.pkl", tmp_path / "marker"
+    _write(path, marker, "setstate", 2)
+    for argv in (["--trust", "a.b", "scan", str(path), "--trust", "payload_classes.Restored"],
+                 ["--trust", "payload_classes.Restored", "scan", str(path), "--trust", "a.b"]):
+        proc = run_cli(*argv)
+        assert proc.returncode == 0 and proc.stdout.startswith("safe"), (argv, proc.stdout)
