@@ -33,7 +33,7 @@ def pickle_findings(
             continue
         also = f" ({g.resolved})" if g.resolved != g.name else ""
         if v is None:
-            text = "is not on the allowlist; read as an inert placeholder"
+            text = "is not vetted; read as an inert placeholder"
         else:
             text = f"would be {v.use} by a loader: {v.why}; read as an inert placeholder"
         findings.append(

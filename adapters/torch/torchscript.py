@@ -133,7 +133,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     tensors: list[TensorEntry] = [tensor_entry(n, n, rec, role, where) for n, rec, role in w.rows]
     findings = [
         Finding(g.severity or "warning",
-                f"pickle global {g.name} is not on the allowlist; read as an inert placeholder",
+                f"pickle global {g.name} is not vetted; read as an inert placeholder",
                 z.pkl_name, g.name)
         for g in z.globals.values()
         if not g.allowed and not g.resolved.startswith(OWN_GLOBALS)
