@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector.adapters.errors import InspectorError
-from inspector.adapters.source import Source, as_source, is_url
+from inspector.adapters.source import Source, as_source, is_url, refuse_special
 
 from .examination import (
     ERROR,
@@ -76,7 +76,8 @@ def collect(paths: list[str]) -> tuple[list[Path | Source | Unreadable], list[st
     """The regular files under ``paths`` (recursive, sorted, each real file once) and notes on
     what was not followed. Inside a directory, symbolic links are not followed: a link to a file
     of the tree is that file, scanned under its own name; links out of the tree, to
-    directories, dangling or looping are noted. A link given on the command line is followed.
+    directories, dangling or looping are noted, and so are FIFOs, sockets and devices (never
+    opened). A link given on the command line is followed.
     A URL (``s3://bucket/runs/``, ``https://...``) is a remote file or every file below a
     remote directory or prefix."""
     files: list[Path | Source | Unreadable] = []
@@ -90,6 +91,11 @@ def collect(paths: list[str]) -> tuple[list[Path | Source | Unreadable], list[st
             notes.append(f"{p}: not followed ({e.strerror or e})")
             return
         if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISDIR(st.st_mode):  # a FIFO would block, a device never end
+                try:
+                    refuse_special(st.st_mode, str(p))
+                except InspectorError as e:
+                    notes.append(f"{p}: {e.message}")
             return
         if (st.st_dev, st.st_ino) not in seen:
             seen.add((st.st_dev, st.st_ino))
