@@ -27,7 +27,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import FormatError
+from .errors import FormatError, InspectorError, UnsafeContentError
 from .model import Checkpoint, Role, TensorEntry
 from .numpy_pickle import DType, resolve
 from .numpy_pickle import allowed as numpy_allowed
@@ -281,6 +281,22 @@ def examine(source: Source, variant: str, res: Any) -> None:
     examine_pickles(res, io.BytesIO(data), len(data))
 
 
+def broken_pickle(e: PickleError, where: str) -> InspectorError:
+    """The error for a pickle the reader stopped in: a refusal naming the dangerous globals a
+    loader meets before (or past) the break (a loader with another grammar may read on, as
+    joblib's pure-Python unpickler does), else the reader's message."""
+    from .security.verdicts import DANGEROUS
+
+    bad = sorted({f"{g.name} (would be {g.verdict.use}: {g.verdict.why})"
+                  for g in (e.globals or {}).values()
+                  if g.verdict is not None and g.verdict.level == DANGEROUS})
+    if bad:
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        return UnsafeContentError(f"refused: the pickle references {'; '.join(bad[:3])}{more} "
+                                  f"and breaks off ({e}); nothing was run", where)
+    return FormatError(str(e), where)
+
+
 def _further_pickles(f: Any, size: int, globals_: dict[str, Any]) -> int:
     """The pickles after the first one's STOP, as further ``pickle.load`` calls would read
     them: their globals join ``globals_`` (the worse verdict of a name wins). Returns their
@@ -322,7 +338,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         obj, globals_ = unpickle(stream.file, table)
         obj = resolve(_unwrap_joblib(obj, wrapper))
     except PickleError as e:
-        raise FormatError(str(e), where) from None
+        raise broken_pickle(e, where) from None
     further = _further_pickles(stream.file, stream.size, globals_)
     joblib = JOBLIB_WRAPPER in {g.resolved for g in globals_.values()}
     meta: dict[str, Any] = {
