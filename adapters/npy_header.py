@@ -58,8 +58,14 @@ def read_header(f: BinaryIO, where: str, limit: int = 0) -> tuple[dict, dict]:
     text = f.read(hlen)
     if len(text) != hlen:
         raise FormatError(f"truncated .npy header: {len(text)} of {hlen} bytes", where)
+    decoded = text.decode("utf-8" if major == 3 else "latin1", "replace")
     try:
-        header = ast.literal_eval(text.decode("utf-8" if major == 3 else "latin1"))
+        try:
+            header = ast.literal_eval(decoded)
+        except SyntaxError:
+            if major == 3:
+                raise
+            header = ast.literal_eval(python2_header(decoded))
     except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
         raise FormatError(
             f".npy header is not a Python literal ({type(e).__name__})", where
@@ -74,20 +80,43 @@ def read_header(f: BinaryIO, where: str, limit: int = 0) -> tuple[dict, dict]:
 def has_object(descr: object, depth: int = 0) -> bool:
     """Whether NumPy's ``descr_to_dtype`` makes a dtype that holds Python objects
     (``dtype.hasobject``): then ``numpy.load(allow_pickle=True)`` unpickles the data. Any
-    form: ``'|O'``, bare ``'O'``, ``'O8'``, ``'object'``, a comma list ``'i4,O'``, a subarray
-    string ``'(2,)O'`` or tuple ``('|O', (2,))``, a structured list ``[('a', '|O')]``, nested.
-    (No other NumPy type code or name holds an upper-case O.)"""
+    form it takes: a string (``numpy.dtype(descr)``: ``'|O'``, ``'O'``, ``'O8'``, ``'object'``,
+    ``'i4,O'``, ``'(2,)O'``), a tuple ``(base, shape or dtype)``, and anything else it iterates
+    as fields (a list, and also a dict's keys or a set), each field ``(name, descr)`` or
+    ``(name, descr, shape)``, a tuple, a list or a 2-3 character string alike (``descr_to_dtype``
+    unpacks ``'aO'`` as name ``'a'``, descr ``'O'``), nested. (No other NumPy type code or name
+    holds an upper-case O.)"""
     if depth > 64:
         return True  # deeper than any real dtype: treat as the worst case
     if isinstance(descr, str):
         return "O" in descr or "object" in descr
-    if isinstance(descr, tuple) and descr:
-        return has_object(descr[0], depth + 1)
-    if isinstance(descr, list):
+    if isinstance(descr, tuple):
+        return any(has_object(d, depth + 1) for d in descr[:2])
+    if isinstance(descr, (list, dict, set, frozenset)):
         return any(
-            isinstance(f, tuple) and len(f) >= 2 and has_object(f[1], depth + 1) for f in descr
+            isinstance(f, (tuple, list, str)) and len(f) in (2, 3)
+            and any(has_object(x, depth + 1) for x in list(f)[1:])
+            for f in descr
         )
     return False
+
+
+def python2_header(text: str) -> str:
+    """The header with the ``L`` of Python 2 long literals (``(3L, 4L)``) dropped, as NumPy's
+    ``_filter_header`` does for version 1.0 and 2.0 files that ``safe_eval`` cannot read."""
+    import io
+    import tokenize
+
+    tokens = []
+    after_number = False
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if not (after_number and tok.type == tokenize.NAME and tok.string == "L"):
+                tokens.append((tok.type, tok.string))
+            after_number = tok.type == tokenize.NUMBER
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text
+    return tokenize.untokenize(tokens)
 
 
 def descr_dtype(descr: object, where: str) -> tuple[str, int]:

@@ -10,8 +10,9 @@ Nothing from the file is imported or run. The stand-ins understand:
   type and size, its data is skipped;
 * joblib's ``NumpyArrayWrapper`` (``joblib/numpy_pickle.py``): the wrapper's state gives shape,
   dtype and order, and the raw array bytes that joblib writes into the stream right after it
-  (after an alignment padding byte and padding) are skipped; zlib-compressed joblib files
-  (``compress=1..9``) are inflated first, within a size cap.
+  (after an alignment padding byte and padding) are skipped; compressed joblib files
+  (``compress=``: every compressor joblib detects, :mod:`.joblib_compression`) are
+  decompressed first, within a size cap.
 
 Names are key paths through dicts, lists and objects, as for torch files. Roles: a flat dict of
 torch tensors (a ``state_dict()``) gets parameter/buffer by the well-known buffer names; every
@@ -23,13 +24,10 @@ from __future__ import annotations
 import io
 import itertools
 import math
-import pickletools
-import warnings
-import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import FormatError
+from .errors import FormatError, InspectorError, UnsafeContentError
 from .model import Checkpoint, Role, TensorEntry
 from .numpy_pickle import DType, resolve
 from .numpy_pickle import allowed as numpy_allowed
@@ -48,8 +46,9 @@ _MEMO_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"})
 
 
 def sniff(head: bytes, source: Source) -> str | None:
-    """'pickle' for a pickle that is not torch's legacy stream, 'zlib' for a zlib stream that
-    inflates to one (joblib ``compress=``)."""
+    """'pickle' for a pickle that is not torch's legacy stream; for a stream joblib would
+    decompress first (:mod:`.joblib_compression`: ``compress=`` files), its compressor's name
+    when it decompresses to one."""
     if source.is_dir() or not head:
         return None
     from .torch.tar_legacy import is_tar
@@ -58,49 +57,65 @@ def sniff(head: bytes, source: Source) -> str | None:
         return None  # torch.load reads a tar as its pre-0.4 format: the torch adapter's
     kind = compression(head)
     if kind is not None:
+        from .security.examination import SAMPLE
+
         try:
-            inflated = _decompressor(kind)(head, 64)
-        except (zlib.error, OSError, EOFError, ValueError):
-            return None
-        return kind if _is_pickle(inflated) else None
-    return "pickle" if _is_pickle(head) else None
+            inflated = decompress(kind, head, SAMPLE, partial=True)
+        except (OSError, EOFError, ValueError):
+            inflated = b""
+        if inflated and (_is_pickle(inflated) or _loader_pickle(inflated, None, len(inflated))):
+            return kind
+        if kind not in ("zlib", "bz2"):
+            return None  # ("x" and "BZ" begin text too: such a file may be a pickle itself)
+    if _is_pickle(head):
+        return "pickle"
+    return "pickle" if _loader_pickle(head, source, source.size) else None
 
 
-def compression(head: bytes) -> str | None:
-    """The compressor joblib's ``compress=`` wrote (joblib/compressor.py prefixes): zlib,
-    gzip, bz2 or xz; None for anything else."""
-    if head[:1] == b"\x78" and head[1:2] in (b"\x01", b"\x5e", b"\x9c", b"\xda"):
-        return "zlib"
-    if head.startswith(b"\x1f\x8b"):
-        return "gzip"
-    if head.startswith(b"BZh"):
-        return "bz2"
-    if head.startswith(b"\xfd7zXZ\x00"):
-        return "xz"
+def _loader_pickle(head: bytes, source: Source | None, size: int) -> bool:
+    """Whether a loader reads the bytes as a pickle that names a global or builds a container
+    (any protocol, the loaders' grammar), past the head when it ends inside the walk; a
+    pickle of torch's magic number is the torch adapter's."""
+    from .security.examination import walks_as_pickle
+    from .security.pickle_grammar import walk
+
+    end, n, meaningful = walk(head)
+    if end == "bad" or (end == "stop" and not (meaningful and n > 1)):
+        return False
+    if end == "cut" and source is not None and size > len(head):
+        if not walks_as_pickle(lambda k: source.read(0, k), size):
+            return False
+    elif end == "cut":
+        return meaningful and n >= 32
+    return _first_int(head) != MAGIC_NUMBER
+
+
+def _first_int(head: bytes) -> Any:
+    for name, arg in itertools.islice(_genops(head), 3):
+        if name not in ("PROTO", "FRAME"):
+            return arg
     return None
 
 
-def _decompressor(kind: str) -> Any:
-    """``f(data, limit)``: at most ``limit`` decompressed bytes of ``data`` (a prefix of the
-    stream is enough)."""
-    import bz2
-    import lzma
+def compression(head: bytes) -> str | None:
+    """The compressor joblib would decompress ``head`` with (:mod:`.joblib_compression`)."""
+    from .joblib_compression import compression as joblib_compression
 
-    if kind == "bz2":
-        return bz2.BZ2Decompressor().decompress
-    if kind == "xz":
-        return lzma.LZMADecompressor().decompress
-    return zlib.decompressobj(zlib.MAX_WBITS | (16 if kind == "gzip" else 0)).decompress
+    return joblib_compression(head)
+
+
+def decompress(kind: str, data: bytes, limit: int, partial: bool = False) -> bytes:
+    from .joblib_compression import decompress as joblib_decompress
+
+    return joblib_decompress(kind, data, limit, partial)
 
 
 def _is_pickle(head: bytes) -> bool:
     ops: list[tuple[str, Any]] = []
-    with warnings.catch_warnings():  # protocol-0 STRING escapes in random bytes
-        warnings.simplefilter("ignore")
-        for op, arg in itertools.islice(_genops(head[:256]), 4):
-            ops.append((op, arg))
-            if op == "STOP":
-                break
+    for op, arg in itertools.islice(_genops(head[:256]), 4):
+        ops.append((op, arg))
+        if op == "STOP":
+            break
     if len(ops) < 2 and not (ops and ops[-1][0] == "STOP"):
         return False
     names = [n for n, _ in ops]
@@ -119,9 +134,12 @@ def _is_pickle(head: bytes) -> bool:
 
 
 def _genops(data: bytes) -> Iterator[tuple[str, Any]]:
-    """(opcode name, argument) of the opcodes at the start of ``data``, up to a parse error."""
+    """(opcode name, argument) of the opcodes at the start of ``data`` in the loaders' grammar
+    (:mod:`.security.pickle_grammar`), up to a parse error."""
+    from .security.pickle_grammar import genops
+
     try:
-        for op, arg, _pos in pickletools.genops(data):
+        for op, arg, _pos in genops(data):
             yield op.name, arg
     except Exception:  # noqa: BLE001 - not a pickle, or the window ended mid-opcode
         return
@@ -243,15 +261,15 @@ def _stream_bytes(source: Source, variant: str) -> bytes:
     data = source.read(0, source.size)
     if variant in COMPRESSED:
         try:
-            data = _decompressor(variant)(data, MAX_PICKLE_BYTES + 1)
-        except (zlib.error, OSError, EOFError, ValueError) as e:
+            data = decompress(variant, data, MAX_PICKLE_BYTES)
+        except (OSError, EOFError, ValueError) as e:
             raise FormatError(f"{variant} stream is corrupt ({e})", where) from None
         if len(data) > MAX_PICKLE_BYTES:
             raise FormatError(f"inflates to more than {MAX_PICKLE_BYTES} bytes", where)
     return data
 
 
-COMPRESSED = ("zlib", "gzip", "bz2", "xz")
+COMPRESSED = ("compat", "zlib", "gzip", "bz2", "lzma", "xz", "lz4")
 
 
 def examine(source: Source, variant: str, res: Any) -> None:
@@ -261,6 +279,22 @@ def examine(source: Source, variant: str, res: Any) -> None:
     data = _stream_bytes(source, variant)
     res.kind = "compressed-pickle" if variant in COMPRESSED else "pickle"
     examine_pickles(res, io.BytesIO(data), len(data))
+
+
+def broken_pickle(e: PickleError, where: str) -> InspectorError:
+    """The error for a pickle the reader stopped in: a refusal naming the dangerous globals a
+    loader meets before (or past) the break (a loader with another grammar may read on, as
+    joblib's pure-Python unpickler does), else the reader's message."""
+    from .security.verdicts import DANGEROUS
+
+    bad = sorted({f"{g.name} (would be {g.verdict.use}: {g.verdict.why})"
+                  for g in (e.globals or {}).values()
+                  if g.verdict is not None and g.verdict.level == DANGEROUS})
+    if bad:
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        return UnsafeContentError(f"refused: the pickle references {'; '.join(bad[:3])}{more} "
+                                  f"and breaks off ({e}); nothing was run", where)
+    return FormatError(str(e), where)
 
 
 def _further_pickles(f: Any, size: int, globals_: dict[str, Any]) -> int:
@@ -304,7 +338,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         obj, globals_ = unpickle(stream.file, table)
         obj = resolve(_unwrap_joblib(obj, wrapper))
     except PickleError as e:
-        raise FormatError(str(e), where) from None
+        raise broken_pickle(e, where) from None
     further = _further_pickles(stream.file, stream.size, globals_)
     joblib = JOBLIB_WRAPPER in {g.resolved for g in globals_.values()}
     meta: dict[str, Any] = {

@@ -3,10 +3,13 @@ for free text (error messages, tracebacks under ``--debug``).
 
 What goes: the whole user-info (``user:password@``, ``TOKEN@``: a user name alone is often a
 token, and a password may hold ``@``, ``/``, ``?`` or ``#`` unencoded), the values of query
-parameters whose name looks like a secret (``pwd``, ``pass``, ``jwt``, ``access_token``,
+parameters (separated by ``&`` or ``;``) and path parameters (``/x;jsessionid=...``) whose
+name looks like a secret (``pwd``, ``pass``, ``jwt``, ``access_token``, ``code``, ``sig``,
 ``X-Amz-Signature``, ``apiKey``, ... matched by word, case-insensitive, across ``_``, ``-``,
-``.`` and camelCase), a bare query word that looks like a token, and every value of a fragment
-(``#access_token=...``). Each secret taken out is remembered, so that a library's message
+``.`` and camelCase), a bare query word that looks like a token, every value of a fragment
+(``#access_token=...``), and the tokens services put in a path (Telegram's ``/bot<id>:<token>/``,
+Hugging Face ``hf_...``, GitHub ``ghp_...``, Slack ``xoxb-...``, AWS ``AKIA...``, OpenAI
+``sk-...``, JWTs). Each secret taken out is remembered, so that a library's message
 that quotes it outside a URL (a host parse error, a decoded user name) loses it too.
 """
 
@@ -29,14 +32,27 @@ _AT_HOST = re.compile(r"@(?=(?:\[[0-9A-Za-z:.%]+\]|[A-Za-z0-9._~%-]+)(?::[0-9]*)
 _SECRET_WORDS = frozenset(
     "pwd pw pass passwd password passphrase passcode jwt token tok sig signature key apikey "
     "secret secrets auth authorization oauth credential credentials cred creds session sessionid "
-    "sid cookie bearer sas otp private privatekey accesskey signed".split()
+    "sid cookie bearer sas otp private privatekey accesskey signed code sessid".split()
 )
 # Pieces that make a name secret even inside a longer run of lowercase letters (accesstoken).
 _SECRET_PIECES = ("token", "secret", "passw", "pwd", "signature", "credential", "apikey",
-                  "accesskey", "privatekey", "jwt", "bearer", "authoriz", "oauth", "sessionid")
+                  "accesskey", "privatekey", "jwt", "bearer", "authoriz", "oauth", "sessionid",
+                  "sessid")
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # A bare query word (no "=") long and mixed enough to be a token.
 _TOKEN_LIKE = re.compile(r"(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9._~+/=%-]{16,}")
+# Tokens services put in a URL's path, each by its published prefix.
+_PATH_TOKEN = re.compile(
+    r"(?<=/bot)[0-9]+(?::|%3[Aa])[A-Za-z0-9_-]{20,}"  # Telegram: /bot<id>:<token>/
+    r"|(?<![A-Za-z0-9])(?:"
+    r"hf_[A-Za-z0-9]{20,}"  # Hugging Face
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
+    r"|xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}"  # Slack
+    r"|(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}"  # AWS access key ids
+    r"|sk-[A-Za-z0-9_-]{20,}"  # OpenAI-style secret keys
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # a JWT
+    r")(?![A-Za-z0-9])"
+)
 _MIN_REMEMBERED = 4  # shorter secrets are not searched for in free text (too many false hits)
 _seen: set[str] = set()
 
@@ -73,7 +89,10 @@ def _userinfo_end(rest: str) -> int:
 
 def _pairs(text: str, bare_is_secret: bool) -> str:
     out = []
-    for piece in text.split("&"):
+    for piece in re.split(r"([&;])", text):
+        if piece in ("&", ";"):
+            out.append(piece)
+            continue
         name, eq, value = piece.partition("=")
         if eq:
             if value and is_secret_name(unquote_plus(name)):
@@ -85,7 +104,36 @@ def _pairs(text: str, bare_is_secret: bool) -> str:
             out.append(MASK)
         else:
             out.append(piece)
-    return "&".join(out)
+    return "".join(out)
+
+
+def _path(path: str) -> str:
+    """A path with secret path parameters (``;jsessionid=...``) and known tokens masked."""
+    def token(m: re.Match[str]) -> str:
+        _remember(m.group(0))
+        _remember(re.split(r":|%3[Aa]", m.group(0))[-1])  # Telegram's secret half alone
+        return MASK
+
+    path = _PATH_TOKEN.sub(token, path)
+    if ";" not in path:
+        return path
+    out = []
+    for segment in path.split("/"):
+        name, semi, params = segment.partition(";")
+        out.append(name + semi + _params(params) if semi else segment)
+    return "/".join(out)
+
+
+def _params(params: str) -> str:
+    """``a=1;jsessionid=X`` with the secret values masked (bare words kept: ``;type=a``)."""
+    out = []
+    for piece in params.split(";"):
+        name, eq, value = piece.partition("=")
+        if eq and value and is_secret_name(unquote_plus(name)):
+            _remember(value)
+            value = MASK
+        out.append(f"{name}{eq}{value}")
+    return ";".join(out)
 
 
 def redact(url: str) -> str:
@@ -108,6 +156,7 @@ def redact(url: str) -> str:
         rest = f"{MASK}@{rest[at + 1:]}"
     rest, hash_, fragment = rest.partition("#")
     rest, qmark, query = rest.partition("?")
+    rest = _path(rest)
     if qmark:
         rest += "?" + _pairs(query, bare_is_secret=False)
     if hash_:

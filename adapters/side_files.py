@@ -38,12 +38,18 @@ MAX_SIDE_JSON = 16 << 20
 
 def file_in(directory: Source, name: str) -> Source | None:
     """``name`` inside ``directory`` when it is a regular file there, else None (missing,
-    a directory, a symlink that loops or leaves the directory)."""
+    a directory, a symlink that loops or leaves the directory). A FIFO, socket or device of
+    that name is refused (:class:`FormatError` naming it), never opened nor passed over."""
     try:
         child = directory.child(name)
-        return child if child.is_file() else None
+        if child.is_file():
+            return child
+        special = not child.is_dir() and child.exists()
     except (InspectorError, OSError, RuntimeError):  # RuntimeError: symlink loop (3.11 resolve)
         return None
+    if special:
+        _ = child.size  # raises for a FIFO, socket or device
+    return None
 
 
 def dir_in(directory: Source, name: str) -> Source | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,9 +85,11 @@ class LocalSource(Source, os.PathLike):
     def size(self) -> int:
         if self._size is None:
             try:
-                self._size = self.path.stat().st_size
+                st = self.path.stat()
             except OSError as e:
                 raise _os_error(e, self.where) from None
+            refuse_special(st.st_mode, self.where)
+            self._size = st.st_size
         return self._size
 
     def read(self, offset: int, n: int) -> bytes:
@@ -101,9 +104,20 @@ class LocalSource(Source, os.PathLike):
         if mode != "rb":
             raise ValueError("sources are read-only")
         try:
-            return open(self.path, "rb")
+            refuse_special(os.stat(self.path).st_mode, self.where)  # a socket cannot be opened
+            # O_NONBLOCK: a FIFO opened for reading would wait for a writer; checked again on
+            # what was opened, in case the name changed in between
+            fd = os.open(self.path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except OSError as e:
             raise _os_error(e, self.where) from None
+        try:
+            refuse_special(os.fstat(fd).st_mode, self.where)
+            if _NONBLOCK:
+                os.set_blocking(fd, True)
+            return os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
 
     @contextmanager
     def view(self) -> Iterator[mmap.mmap | bytes]:
@@ -143,6 +157,19 @@ class LocalSource(Source, os.PathLike):
             return sorted(p.name for p in self.path.iterdir())
         except OSError as e:
             raise _os_error(e, self.where) from None
+
+
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+            (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def refuse_special(mode: int, where: str) -> None:
+    """A FIFO, socket or device file is never read (a FIFO blocks until a writer comes, a
+    device never ends): :class:`FormatError` naming what it is."""
+    for test, what in _SPECIAL:
+        if test(mode):
+            raise FormatError(f"{what}, not a regular file: not read", where)
 
 
 def _os_error(e: OSError, where: str) -> InspectorError:

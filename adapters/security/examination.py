@@ -156,8 +156,8 @@ def examine_stream(res: FileResult, f: Any, size: int, label: str = "pickle",
 
 def could_start_pickle(head: bytes) -> bool:
     """Whether bytes could be one more pickle that ``pickle.load`` would read: a PROTO opcode,
-    or an opcode stream (protocols 0/1) that :mod:`pickletools` walks to its STOP (or through
-    at least 32 opcodes to the end of a long sample)."""
+    or an opcode stream (protocols 0/1) that the loaders' grammar (:mod:`.pickle_grammar`)
+    walks to its STOP (or through at least 32 opcodes to the end of a long sample)."""
     if is_pickle_start(head):
         return True
     return parses_as_pickle(head)
@@ -190,30 +190,10 @@ def walks_as_pickle(read: Any, size: int) -> bool:
 
 def _walk(data: bytes) -> tuple[str, int, bool]:
     """("stop" | "bad" | "cut", opcodes walked, whether one names a global or the first starts
-    a container)."""
-    import pickletools
-    import warnings
+    a container), in the loaders' grammar (:mod:`.pickle_grammar`)."""
+    from .pickle_grammar import walk
 
-    n = 0
-    meaningful = False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            for op, _arg, _pos in pickletools.genops(data):
-                n += 1
-                if op.name in _GLOBAL_OPS or (n == 1 and op.name in _FIRST_OPS):
-                    meaningful = True
-                if op.name == "STOP":
-                    return "stop", n, meaningful
-        except Exception as e:  # noqa: BLE001 - not a pickle, or the data ended mid-opcode
-            text = str(e)
-            bad = "unknown" in text or "invalid" in text or not isinstance(e, ValueError)
-            return ("bad" if bad else "cut"), n, meaningful
-    return "cut", n, meaningful
-
-
-_GLOBAL_OPS = frozenset({"GLOBAL", "INST", "STACK_GLOBAL"})
-_FIRST_OPS = frozenset({"MARK", "EMPTY_DICT", "EMPTY_LIST", "EMPTY_TUPLE", "PROTO"})
+    return walk(data)
 
 
 def examine_pickles(res: FileResult, f: Any, size: int) -> None:
@@ -259,6 +239,9 @@ def examine_npy(res: FileResult, f: Any, size: int, where: str | None) -> None:
     except FormatError as e:
         if where is None:
             raise
+        if "exceeds" in str(e.message):  # numpy.load(allow_pickle=True) reads it all the same
+            res.add(ERROR, f"{where}: {e.message}: not examined", where)
+            return
         res.add(FOREIGN, f"{where}: {e.message}; numpy.load fails on this header before "
                 "reading any data", where)
         return

@@ -3,23 +3,23 @@
 CPython's unpickler (under :class:`~.restricted_pickle.RestrictedUnpickler`) stops at the first
 thing it cannot model: a ``bytearray`` REDUCE it refuses, a huge ``PUT`` index, a BUILD on a class,
 a NEWOBJ of an object the pickle made. A real loader may well go on past that point, so the
-verdict must not stop there. :func:`walk` reads the same bytes again with
-:func:`pickletools.genops` (which decodes opcodes and never runs anything) and interprets each
-opcode itself, over a symbolic stack and memo (a dict: any PUT index costs one entry), with the
-same placeholders and the same allowed helpers as the reader. An opcode that fails here pushes an
-:class:`Unknown` and the walk goes on; what a loader would do with an unknown value is judged
-conservatively (calling it, or using it as a class, is recorded against the global it came from,
-or against ``<unresolved>`` when nothing is known). The walk ends at STOP, at bytes that are not
-opcodes, or after :data:`MAX_OPCODES`.
+verdict must not stop there. :func:`walk` reads the same bytes again in the loaders' opcode
+grammar (:func:`.pickle_grammar.genops`, which decodes opcodes and never runs anything) and
+interprets each opcode itself, over a symbolic stack and memo (a dict: any PUT index costs one
+entry), with the same placeholders and the same allowed helpers as the reader. An opcode that
+fails here pushes an :class:`Unknown` and the walk goes on; what a loader would do with an
+unknown value is judged conservatively (calling it, or using it as a class, is recorded against
+the global it came from, or against ``<unresolved>`` when nothing is known). The walk ends at
+STOP, at bytes that are not opcodes, or after :data:`MAX_OPCODES`.
 """
 
 from __future__ import annotations
 
-import pickletools
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import verdicts
+from .pickle_grammar import genops
 from .placeholders import (
     NestedExaminer,
     Placeholder,
@@ -193,7 +193,7 @@ class Walk:
     def run(self, source: Any) -> None:
         count = 0
         try:
-            for op, arg, pos in pickletools.genops(source):
+            for op, arg, pos in genops(source):
                 count += 1
                 if count > MAX_OPCODES:
                     return

@@ -18,7 +18,7 @@ Other ways a pickle can reach code, and how they are closed:
 * EXT1/EXT2/EXT4 (the ``copyreg`` extension registry) would resolve a global without
   ``find_class`` once CPython has cached it. While the process's registry is empty (it is unless
   some code registered extensions) CPython itself refuses the opcodes; otherwise the pickle is
-  scanned with :mod:`pickletools` first and any EXT opcode is refused.
+  scanned first (:mod:`.pickle_grammar`, the loaders' opcode grammar) and any EXT opcode is refused.
 * PERSID/BINPERSID go to the caller's ``persistent_load``.
 * Protocol 5 out-of-band buffers are refused (no ``buffers`` argument).
 
@@ -37,13 +37,13 @@ import gc
 import io
 import os
 import pickle
-import pickletools
 import struct
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..memory_cap import address_space_capped
 from . import nested
+from .pickle_grammar import genops
 from .pickle_walk import merge, walk
 from .placeholders import (  # the placeholder model, importable from here as before
     GlobalRef,
@@ -369,7 +369,7 @@ def gc_paused() -> Iterator[None]:
 
 def _refuse_ext(data: bytes) -> None:
     try:
-        for op, _arg, pos in pickletools.genops(data):
+        for op, _arg, pos in genops(data):
             if op.name in _EXT_OPCODES:
                 raise PickleError(f"EXT opcode {op.name} at byte {pos} is not supported")
             if op.name == "STOP":

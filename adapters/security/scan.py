@@ -28,16 +28,17 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from inspector.adapters.errors import InspectorError
-from inspector.adapters.source import Source, as_source, is_url
+from inspector.adapters.source import Source, as_source, is_url, refuse_special
 
 from .examination import (
     ERROR,
     FOREIGN,
     LEVELS,
     MAX_PICKLE_BYTES,
+    SAMPLE,
     FileResult,
     examine_npy,
     examine_pickles,
@@ -75,7 +76,8 @@ def collect(paths: list[str]) -> tuple[list[Path | Source | Unreadable], list[st
     """The regular files under ``paths`` (recursive, sorted, each real file once) and notes on
     what was not followed. Inside a directory, symbolic links are not followed: a link to a file
     of the tree is that file, scanned under its own name; links out of the tree, to
-    directories, dangling or looping are noted. A link given on the command line is followed.
+    directories, dangling or looping are noted, and so are FIFOs, sockets and devices (never
+    opened). A link given on the command line is followed.
     A URL (``s3://bucket/runs/``, ``https://...``) is a remote file or every file below a
     remote directory or prefix."""
     files: list[Path | Source | Unreadable] = []
@@ -89,6 +91,11 @@ def collect(paths: list[str]) -> tuple[list[Path | Source | Unreadable], list[st
             notes.append(f"{p}: not followed ({e.strerror or e})")
             return
         if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISDIR(st.st_mode):  # a FIFO would block, a device never end
+                try:
+                    refuse_special(st.st_mode, str(p))
+                except InspectorError as e:
+                    notes.append(f"{p}: {e.message}")
             return
         if (st.st_dev, st.st_ino) not in seen:
             seen.add((st.st_dev, st.st_ino))
@@ -231,7 +238,7 @@ def generic(source: Source, res: FileResult) -> None:
         with source.open() as f:
             examine_pickles(res, f, size)
         return
-    if head.startswith(COMPRESSED) and _scan_compressed(source, head, res):
+    if _scan_compressed(source, head, res):
         return
     if source.where.endswith(".py"):
         res.kind = "python"
@@ -276,32 +283,29 @@ def _other_member(name: str, data: bytes, res: FileResult) -> None:
         examine_hdf5(io.BytesIO(data), res, name, len(data))
 
 
-# zlib (joblib compress=N), gzip, bz2, xz: joblib's compressors (numpy_pickle_utils / compressor)
-COMPRESSED = (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda", b"\x1f\x8b", b"BZh",
-              b"\xfd7zXZ\x00")
-
-
 def _scan_compressed(source: Source, head: bytes, res: FileResult) -> bool:
-    """A compressed stream (decompressed to at most MAX_PICKLE_BYTES) holding pickles, as
-    ``joblib.load`` reads ``compress=`` files: False when the content is not a pickle."""
-    import bz2
-    import gzip
-    import lzma
-    import zlib
+    """A stream joblib would decompress (every compressor it detects by prefix:
+    :mod:`inspector.adapters.joblib_compression`), decompressed to at most MAX_PICKLE_BYTES,
+    holding pickles, as ``joblib.load`` reads ``compress=`` files: False when it does not
+    decompress or holds no pickle."""
+    from inspector.adapters.joblib_compression import compression, decompress
 
-    with source.open() as f:
-        if head.startswith(b"\x1f\x8b"):
-            stream: Any = gzip.GzipFile(fileobj=f)
-        elif head.startswith(b"BZh"):
-            stream = bz2.BZ2File(f)
-        elif head.startswith(b"\xfd7zXZ"):
-            stream = lzma.LZMAFile(f)
-        else:
-            stream = _ZlibReader(f, zlib.decompressobj())
-        try:
-            data = stream.read(MAX_PICKLE_BYTES + 1)
-        except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError):
+    kind = compression(head)
+    if kind is None:
+        return False
+    try:
+        if not decompress(kind, source.read(0, min(source.size, SAMPLE)), SAMPLE, partial=True):
             return False
+    except (OSError, EOFError, ValueError):
+        return False
+    if source.size > MAX_PICKLE_BYTES:
+        res.add(ERROR, f"{kind} stream of {source.size:,} bytes: not examined")
+        return True
+    try:
+        data = decompress(kind, source.read(0, source.size), MAX_PICKLE_BYTES)
+    except (OSError, EOFError, ValueError) as e:
+        res.add(ERROR, f"{kind} stream is corrupt ({e}): not examined")
+        return True
     if len(data) > MAX_PICKLE_BYTES:
         res.add(ERROR, f"decompresses past {MAX_PICKLE_BYTES:,} bytes: not examined")
         return True
@@ -313,23 +317,6 @@ def _scan_compressed(source: Source, head: bytes, res: FileResult) -> bool:
     res.items += inner.items
     res.globals += inner.globals
     return True
-
-
-class _ZlibReader:
-    def __init__(self, f: BinaryIO, d: Any) -> None:
-        self.f, self.d = f, d
-
-    def read(self, limit: int) -> bytes:
-        out = bytearray()
-        while len(out) <= limit:
-            chunk = self.f.read(1 << 20)
-            if not chunk:
-                out += self.d.flush()
-                break
-            out += self.d.decompress(chunk, limit + 1 - len(out))
-            if self.d.unconsumed_tail:
-                break  # past the limit
-        return bytes(out)
 
 
 def _is_text(head: bytes) -> bool:

@@ -42,12 +42,12 @@ entry of its logical shape whose ``stored_numel`` is its number of stored values
 
 from __future__ import annotations
 
-import pickletools
 import struct
 
 from ..errors import FormatError
 from ..model import Checkpoint
 from ..registry import Adapter
+from ..security.pickle_grammar import genops
 from ..security.restricted_pickle import gc_paused
 from ..source import Source
 from .constants import MAGIC_NUMBER, MAX_DEPTH, NAME, ZIP_LOCAL_MAGIC
@@ -99,7 +99,7 @@ def _first_pickle_int(head: bytes) -> int | None:
     """The value of the first pickle in ``head`` if it is a lone integer, else None."""
     value = None
     try:
-        for n, (op, arg, _pos) in enumerate(pickletools.genops(head[:64])):
+        for n, (op, arg, _pos) in enumerate(genops(head)):
             if op.name in ("PROTO", "FRAME"):
                 continue
             if op.name == "STOP":

@@ -7,11 +7,11 @@ verdicts (and the policy) and any plain values are listed.
 
 from __future__ import annotations
 
-import pickletools
 from typing import Any
 
 from ..errors import FormatError
 from ..model import Checkpoint
+from ..security.pickle_grammar import genops
 from ..source import Source
 from .constants import MAX_PICKLE_BYTES
 from .rebuild import load_pickle
@@ -44,7 +44,7 @@ def protocol_0_1_pickle(head: bytes) -> bool:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # protocol-0 STRING escapes in random bytes
         try:
-            for op, _arg, _pos in pickletools.genops(head):
+            for op, _arg, _pos in genops(head):
                 n += 1
                 if op.name == "STOP":
                     return True

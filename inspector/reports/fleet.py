@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from inspector.adapters.errors import InspectorError
-from inspector.adapters.redaction import redact, redact_text
 from inspector.reports.render import sanitize
 
 
@@ -37,8 +36,14 @@ def write_fleet(results: Iterable[tuple[Any, Any]], fmt: str, bar: Any,
 
 def write_item(target: Any, got: Any, fmt: str, first: bool, out: TextIO, err: TextIO) -> int:
     """One checkpoint's report or error line; its exit code."""
-    label = redact(target.label)  # an argument as given: a URL with its credentials
+    label = target.label  # an argument as given: a URL with its credentials
+    if "://" in label:  # (redaction is imported only where a URL or an error needs it)
+        from inspector.adapters.redaction import redact
+
+        label = redact(label)
     if isinstance(got, Exception):
+        from inspector.adapters.redaction import redact_text
+
         message = redact_text(str(got) if isinstance(got, InspectorError) else (
             f"{label}: {type(got).__name__}: {got}"
         ))

@@ -46,5 +46,5 @@ def summary_line(s: dict[str, Any]) -> str:
         f"{s['foreign']} foreign, {s['dangerous']} dangerous, {s['error']} error"
     )
     if s["not_followed"]:
-        out += f"; {s['not_followed']} link(s) not followed"
+        out += f"; {s['not_followed']} not followed (see the notes)"
     return out
