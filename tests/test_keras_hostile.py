@@ -242,7 +242,14 @@ def test_bytecode_in_any_field_or_wrapper(tmp_path, variant):
     ({"module": "keras.src.models.functional", "class_name": "Functional"}, None),
     ({"module": "builtins", "class_name": "function", "config": "my_double"}, "foreign"),
     ({"module": "my_project.layers", "class_name": "Block", "config": {},
-      "registered_name": "my_project>Block"}, "foreign"),
+      "registered_name": "my_project>Block"}, "dangerous"),  # built with the file's config
+    ({"class_name": "Block", "config": {}}, "foreign"),  # Keras 2: by name, registered only
+    ({"class_name": "Custom>Adam", "config": {}}, None),  # tf.keras 2's own optimizer name
+    ({"module": "keras.layers", "class_name": "NoSuchLayer", "config": {}}, "dangerous"),
+    ({"module": "keras_hub.src.models", "class_name": "Backbone", "config": {}}, "dangerous"),
+    ({"module": "keras.ops", "class_name": "function", "config": "relu"}, None),
+    ({"module": "keras.src.ops.numpy", "class_name": "function", "config": "add"}, None),
+    ({"module": "keras.utils", "class_name": "function", "config": "plot_model"}, "dangerous"),
     ({"module": "builtins", "class_name": "function", "config": "eval"}, "dangerous"),
     ({"module": "os", "class_name": "function", "config": "system"}, "dangerous"),
     ({"module": "subprocess", "class_name": "Popen", "config": {}}, "dangerous"),
@@ -252,9 +259,11 @@ def test_bytecode_in_any_field_or_wrapper(tmp_path, variant):
     ({"module": "keras.utils", "class_name": "function", "config": "get_file"}, "dangerous"),
 ])
 def test_module_references(ref, level):
-    """Keras' own objects and its by-name built-in functions: safe; a custom object found only
-    among the loader's registered objects or built through from_config: foreign; a function
-    Keras before 3.9 imported and called, and the non-modelling Keras APIs: dangerous."""
+    """Keras classes reviewed as data and its modelling functions: safe; an object found only
+    among the loader's registered objects by name: foreign; a class of another module built
+    through from_config with the file's config, a Keras class or function outside the reviewed
+    lists, a function Keras before 3.9 imported and called, and the non-modelling Keras APIs:
+    dangerous."""
     items = config_items({"class_name": "Dense", "config": {"name": "d", "activation": ref}})
     assert [lvl for lvl, _ in items] == ([level] if level else []), items
 

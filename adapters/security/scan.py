@@ -233,10 +233,12 @@ def generic(source: Source, res: FileResult) -> None:
         return
     if head.startswith(COMPRESSED) and _scan_compressed(source, head, res):
         return
-    if source.where.endswith(".py"):
-        res.kind = "python"
-        res.add(FOREIGN, "Python source: runs when imported (e.g. trust_remote_code)")
-    elif _is_text(head):
+    if source.where.endswith(".py") or _is_text(head):
+        from .side_code import examine_text_file
+
+        if examine_text_file(source, res):  # code, auto_map, chat templates, _target_
+            return
+    if _is_text(head):
         res.kind = "text"
     else:
         res.add(FOREIGN, "unrecognised binary content: not examined")

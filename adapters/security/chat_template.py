@@ -1,0 +1,169 @@
+"""Jinja chat templates (GGUF ``tokenizer.chat_template``, ``tokenizer_config.json``'s
+``chat_template``), examined for the features that leave Jinja's sandbox, never rendered.
+
+transformers renders a chat template in ``ImmutableSandboxedEnvironment``; llama-cpp-python
+before 0.2.72 rendered a GGUF's template in a plain ``jinja2.Environment`` (CVE-2024-34359),
+where ``{{ cycler.__init__.__globals__.os.popen('id').read() }}`` runs a command. Every known
+escape walks from an object to Python's internals through an attribute whose name starts with
+``_`` (``__class__``, ``__mro__``, ``__subclasses__``, ``__globals__``, ``__init__``,
+``__builtins__``, ``__import__``), reached by ``.name``, ``["name"]`` or ``|attr("name")``, or
+starts from one of Jinja's helper objects (``cycler``, ``joiner``, ``lipsum``, ``self``) or a
+web framework's globals (``config``, ``request``).
+
+The template is parsed with Jinja's own parser when jinja2 is installed (parsing runs nothing)
+and its syntax tree walked; it is dangerous when it
+
+* reads an attribute or constant item whose name starts with ``_``;
+* uses ``|attr(...)`` with a name that is not a constant plain identifier;
+* holds a string constant with ``__``, or builds one from pieces (``~``, ``+``, ``|join``,
+  ``|format``, ``%``, ``|replace``) whose constants contain ``_``;
+* names one of the helper or framework globals above, or ``os``, ``popen``, ``__builtins__``;
+* imports, includes or extends another template.
+
+``namespace`` is used by real templates (Llama 3.1, Qwen 2.5) to carry loop state; reaching
+through it needs one of the attributes above. Without jinja2 a conservative scan of the
+``{{ }}`` / ``{% %}`` blocks flags any ``__``, any of those names and any ``attr`` filter.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .examination import DANGEROUS, ERROR
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+MAX_TEMPLATE_CHARS = 1 << 20
+MAX_NODES = 200_000
+ESCAPE_NAMES = frozenset({"cycler", "joiner", "lipsum", "self", "config", "request", "os",
+                          "popen", "__builtins__", "url_for", "get_flashed_messages", "g",
+                          "session"})
+BUILDERS = frozenset({"join", "format", "replace"})
+_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
+
+
+def examine_template(text: str) -> list[tuple[str, str]]:
+    """``(level, text)`` for one template: empty when nothing in it leaves the sandbox."""
+    if len(text) > MAX_TEMPLATE_CHARS:
+        return [(ERROR, f"chat template of {len(text):,} characters (limit "
+                        f"{MAX_TEMPLATE_CHARS:,}): not examined")]
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        reasons = _scan_blocks(text)
+    else:
+        parsed = _parse(text)
+        if isinstance(parsed, str):
+            return [(ERROR, f"chat template that Jinja does not parse ({parsed})")]
+        reasons = _walk(parsed)
+    if not reasons:
+        return []
+    shown = "; ".join(sorted(set(reasons))[:5])
+    return [(DANGEROUS, f"Jinja chat template reaches outside the sandbox: {shown} (rendered "
+                        "by chat front-ends; outside a sandbox, as llama-cpp-python before "
+                        "0.2.72 did, this runs code: CVE-2024-34359)")]
+
+
+def template_texts(value: Any) -> list[tuple[str, str]]:
+    """``(label, template)`` of a ``chat_template`` value: a string, or transformers' list of
+    ``{"name", "template"}``."""
+    if isinstance(value, str):
+        return [("chat_template", value)]
+    out = []
+    if isinstance(value, list):
+        for i, item in enumerate(value[:1000]):
+            if isinstance(item, dict) and isinstance(item.get("template"), str):
+                name = item.get("name")
+                out.append((f"chat_template[{name if isinstance(name, str) else i}]",
+                            item["template"]))
+    return out
+
+
+def _parse(text: str) -> Any:
+    import jinja2
+
+    try:
+        return jinja2.Environment().parse(text)  # parse only: nothing is rendered
+    except jinja2.TemplateSyntaxError as e:
+        return f"line {e.lineno}: {e.message}"
+    except RecursionError:
+        return "nested too deeply"
+
+
+def _walk(tree: Any) -> list[str]:
+    from jinja2 import nodes
+
+    out: list[str] = []
+    stack = [tree]
+    seen = 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            out.append(f"more than {MAX_NODES:,} syntax nodes")
+            break
+        if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
+            out.append(f"attribute {node.attr}")
+        elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and \
+                isinstance(node.arg.value, str) and node.arg.value.startswith("_"):
+            out.append(f"item {node.arg.value!r}")
+        elif isinstance(node, nodes.Name) and node.name in ESCAPE_NAMES:
+            out.append(f"the global {node.name}")
+        elif isinstance(node, nodes.Const) and isinstance(node.value, str) and \
+                "__" in node.value:
+            out.append(f"the string {node.value[:40]!r}")
+        elif isinstance(node, (nodes.Import, nodes.FromImport, nodes.Include, nodes.Extends)):
+            out.append(f"{type(node).__name__.lower()} of another template")
+        elif isinstance(node, nodes.Filter) and node.name == "attr":
+            arg = node.args[0] if node.args else None
+            if not (isinstance(arg, nodes.Const) and isinstance(arg.value, str)
+                    and _IDENT.match(arg.value)):
+                out.append("the attr filter with a name that is not a plain constant")
+        if _builds_string(node, nodes):
+            pieces = [c.value for c in node.find_all(nodes.Const) if isinstance(c.value, str)]
+            if any(p.startswith("_") or p.endswith("_") or "%c" in p for p in pieces):
+                out.append("a string built from pieces that can join into '__'")
+        if isinstance(node, nodes.Getitem) and (isinstance(node.arg, _computed(nodes)) or any(
+                True for _ in node.arg.find_all(_computed(nodes)))):
+            out.append("an item looked up by a computed string")
+        stack.extend(node.iter_child_nodes())
+    return out
+
+
+def _builds_string(node: Any, nodes: Any) -> bool:
+    """``~``, ``+``, ``%``, ``|join`` / ``|format`` / ``|replace`` and ``.format(...)``-style
+    calls: how a name can be assembled from pieces."""
+    if isinstance(node, (nodes.Concat, nodes.Add, nodes.Mod)):
+        return True
+    if isinstance(node, nodes.Filter):
+        return node.name in BUILDERS
+    return isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) and \
+        node.node.attr in BUILDERS | {"format_map"}
+
+
+def _computed(nodes: Any) -> tuple[type, ...]:
+    """Expressions that compute a string (a key built at render time)."""
+    return (nodes.Concat, nodes.Mul, nodes.Mod, nodes.Filter, nodes.Call)
+
+
+_BLOCK = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}", re.S)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _scan_blocks(text: str) -> list[str]:
+    """Without jinja2: the expressions and statements of the template, word by word."""
+    out: list[str] = []
+    for m in _BLOCK.finditer(text):
+        body = m.group(1) if m.group(1) is not None else m.group(2)
+        if "__" in body:
+            out.append("'__' in an expression")
+        words = _WORD.findall(body)
+        out += [f"the global {w}" for w in words if w in ESCAPE_NAMES]
+        if m.group(2) is not None and words and words[0] in ("import", "from", "include",
+                                                             "extends"):
+            out.append(f"{words[0]} of another template")
+        if re.search(r"\|\s*attr\b", body):
+            out.append("the attr filter")
+    return out
