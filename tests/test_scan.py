@@ -36,7 +36,7 @@ KERAS_LAMBDA = sorted(p for p in (FIXTURES / "keras").glob("*")
 # record the real loader running the payload.
 CODE_CONFIG = FIXTURES / "code_config"
 CODE_CONFIG_DANGEROUS = sorted(
-    p.with_name(p.name[: -len(".truth.json")]) for p in CODE_CONFIG.glob("*.truth.json")
+    p.with_name(p.name[: -len(".truth.json")]) for p in CODE_CONFIG.rglob("*.truth.json")
     if load_truth(p).get("verdict") == "dangerous")
 
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 MAX_JSON_BYTES = 16 << 20
 MAX_YAML_BYTES = 10_000_000
 JSON_CONFIGS = ("config.json", "tokenizer_config.json", "processor_config.json",
-                "preprocessor_config.json", "adapter_config.json")
+                "preprocessor_config.json", "adapter_config.json", "chat_template.json")
 NEMO_CONFIG = "model_config.yaml"
 
 
@@ -42,9 +42,18 @@ def examine_text_file(source: Source, res: FileResult) -> bool:
         for level, text in examine_source(source.read(0, source.size), name):
             res.add(level, text)
         return True
-    if name in JSON_CONFIGS:
+    if name.endswith(".json") and source.size <= MAX_JSON_BYTES:
+        items = json_config_items(source, strict=name in JSON_CONFIGS)
+        if items is None:
+            return False  # JSON that names no code: plain text
         res.kind = "json-config"
-        for level, text, where in json_config_items(source):
+        for level, text, where in items:
+            res.add(level, text, where)
+        return True
+    if name.endswith(".jinja"):  # transformers' chat_template.jinja
+        res.kind = "chat-template"
+        for level, text, where in template_items(source.read(0, source.size).decode(
+                "utf-8", "replace"), name):
             res.add(level, text, where)
         return True
     if name.endswith((".yaml", ".yml")):
@@ -55,16 +64,20 @@ def examine_text_file(source: Source, res: FileResult) -> bool:
     return False
 
 
-def json_config_items(source: Source) -> list[tuple[str, str, str | None]]:
-    """Items of one JSON config: its ``auto_map`` code and its chat template(s)."""
+def json_config_items(source: Source, strict: bool = True
+                      ) -> list[tuple[str, str, str | None]] | None:
+    """Items of one JSON config: its ``auto_map`` code and its chat template(s). Not
+    ``strict`` (a JSON file of another name): None when it is not JSON or names no code."""
     if source.size > MAX_JSON_BYTES:
         return [(ERROR, f"{source.size:,} bytes (limit {MAX_JSON_BYTES:,}): not examined", None)]
     try:
         data = json.loads(source.read(0, source.size))
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        return [(ERROR, f"not valid JSON ({e})", None)]
+        return [(ERROR, f"not valid JSON ({e})", None)] if strict else None
     if not isinstance(data, dict):
-        return []
+        return [] if strict else None
+    if not strict and "auto_map" not in data and "chat_template" not in data:
+        return None
     out = auto_map_items(data.get("auto_map"), source)
     if "chat_template" in data:
         out += template_items(data["chat_template"])
@@ -144,9 +157,14 @@ def hf_dir_findings(directory: Source, config: dict[str, Any]) -> list[Finding]:
     from ..side_files import file_in
 
     items = auto_map_items(config.get("auto_map"), directory.child("config.json"))
-    tok = file_in(directory, "tokenizer_config.json")
-    if tok is not None:
-        items += [(lv, f"tokenizer_config.json: {t}", w) for lv, t, w in json_config_items(tok)]
+    for name in ("tokenizer_config.json", "chat_template.json"):
+        side = file_in(directory, name)
+        if side is not None:
+            items += [(lv, f"{name}: {t}", w) for lv, t, w in json_config_items(side) or ()]
+    jinja = file_in(directory, "chat_template.jinja")
+    if jinja is not None and jinja.size <= MAX_JSON_BYTES:
+        items += template_items(jinja.read(0, jinja.size).decode("utf-8", "replace"),
+                                "chat_template.jinja")
     return as_findings(items)
 
 
