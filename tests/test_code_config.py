@@ -77,7 +77,7 @@ def _hf_dir(tmp_path: Path, source: Path | None = None, config_extra: dict | Non
     (d / "config.json").write_text(json.dumps(config))
     if source is not None:
         for f in source.iterdir():
-            if f.name not in ("config.json",) and not f.name.endswith(".truth.json"):
+            if f.is_file() and f.name != "config.json" and not f.name.endswith(".truth.json"):
                 shutil.copy(f, d / f.name)
     return d
 
@@ -233,7 +233,8 @@ def _run_in(tmp_path, python: Path, code: str, *args: str) -> bool:
     if not python.exists():
         pytest.skip(f"no producer venv at {python}")
     subprocess.run([str(python), "-c", code, *args], cwd=tmp_path, capture_output=True,
-                   timeout=600, env={"KERAS_BACKEND": "torch", "PATH": "/usr/bin:/bin"})
+                   timeout=600, env={"KERAS_BACKEND": "torch", "PATH": "/usr/bin:/bin",
+                        "PYTHONDONTWRITEBYTECODE": "1"})
     return (tmp_path / MARKER).exists()
 
 
@@ -272,3 +273,44 @@ def test_importing_the_auto_map_module_runs_the_payload(tmp_path):
     code = ("import sys, importlib.util as u; s = u.spec_from_file_location('m', sys.argv[1]); "
             "s.loader.exec_module(u.module_from_spec(s))")
     assert _run_in(tmp_path, KERAS_PY, code, str(HERE / "remote_code_payload" / "modeling_demo.py"))
+
+
+
+ATOMS = ["x", "m", "'a_b'", "'_'", "'c'", "'%c'", "cycler", "bos_token", "1", "'\\x5f'",
+         "messages", "namespace(a=1)", "'<|im_start|>'", "loop.index0"]
+POSTFIX = [".y", "._y", ".__class__", "[0]", "['_a']", "['b']", "[k]", "[x ~ 'c']", "[1:]",
+           "|attr('y')", "|attr(k)", "|list", "|join", "|replace('a', '')", "|format(95)",
+           "|trim", "(1)"]
+BINARY = [" ~ ", " + ", " * ", " % "]
+
+
+def _expr(rng, depth=0):
+    e = rng.choice(ATOMS)
+    for _ in range(rng.randint(0, 2)):
+        e += rng.choice(POSTFIX)
+    if depth < 2 and rng.random() < 0.5:
+        e = f"({e}{rng.choice(BINARY)}{_expr(rng, depth + 1)})"
+    return e
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_fast_path_never_skips_what_the_walk_flags(seed):
+    """The text pre-check that spares importing jinja2 is a superset of the syntax-tree walk:
+    whenever the walk flags a template, the pre-check sends it to the walk."""
+    import random
+
+    from inspector.adapters.security import chat_template as C
+
+    rng = random.Random(seed)
+    flagged = clean = 0
+    for _ in range(2000):
+        text = f"{{% set k = {_expr(rng)} %}}{{{{ {_expr(rng)} }}}}"
+        tree = C._parse(text)
+        if isinstance(tree, str):  # a filter then a subscript: not Jinja syntax
+            continue
+        if C._walk(tree):
+            flagged += 1
+            assert not C._plain(text), text
+        else:
+            clean += 1
+    assert flagged > 100 and clean > 20, (flagged, clean)

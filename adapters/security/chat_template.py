@@ -15,8 +15,12 @@ and its syntax tree walked; it is dangerous when it
 
 * reads an attribute or constant item whose name starts with ``_``;
 * uses ``|attr(...)`` with a name that is not a constant plain identifier;
-* holds a string constant with ``__``, or builds one from pieces (``~``, ``+``, ``|join``,
-  ``|format``, ``%``, ``|replace``) whose constants contain ``_``;
+* holds a string constant with ``__``, or builds one from pieces (``~``, ``+``, ``%`` of
+  pieces starting or ending with ``_``; ``|join``, ``|format``, ``|replace`` of pieces holding
+  ``_``; ``%c``), or takes characters out of a constant holding ``_`` (``'a_b'[1]``,
+  ``'a_b'|list``);
+* looks an item up by a computed string or by a special token's text (``x[bos_token]``: the
+  file supplies it, and outside a sandbox Jinja's item lookup falls back to attributes);
 * names one of the helper or framework globals above, or ``os``, ``popen``, ``__builtins__``;
 * imports, includes or extends another template.
 
@@ -41,6 +45,10 @@ ESCAPE_NAMES = frozenset({"cycler", "joiner", "lipsum", "self", "config", "reque
                           "popen", "__builtins__", "url_for", "get_flashed_messages", "g",
                           "session"})
 BUILDERS = frozenset({"join", "format", "replace"})
+# Values the loader passes to the template from the same file (special tokens): a string the
+# file chooses, so not a safe item key (Jinja's getitem falls back to getattr).
+TOKEN_NAMES = frozenset({"bos_token", "eos_token", "unk_token", "pad_token", "sep_token",
+                         "cls_token", "mask_token", "additional_special_tokens"})
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
 
 
@@ -49,6 +57,8 @@ def examine_template(text: str) -> list[tuple[str, str]]:
     if len(text) > MAX_TEMPLATE_CHARS:
         return [(ERROR, f"chat template of {len(text):,} characters (limit "
                         f"{MAX_TEMPLATE_CHARS:,}): not examined")]
+    if _plain(text):
+        return []  # none of what the walk looks for is in the text: jinja2 is not imported
     try:
         import jinja2  # noqa: F401
     except ImportError:
@@ -123,8 +133,19 @@ def _walk(tree: Any) -> list[str]:
                 out.append("the attr filter with a name that is not a plain constant")
         if _builds_string(node, nodes):
             pieces = [c.value for c in node.find_all(nodes.Const) if isinstance(c.value, str)]
-            if any(p.startswith("_") or p.endswith("_") or "%c" in p for p in pieces):
+            # concatenation joins whole pieces ('a_' ~ '_b'); replace / format / join can
+            # also take a '_' out of the middle of one ('a_b'|replace('a', ''))
+            whole = isinstance(node, (nodes.Concat, nodes.Add, nodes.Mod))
+            if any("%c" in p or (p.startswith("_") or p.endswith("_") if whole else "_" in p)
+                   for p in pieces):
                 out.append("a string built from pieces that can join into '__'")
+        if isinstance(node, (nodes.Getitem, nodes.Filter)) and isinstance(
+                node.node, nodes.Const) and isinstance(node.node.value, str) and \
+                "_" in node.node.value:
+            out.append("characters taken out of a string constant with '_'")
+        if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Name) and \
+                node.arg.name in TOKEN_NAMES:
+            out.append(f"an item looked up by {node.arg.name} (text the file supplies)")
         if isinstance(node, nodes.Getitem) and (isinstance(node.arg, _computed(nodes)) or any(
                 True for _ in node.arg.find_all(_computed(nodes)))):
             out.append("an item looked up by a computed string")
@@ -146,6 +167,37 @@ def _builds_string(node: Any, nodes: Any) -> bool:
 def _computed(nodes: Any) -> tuple[type, ...]:
     """Expressions that compute a string (a key built at render time)."""
     return (nodes.Concat, nodes.Mul, nodes.Mod, nodes.Filter, nodes.Call)
+
+
+# Every construct the syntax-tree walk flags needs one of these in the text (a superset:
+# a match only means the template is parsed): '._', "['_", a '__' or an escape that can
+# spell one, the names, import/include/extends/from, attr, a quote next to '_', '%c',
+# join/format/replace, a constant holding '_' that is indexed or filtered, a token as a key.
+_TRIGGERS = re.compile(
+    r"\.\s*_|\[\s*['\"]_|__|\\[xuUN0-7]|%c|['\"]_|_['\"]|\[\s*\w*_token\b"
+    r"|['\"][^'\"]*_[^'\"]*['\"]\s*[\[|]"
+    r"|\b(?:" + "|".join(sorted(ESCAPE_NAMES - {"__builtins__"})) + r"|import|include|extends"
+    r"|from|attr|join|format|format_map|replace)\b")
+
+
+def _plain(text: str) -> bool:
+    """No construct the walk flags can be in ``text``, and no item key is computed."""
+    if len(text) > MAX_TEMPLATE_CHARS // 8 or _TRIGGERS.search(text):
+        return False
+    return not any(ch in _bracketed(text) for ch in "~*%|(")
+
+
+def _bracketed(text: str) -> str:
+    """What stands between square brackets (nested ones too), quotes included."""
+    out, depth = [], 0
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        elif depth:
+            out.append(ch)
+    return "".join(out)
 
 
 _BLOCK = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}", re.S)
