@@ -269,10 +269,14 @@ def test_unsandboxed_jinja_runs_the_template(tmp_path):
 
 
 @pytest.mark.slow
-def test_importing_the_auto_map_module_runs_the_payload(tmp_path):
-    code = ("import sys, importlib.util as u; s = u.spec_from_file_location('m', sys.argv[1]); "
-            "s.loader.exec_module(u.module_from_spec(s))")
-    assert _run_in(tmp_path, KERAS_PY, code, str(HERE / "remote_code_payload" / "modeling_demo.py"))
+def test_transformers_dynamic_module_runs_the_payload(tmp_path):
+    """transformers' get_class_from_dynamic_module (from_pretrained(trust_remote_code=True)
+    for an auto_map entry) imports the module, and its os.system runs."""
+    code = ("import sys, os; os.environ['HF_MODULES_CACHE'] = os.path.abspath('m'); "
+            "os.environ['HF_HUB_OFFLINE'] = '1'; from transformers.dynamic_module_utils import "
+            "get_class_from_dynamic_module as g; g('modeling_demo.DemoModel', sys.argv[1])")
+    assert _run_in(tmp_path, KERAS_PY, code, str(HERE / "remote_code_payload"))
+    assert scan_file(HERE / "remote_code_payload" / "config.json").verdict == "dangerous"
 
 
 

@@ -45,6 +45,7 @@ ORDINARY = frozenset({
     "os.PathLike",
     "sys.stdout.", "sys.stderr.", "sys.exit", "sys.getsizeof", "sys.getrecursionlimit",
     "sys.setrecursionlimit", "sys.version_info.", "sys.getdefaultencoding", "sys.path.",
+    "sys.getrefcount",
     "sys.modules.get", "sys.version.", "sys.platform.", "sys.argv.", "sys.byteorder.",
     "sys.maxsize", "sys.float_info.", "sys.executable.",
     "shutil.copyfile", "shutil.copy", "shutil.copy2",
