@@ -179,7 +179,8 @@ def test_benign_real_format_templates_are_clean():
 
 
 def test_template_without_jinja2_is_still_examined(monkeypatch):
-    """The fallback tokenizer (no jinja2) is conservative: any '__' in an expression."""
+    """Without jinja2: a plain template is clean, '__' in an expression dangerous, anything
+    else not fully examined (an error line), never clean."""
     import builtins
 
     real = builtins.__import__
@@ -192,6 +193,8 @@ def test_template_without_jinja2_is_still_examined(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_jinja)
     assert examine_template("{{ cycler.__init__ }}")[0][0] == "dangerous"
     assert examine_template("{% for m in messages %}{{ m['content'] }}{% endfor %}") == []
+    # what only the tree walk would judge is not called clean
+    assert examine_template("{{ x[('a_b'[1]) * 2 ~ 'class'] }}")[0][0] == "error"
 
 
 @pytest.mark.parametrize("config,nemo,level", [

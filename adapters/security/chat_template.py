@@ -25,8 +25,10 @@ and its syntax tree walked; it is dangerous when it
 * imports, includes or extends another template.
 
 ``namespace`` is used by real templates (Llama 3.1, Qwen 2.5) to carry loop state; reaching
-through it needs one of the attributes above. Without jinja2 a conservative scan of the
-``{{ }}`` / ``{% %}`` blocks flags any ``__``, any of those names and any ``attr`` filter.
+through it needs one of the attributes above. A template with none of what the walk looks for
+(:func:`_plain`, a text check) is clean without importing jinja2. Without jinja2 any other
+template is scanned block by block (any ``__``, any of those names, any ``attr`` filter:
+dangerous) and otherwise reported as not fully examined (an error line).
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ def examine_template(text: str) -> list[tuple[str, str]]:
         import jinja2  # noqa: F401
     except ImportError:
         reasons = _scan_blocks(text)
+        if not reasons:
+            return [(ERROR, "chat template not fully examined: jinja2 is not installed (the "
+                            "blocks hold no '__', escape name or attr filter; pip install "
+                            "jinja2 to walk its syntax tree)")]
     else:
         parsed = _parse(text)
         if isinstance(parsed, str):
