@@ -321,3 +321,25 @@ def test_the_fast_path_never_skips_what_the_walk_flags(seed):
         else:
             clean += 1
     assert flagged > 100 and clean > 20, (flagged, clean)
+
+
+def test_oversized_and_broken_side_files_are_error_lines(tmp_path):
+    """Sizes are checked before a file is read; a broken file is one error line."""
+    big = tmp_path / "modeling_big.py"
+    with open(big, "wb") as f:
+        f.truncate(64 << 20)  # sparse: nothing is allocated unless it is read
+    assert scan_file(big).verdict == "error"
+    (tmp_path / "modeling_bad.py").write_text("def (:\n")
+    (tmp_path / "config.json").write_text('{"auto_map": {"AutoModel": "modeling_bad.M"}')
+    # (a template with none of what the walk looks for is clean unparsed: Jinja renders it or
+    # fails, and nothing it holds reaches outside the sandbox)
+    (tmp_path / "tokenizer_config.json").write_text(
+        '{"chat_template": "{% for %}{{ x.__class__ }}"}')
+    (tmp_path / "model_config.yaml").write_text("target: [unclosed\n")
+    for name in ("modeling_bad.py", "config.json", "tokenizer_config.json",
+                 "model_config.yaml"):
+        res = scan_file(tmp_path / name)
+        assert res.verdict == "error" and len(res.items) == 1, (name, res.to_dict())
+    deep = tmp_path / "chat_template.jinja"
+    deep.write_text("{{ x" + "[a ~ b]" * 5000 + " }}")
+    assert scan_file(deep).verdict in ("dangerous", "error")

@@ -73,7 +73,10 @@ def examine_template(text: str) -> list[tuple[str, str]]:
         parsed = _parse(text)
         if isinstance(parsed, str):
             return [(ERROR, f"chat template that Jinja does not parse ({parsed})")]
-        reasons = _walk(parsed)
+        try:
+            reasons = _walk(parsed)
+        except RecursionError:
+            return [(ERROR, "chat template nested too deeply to examine")]
     if not reasons:
         return []
     shown = "; ".join(sorted(set(reasons))[:5])

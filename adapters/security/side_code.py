@@ -39,7 +39,7 @@ def examine_text_file(source: Source, res: FileResult) -> bool:
     name = source.name
     if name.endswith(".py"):
         res.kind = "python"
-        for level, text in examine_source(source.read(0, source.size), name):
+        for level, text in _source_items(source, name):
             res.add(level, text)
         return True
     if name.endswith(".json") and source.size <= MAX_JSON_BYTES:
@@ -52,8 +52,7 @@ def examine_text_file(source: Source, res: FileResult) -> bool:
         return True
     if name.endswith(".jinja"):  # transformers' chat_template.jinja
         res.kind = "chat-template"
-        for level, text, where in template_items(source.read(0, source.size).decode(
-                "utf-8", "replace"), name):
+        for level, text, where in _jinja_items(source):
             res.add(level, text, where)
         return True
     if name.endswith((".yaml", ".yml")):
@@ -62,6 +61,25 @@ def examine_text_file(source: Source, res: FileResult) -> bool:
             res.add(level, text, where)
         return True
     return False
+
+
+def _source_items(source: Source, label: str) -> list[tuple[str, str]]:
+    """:func:`.python_source.examine_source` of a file, its size checked before it is read."""
+    from .python_source import MAX_SOURCE_BYTES
+
+    if source.size > MAX_SOURCE_BYTES:
+        return [(ERROR, f"Python source of {source.size:,} bytes (limit {MAX_SOURCE_BYTES:,}): "
+                        "not parsed")]
+    return examine_source(source.read(0, source.size), label)
+
+
+def _jinja_items(source: Source) -> list[tuple[str, str, str | None]]:
+    """A ``chat_template.jinja`` file's template, its size checked before it is read."""
+    from .chat_template import MAX_TEMPLATE_CHARS
+
+    if source.size > 4 * MAX_TEMPLATE_CHARS:
+        return [(ERROR, f"chat template of {source.size:,} bytes: not examined", source.name)]
+    return template_items(source.read(0, source.size).decode("utf-8", "replace"), source.name)
 
 
 def json_config_items(source: Source, strict: bool = True
@@ -116,7 +134,7 @@ def auto_map_items(auto_map: Any, source: Source) -> list[tuple[str, str, str | 
             out.append((ERROR, f"auto_map names {file}, which is not beside {source.name}: the "
                                "code trust_remote_code would run is not examined", where))
             continue
-        for level, text in examine_source(code.read(0, code.size), file):
+        for level, text in _source_items(code, file):
             out.append((level, f"{file} (auto_map {', '.join(keys)}): {text}", file))
     return out
 
@@ -162,9 +180,8 @@ def hf_dir_findings(directory: Source, config: dict[str, Any]) -> list[Finding]:
         if side is not None:
             items += [(lv, f"{name}: {t}", w) for lv, t, w in json_config_items(side) or ()]
     jinja = file_in(directory, "chat_template.jinja")
-    if jinja is not None and jinja.size <= MAX_JSON_BYTES:
-        items += template_items(jinja.read(0, jinja.size).decode("utf-8", "replace"),
-                                "chat_template.jinja")
+    if jinja is not None:
+        items += _jinja_items(jinja)
     return as_findings(items)
 
 
