@@ -527,8 +527,12 @@ def _template_items(kv: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 def _template_findings(kv: dict[str, Any]) -> list[Finding]:
     """A chat template that leaves the sandbox as a ``danger`` finding (every verb refuses)."""
-    return [Finding("danger" if lv == "dangerous" else "warning", text, key,
-                    text if lv == "dangerous" else None) for lv, text, key in _template_items(kv)]
+    items = _template_items(kv)
+    if not items:
+        return []
+    from .security.side_code import as_findings
+
+    return as_findings(list(items))
 
 
 ADAPTER = Adapter(

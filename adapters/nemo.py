@@ -205,9 +205,9 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
             "inner_format": inner.format, "compression": "gzip" if variant == "gz" else None}
     if isinstance(conf, dict):
         meta["target"] = conf.get("target")
-    findings += [Finding("danger" if lv == "dangerous" else "warning", text, where,
-                         text if lv == "dangerous" else None)
-                 for lv, text, where in _target_items(conf)]
+    from .security.side_code import as_findings
+
+    findings += as_findings(list(_target_items(conf)))
     hyper = {"config": conf} if conf is not None else {}
     return Checkpoint(paths=(where,), format=NAME, tensors=inner.tensors, metadata=meta,
                       hyperparameters=hyper, findings=findings, source=inner.source,
