@@ -222,10 +222,29 @@ def test_config_targets(config, nemo, level):
     ({"module": "evil", "class_name": "Lambda", "config": {"name": "l"}}, "dangerous"),
     ({"class_name": "JaxLayer", "config": {"name": "j", "call_fn": {
         "module": "my.jax", "class_name": "function", "config": "apply"}}}, "dangerous"),
+    # tf.keras 2 op layers: a TensorFlow function / op / attribute named in the config
+    ({"class_name": "TFOpLambda", "config": {"name": "t", "function": "io.write_file"}},
+     "dangerous"),
+    ({"class_name": "TFOpLambda", "config": {"name": "t", "function": "compat.v1.py_func"}},
+     "dangerous"),
+    ({"class_name": "TFOpLambda", "config": {"name": "t", "function": "math.add"}}, None),
+    ({"class_name": "TFOpLambda", "config": {"name": "t", "function": "reshape"}}, None),
+    ({"class_name": "SlicingOpLambda", "config": {"name": "t",
+                                                  "function": "__operators__.getitem"}}, None),
+    ({"class_name": "InstanceMethod", "config": {"name": "i", "attr_name": "__class__"}},
+     "dangerous"),
+    ({"class_name": "InstanceProperty", "config": {"name": "i", "attr_name": "flat_values"}},
+     None),
+    ({"class_name": "ClassMethod", "config": {"name": "c", "cls_symbol": "RaggedTensor",
+                                              "method_name": "from_row_splits"}}, None),
+    ({"class_name": "TensorFlowOpLayer", "config": {"name": "o", "node_def": {
+        "op": "WriteFile"}}}, "dangerous"),
+    ({"class_name": "TensorFlowOpLayer", "config": {"name": "o", "node_def": {
+        "op": "AddV2"}}}, None),
 ])
 def test_keras_code_carriers(node, level):
     items = config_items({"class_name": "Sequential", "config": {"name": "s", "layers": [node]}})
-    assert [lv for lv, _ in items] == [level], items
+    assert [lv for lv, _ in items] == ([level] if level else []), items
 
 
 # ---------------------------------------------------------------------------------------------

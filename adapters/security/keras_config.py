@@ -33,7 +33,10 @@ Read in Keras 3.15.1's ``saving/serialization_lib.py`` (``deserialize_keras_obje
   with ``weights_only=False``: the bytes are decoded and examined with the walk a loose torch
   file gets (:mod:`.embedded`). ``TFSMLayer`` loads the SavedModel at its ``filepath`` and runs
   its graph: dangerous. ``JaxLayer`` / ``FlaxLayer`` call the functions and module their
-  config names: those references are judged as above (a function is called).
+  config names: those references are judged as above (a function is called). tf.keras 2's op
+  layers (``TFOpLambda``, ``SlicingOpLambda``, ``ClassMethod``, ``InstanceProperty``,
+  ``InstanceMethod``, ``TensorFlowOpLayer``) call a TensorFlow function, method or op named
+  in the config: :mod:`.tf_keras_ops`.
 * **Files read at load.** A lookup layer's ``vocabulary`` given as a path (``StringLookup``,
   ``IntegerLookup``, ``TextVectorization``) is read when the layer is built: dangerous when the
   path is absolute or climbs out, foreign otherwise.
@@ -47,6 +50,7 @@ from .. import model
 from . import verdicts as V
 from .examination import DANGEROUS, ERROR, FOREIGN
 from .keras_classes import DATA_CLASSES, KERAS_VERSION, MODELLING_FUNCTIONS
+from .tf_keras_ops import OP_LAYERS, op_layer_items
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
@@ -138,6 +142,8 @@ def config_items(config: Any) -> list[tuple[str, str]]:
                 out.append((DANGEROUS, _bytecode(owner, "function", fn, "Keras 2 func_dump")))
         if cls in CODE_CARRIERS and isinstance(conf, dict) and _keras_module(node):
             out += _carrier(cls, conf, owner)
+        elif cls in OP_LAYERS and isinstance(conf, dict) and _keras_module(node):
+            out += op_layer_items(cls, conf, owner)
         vocabulary = conf.get("vocabulary") if isinstance(conf, dict) else None
         if isinstance(vocabulary, str):
             out.append(_vocabulary_file(owner, vocabulary))
@@ -239,7 +245,7 @@ def _reference(node: dict) -> tuple[str, str] | None:
         return None  # without "config" Keras deserializes the dict as plain values
     if cls == "function":
         return _function_reference(node)
-    if cls in MARKERS or (cls in CODE_CARRIERS and _keras_module(node)):
+    if cls in MARKERS or (cls in CODE_CARRIERS | OP_LAYERS and _keras_module(node)):
         return None
     module = node.get("module")
     if not isinstance(module, str) or not module:
