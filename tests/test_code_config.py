@@ -362,3 +362,19 @@ def test_oversized_and_broken_side_files_are_error_lines(tmp_path):
     deep = tmp_path / "chat_template.jinja"
     deep.write_text("{{ x" + "[a ~ b]" * 5000 + " }}")
     assert scan_file(deep).verdict in ("dangerous", "error")
+
+
+def test_listing_a_gguf_with_a_plain_template_does_not_import_jinja2(tmp_path):
+    """The common path stays fast: a real-format template is cleared by the text check."""
+    import sys
+
+    from test_gguf import OK_KV, W, _gguf
+
+    template = json.loads((HERE / "tokenizer_config.json").read_text())["chat_template"][0]
+    path = tmp_path / "chat.gguf"
+    path.write_bytes(_gguf(OK_KV + [("tokenizer.chat_template", 8, template["template"])], W))
+    probe = ("import sys; from inspector.adapters.registry import load; load(sys.argv[1]); "
+             "print('jinja2' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True,
+                         text=True, timeout=120)
+    assert out.stdout.split() == ["False"], out.stdout + out.stderr
