@@ -456,6 +456,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     llama.cpp names splits) opens with its other splits, as llama.cpp loads them: each entry
     of a later split carries its file name."""
     kv, tensors, meta, findings = read_header(source)
+    findings += _template_findings(kv)
     paths = [source.where]
     count = kv.get("split.count")
     m = SPLIT_NAME.match(source.name)
@@ -504,15 +505,34 @@ CHAT_TEMPLATE = "tokenizer.chat_template"
 def examine(source: Source, variant: str, result: FileResult) -> None:
     """``inspector scan``: the header walk of a listing (a bad file is an error). Neither
     llama.cpp's loader nor gguf-py runs anything from a GGUF file; a Jinja chat template
-    (``tokenizer.chat_template[.name]``) is reported as foreign: chat front-ends render it, and
-    llama-cpp-python before 0.2.72 rendered it outside Jinja's sandbox (CVE-2024-34359)."""
+    (``tokenizer.chat_template[.name]``) is rendered by chat front-ends, llama-cpp-python
+    before 0.2.72 outside Jinja's sandbox (CVE-2024-34359): examined for what leaves the
+    sandbox (:mod:`.security.chat_template`)."""
     result.kind = NAME
     kv, _, _, _ = read_header(source)
+    for level, text, key in _template_items(kv):
+        result.add(level, text, key)
+
+
+def _template_items(kv: dict[str, Any]) -> list[tuple[str, str, str]]:
+    from .security.chat_template import examine_template
+
+    out = []
     for key, value in kv.items():
-        if key == CHAT_TEMPLATE or key.startswith(CHAT_TEMPLATE + "."):
-            size = len(value) if isinstance(value, str) else 0
-            result.add("foreign", f"a Jinja chat template ({size:,} characters): rendered by "
-                       "chat front-ends, not by the loader", key)
+        if (key == CHAT_TEMPLATE or key.startswith(CHAT_TEMPLATE + ".")) and isinstance(
+                value, str):
+            out += [(lv, text, key) for lv, text in examine_template(value)]
+    return out
+
+
+def _template_findings(kv: dict[str, Any]) -> list[Finding]:
+    """A chat template that leaves the sandbox as a ``danger`` finding (every verb refuses)."""
+    items = _template_items(kv)
+    if not items:
+        return []
+    from .security.side_code import as_findings
+
+    return as_findings(list(items))
 
 
 ADAPTER = Adapter(

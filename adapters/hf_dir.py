@@ -124,6 +124,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
             inner.tensors = [_with_file(t, chosen) for t in inner.tensors]
     config = read_config(source.child(config_name)) if config_name else {}
     findings = list(inner.findings)
+    findings += _code_findings(source, config)
     if len(weights) > 1:
         findings.insert(0, Finding(
             "info",
@@ -153,6 +154,14 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         reader=inner.reader,
         side_configs={HF_CONFIG: config} if config_name == CONFIG_NAME else {},
     )
+
+
+def _code_findings(source: Source, config: dict[str, Any]) -> list[Finding]:
+    """What ``from_pretrained`` would run from the folder: ``auto_map`` code and chat
+    templates (:mod:`.security.side_code`); dangerous ones refuse the checkpoint."""
+    from .security.side_code import hf_dir_findings
+
+    return hf_dir_findings(source, config)
 
 
 def _with_file(t: TensorEntry, file: str) -> TensorEntry:

@@ -21,12 +21,12 @@ refused in one line; nothing is ever written to disk.
 from __future__ import annotations
 
 import gzip
-import io
 import re
 import tarfile
 import zlib
 from pathlib import PurePosixPath
 
+from .bytes_source import BytesSource
 from .errors import FormatError, InspectorError
 from .model import Checkpoint, Finding
 from .registry import Adapter, load
@@ -35,7 +35,7 @@ from .source_interface import Window
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO
+    from typing import Any
 
     from .security.examination import FileResult
 
@@ -152,42 +152,6 @@ def _weights(members: dict[str, tarfile.TarInfo], where: str) -> tuple[str, list
                       f"{', '.join(sorted(members)[:5])})", where)
 
 
-class BytesSource(Source):
-    """A member's bytes held in memory (decompressed from a gzip archive)."""
-
-    def __init__(self, data: bytes, where: str, parent: Source) -> None:
-        self._data, self._where, self._parent = data, where, parent
-
-    @property
-    def where(self) -> str:
-        return self._where
-
-    def exists(self) -> bool:
-        return True
-
-    def is_dir(self) -> bool:
-        return False
-
-    @property
-    def size(self) -> int:
-        return len(self._data)
-
-    def read(self, offset: int, n: int) -> bytes:
-        return self._data[offset:offset + max(0, n)]
-
-    def open(self, mode: str = "rb") -> BinaryIO:
-        return io.BytesIO(self._data)
-
-    def child(self, name: str) -> Source:
-        raise FormatError("a tar member has no children", self.where)
-
-    def parent_dir(self) -> Source:
-        return self._parent.parent_dir()
-
-    def list(self) -> list[str]:
-        return []
-
-
 def _member(source: Source, variant: str, info: tarfile.TarInfo, name: str) -> Source:
     """One member as a source: a window of the archive, or (gzip) its decompressed bytes."""
     label = f"{name}"
@@ -241,34 +205,28 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
             "inner_format": inner.format, "compression": "gzip" if variant == "gz" else None}
     if isinstance(conf, dict):
         meta["target"] = conf.get("target")
+    from .security.side_code import as_findings
+
+    findings += as_findings(list(_target_items(conf)))
     hyper = {"config": conf} if conf is not None else {}
     return Checkpoint(paths=(where,), format=NAME, tensors=inner.tensors, metadata=meta,
                       hyperparameters=hyper, findings=findings, source=inner.source,
                       reader=inner.reader)
 
 
-def _targets(conf: Any, path: str = "", depth: int = 0) -> list[tuple[str, str]]:
-    """(config path, class path) of every ``target`` / ``_target_`` / ``cls`` the config names."""
-    out: list[tuple[str, str]] = []
-    if depth > 64:
-        return out
-    if isinstance(conf, dict):
-        for k, v in conf.items():
-            here = f"{path}.{k}" if path else str(k)
-            if k in ("target", "_target_", "cls") and isinstance(v, str):
-                out.append((here, v))
-            else:
-                out += _targets(v, here, depth + 1)
-    elif isinstance(conf, list):
-        for i, v in enumerate(conf):
-            out += _targets(v, f"{path}.{i}", depth + 1)
-    return out
+def _target_items(conf: Any) -> list[tuple[str, str, str]]:
+    """(level, text, config path) of every callable the config names for NeMo and Hydra to call
+    (:mod:`.security.config_targets`): listed or unvetted ones are dangerous."""
+    from .security.config_targets import target_items
+
+    return [(lv, f"{CONFIG}: {text}", where) for lv, text, where in target_items(conf, nemo=True)]
 
 
 def examine(source: Source, variant: str, result: FileResult) -> None:
     """``inspector scan``: the walk of a listing (a hostile member refuses the file as an
     error); the weights member examined by the torch examination (what ``torch.load`` would
-    run); every class the config names for NeMo to instantiate reported as foreign."""
+    run); every callable the config names for NeMo or Hydra to call, judged by
+    :mod:`.security.config_targets`."""
     from .security.examination import FOREIGN
     from .torch import ADAPTER as TORCH
 
@@ -293,9 +251,8 @@ def examine(source: Source, variant: str, result: FileResult) -> None:
         _zip_after(source, max(members[n].offset_data + members[n].size
                                for n in [weights, *others]), result)
     conf = _config(source, variant, members)
-    for where, target in _targets(conf):
-        result.add(FOREIGN, f"{CONFIG} names {target!r}: NeMo's restore_from imports and "
-                   "instantiates it (NeMo 3.0 only inside its approved namespaces)", where)
+    for level, text, where in _target_items(conf):
+        result.add(level, text, where)
 
 
 def _zip_after(source: Source, end: int, result: FileResult) -> None:

@@ -23,6 +23,8 @@ PENDING: dict[str, str] = {
     "their names, shapes and dtypes by tests/test_stats.py",
     "security": "security-verdict fixtures: their truths record globals, not tensors "
     "(checked by tests/test_scan.py)",
+    "code_config": "configurations that carry code: their truths record what the real loader "
+    "ran, not tensors (checked by tests/test_code_config.py)",
 }
 # Single truths that describe no listing.
 NOT_LISTINGS: dict[str, str] = {

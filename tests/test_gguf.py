@@ -309,19 +309,38 @@ def test_listing_imports_neither_gguf_nor_numpy():
 
 
 def test_scan_verdicts(tmp_path):
-    """GGUF holds no code a loader runs: safe; a chat template is reported (foreign); a broken
-    header is an error, never safe."""
+    """GGUF holds no code a loader runs: safe; a chat template is examined (one that stays in
+    Jinja's sandbox is safe); a broken header is an error, never safe."""
     from inspector.adapters.security.scan import scan_file
 
     assert scan_file(GGUF / "tiny_mixtral.gguf").verdict == "safe"
     chat = tmp_path / "chat.gguf"
     chat.write_bytes(_gguf(OK_KV + [("tokenizer.chat_template", 8, "{{ messages }}")], W))
     res = scan_file(chat)
-    assert res.kind == "gguf" and res.verdict == "foreign"
-    assert "chat template" in res.items[0].text
+    assert res.kind == "gguf" and res.verdict == "safe", res.to_dict()
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, 2**62))
     assert scan_file(broken).verdict == "error"
+
+
+ESCAPE = "{{ cycler.__init__.__globals__.os.popen('touch /tmp/x').read() }}"
+
+
+@pytest.mark.parametrize("key", ["tokenizer.chat_template", "tokenizer.chat_template.tool_use"])
+def test_chat_template_leaving_the_sandbox_is_dangerous_and_refused(tmp_path, key):
+    """CVE-2024-34359: a template rendered outside Jinja's sandbox reaches os.popen through a
+    helper's __globals__: dangerous in scan, refused by show and load."""
+    from inspector.adapters.errors import UnsafeContentError
+    from inspector.adapters.security.scan import scan_file
+    from inspector.cli import main
+
+    path = tmp_path / "evil.gguf"
+    path.write_bytes(_gguf(OK_KV + [(key, 8, ESCAPE)], W))
+    res = scan_file(path)
+    assert res.verdict == "dangerous" and "__globals__" in res.items[0].text, res.to_dict()
+    with pytest.raises(UnsafeContentError, match="sandbox"):
+        load(path)
+    assert main(["show", str(path)]) == 2
 
 
 def test_over_http_in_a_few_requests():

@@ -243,7 +243,14 @@ def test_bytecode_in_any_field_or_wrapper(tmp_path, variant):
     ({"module": "builtins", "class_name": "function", "config": "my_double"}, "foreign"),
     # built by from_config with the config's data: an unvetted class's code runs (--trust)
     ({"module": "my_project.layers", "class_name": "Block", "config": {},
-      "registered_name": "my_project>Block"}, "dangerous"),
+      "registered_name": "my_project>Block"}, "dangerous"),  # built with the file's config
+    ({"class_name": "Block", "config": {}}, "foreign"),  # Keras 2: by name, registered only
+    ({"class_name": "Custom>Adam", "config": {}}, None),  # tf.keras 2's own optimizer name
+    ({"module": "keras.layers", "class_name": "NoSuchLayer", "config": {}}, "dangerous"),
+    ({"module": "keras_hub.src.models", "class_name": "Backbone", "config": {}}, "dangerous"),
+    ({"module": "keras.ops", "class_name": "function", "config": "relu"}, None),
+    ({"module": "keras.src.ops.numpy", "class_name": "function", "config": "add"}, None),
+    ({"module": "keras.utils", "class_name": "function", "config": "plot_model"}, "dangerous"),
     ({"module": "builtins", "class_name": "function", "config": "eval"}, "dangerous"),
     ({"module": "os", "class_name": "function", "config": "system"}, "dangerous"),
     ({"module": "subprocess", "class_name": "Popen", "config": {}}, "dangerous"),
@@ -253,9 +260,10 @@ def test_bytecode_in_any_field_or_wrapper(tmp_path, variant):
     ({"module": "keras.utils", "class_name": "function", "config": "get_file"}, "dangerous"),
 ])
 def test_module_references(ref, level):
-    """Keras' own objects and its by-name built-in functions: safe; a custom function found only
-    among the loader's registered objects: foreign; a class built through from_config, a
-    function Keras before 3.9 imported and called, and the non-modelling Keras APIs:
+    """Keras classes reviewed as data and its modelling functions: safe; an object found only
+    among the loader's registered objects by name: foreign; a class of another module built
+    through from_config with the file's config, a Keras class or function outside the reviewed
+    lists, a function Keras before 3.9 imported and called, and the non-modelling Keras APIs:
     dangerous."""
     items = config_items({"class_name": "Dense", "config": {"name": "d", "activation": ref}})
     assert [lvl for lvl, _ in items] == ([level] if level else []), items

@@ -198,7 +198,8 @@ def test_html_report_norm_chart_has_parameters_only(tmp_path):
 
 # every fixture with a producer's truth (value and security truths describe other things)
 TARGETS = sorted({p.with_name(p.name[: -len(".truth.json")]) for p in truth_files()
-                  if p.relative_to(FIXTURES).parts[0] not in ("security", "stats")})
+                  if p.relative_to(FIXTURES).parts[0] not in ("security", "stats",
+                                                              "code_config")})
 
 
 @pytest.mark.parametrize("path", TARGETS, ids=_ids(TARGETS))

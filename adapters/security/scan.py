@@ -7,8 +7,9 @@ pre-0.4 tar, every pickle of a plain or compressed stream, NumPy object arrays o
 form, safetensors headers, MXNet records). A file no adapter examines gets :func:`generic`: any
 pickle stream, any zip (found from its end, so with data prepended too) and its members,
 compressed streams, NumPy, HDF5 (Keras configs and external storage, examined here until the
-Keras/HDF5 adapters take them over), Python source, text. A zip appended to a file claimed as
-something else is examined as a zip too.
+Keras/HDF5 adapters take them over), Python source (read with ast), JSON configs (``auto_map``
+code, chat templates), YAML (Hydra and NeMo targets): :mod:`.side_code`; other text. A zip
+appended to a file claimed as something else is examined as a zip too.
 
 Verdicts: ``safe``, ``foreign`` (reported, nothing known to run), ``dangerous`` (a loader would run
 code), ``error`` (could not be fully examined: what was found before the break stays, and a
@@ -240,10 +241,12 @@ def generic(source: Source, res: FileResult) -> None:
         return
     if _scan_compressed(source, head, res):
         return
-    if source.where.endswith(".py"):
-        res.kind = "python"
-        res.add(FOREIGN, "Python source: runs when imported (e.g. trust_remote_code)")
-    elif _is_text(head):
+    if source.where.endswith(".py") or _is_text(head):
+        from .side_code import examine_text_file
+
+        if examine_text_file(source, res):  # code, auto_map, chat templates, _target_
+            return
+    if _is_text(head):
         res.kind = "text"
     else:
         res.add(FOREIGN, "unrecognised binary content: not examined")
