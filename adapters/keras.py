@@ -31,7 +31,7 @@ from types import SimpleNamespace
 
 from .dtypes import NUMPY_KINDS
 from .errors import FormatError, InspectorError
-from .isolated import call_isolated
+from .isolated import budget_seconds, call_isolated
 from .keras_names import NON_TRAINABLE_NAMES
 from .keras_v3 import name_variables
 from .memory_cap import address_space_capped
@@ -432,7 +432,7 @@ def read_h5(fileobj: BinaryIO | str, where: str, size: int, base: int | None) ->
     """Walk every link of the HDF5 file ``fileobj`` (a path or a file object); ``base`` turns
     offsets absolute. The walk runs in a child process with a time budget: libhdf5 can loop
     forever in C on a corrupt global heap (a byte-flipped ``.weights.h5`` did)."""
-    budget = H5_SECONDS + size / H5_BYTES_PER_SECOND
+    budget = budget_seconds(H5_SECONDS, size, H5_BYTES_PER_SECOND)
     threading = sys.modules.get("threading")
     if threading is not None and threading.active_count() > 1:
         _import_for_walk()
