@@ -21,7 +21,6 @@ refused in one line; nothing is ever written to disk.
 from __future__ import annotations
 
 import gzip
-import io
 import re
 import tarfile
 import zlib
@@ -31,11 +30,11 @@ from .errors import FormatError, InspectorError
 from .model import Checkpoint, Finding
 from .registry import Adapter, load
 from .source import Source
-from .source_interface import Window
+from .source_interface import BytesSource, Window
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO
+    from typing import Any
 
     from .security.examination import FileResult
 
@@ -150,42 +149,6 @@ def _weights(members: dict[str, tarfile.TarInfo], where: str) -> tuple[str, list
                           "folder", where)
     raise FormatError(f"no {WEIGHTS} in the archive (members: "
                       f"{', '.join(sorted(members)[:5])})", where)
-
-
-class BytesSource(Source):
-    """A member's bytes held in memory (decompressed from a gzip archive)."""
-
-    def __init__(self, data: bytes, where: str, parent: Source) -> None:
-        self._data, self._where, self._parent = data, where, parent
-
-    @property
-    def where(self) -> str:
-        return self._where
-
-    def exists(self) -> bool:
-        return True
-
-    def is_dir(self) -> bool:
-        return False
-
-    @property
-    def size(self) -> int:
-        return len(self._data)
-
-    def read(self, offset: int, n: int) -> bytes:
-        return self._data[offset:offset + max(0, n)]
-
-    def open(self, mode: str = "rb") -> BinaryIO:
-        return io.BytesIO(self._data)
-
-    def child(self, name: str) -> Source:
-        raise FormatError("a tar member has no children", self.where)
-
-    def parent_dir(self) -> Source:
-        return self._parent.parent_dir()
-
-    def list(self) -> list[str]:
-        return []
 
 
 def _member(source: Source, variant: str, info: tarfile.TarInfo, name: str) -> Source:
