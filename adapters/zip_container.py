@@ -355,6 +355,19 @@ def unsupported_method(method: int) -> str | None:
             "loader's zip reader) does not read: not examined")
 
 
+def open_member(z: Any, member: Any, where: str = "") -> Any:
+    """``z.open(member)`` for the readers that go through Python's zipfile (``.npz``,
+    ``.keras``, Marian ``.npz``): a member in a method zipfile does not read is refused with
+    the sentence ``scan`` says (:func:`unsupported_method`), not zipfile's own."""
+    info = z.getinfo(member) if isinstance(member, str) else member
+    refusal = unsupported_method(info.compress_type)
+    if refusal is not None:
+        archive = where or getattr(z, "filename", None) or ""
+        raise FormatError(f"uses {refusal}", f"{archive}:{info.filename}" if archive
+                          else info.filename)
+    return z.open(info)
+
+
 def decompress(raw: bytes, m: Member, where: str) -> bytes:
     """A member's compressed bytes as Python's zipfile decompresses them (stored, deflate,
     bzip2, lzma), checked against the directory's size; never more than ``m.usize + 1`` bytes

@@ -123,11 +123,11 @@ def path_finding(name: str) -> tuple[str, str] | None:
     """(level, text) for a member name that leaves the folder it is unpacked in."""
     parts = name.replace("\\", "/").split("/")
     if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
-        return DANGEROUS, (f"member {name!r} has an absolute path: unpacking writes outside the "
-                           "folder")
+        return DANGEROUS, (f"member {name!r} has an absolute path: an extractor that keeps it "
+                           "writes outside the folder it unpacks into")
     if ".." in parts:
-        return DANGEROUS, (f"member {name!r} climbs out (..): unpacking writes outside the "
-                           "folder")
+        return DANGEROUS, (f"member {name!r} climbs out (..): an extractor that keeps it "
+                           "writes outside the folder it unpacks into")
     return None
 
 

@@ -297,6 +297,12 @@ def _generic_zip(source: Source, res: FileResult) -> None:
         else "npz" if names and all(n.endswith(".npy") for n in names) else "zip")
     if any(n.endswith("/constants.pkl") for n in names):
         res.kind = "torchscript"
+    from .archives import path_finding
+
+    for n in names:  # what unpacking (zipfile.extractall, unzip) would write outside
+        found = path_finding(n)
+        if found:
+            res.add(*found, n)
     examine_zip_members(source, res, lambda n, d, r: _other_member(n, d, r, names))
 
 

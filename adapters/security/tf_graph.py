@@ -31,21 +31,11 @@ def examine_saved_model(data: bytes | memoryview, res: FileResult) -> None:
     from .tf_ops import INERT, SAVER
 
     res.kind = "tf-savedmodel"
-    where = res.path
-    view = memoryview(data)
-    nodes: list[tuple[str, str, str]] = []  # (function or "", node name, op)
-    functions: set[str] = set()
     try:
-        for number, wire, mg in fields(view, where):
-            if number != 2 or wire != 2:
-                continue
-            for n2, w2, graph in fields(mg, where):
-                if n2 == 2 and w2 == 2:
-                    _graph(graph, where, nodes, functions)
-            if len(nodes) > MAX_NODES:
-                raise FormatError(f"more than {MAX_NODES:,} graph nodes", where)
+        nodes, functions = graph_ops(data, res.path)
     except FormatError as e:
-        res.add(ERROR, f"not a readable SavedModel protobuf ({e.message}): the rest not examined")
+        res.add(ERROR, f"not a readable SavedModel protobuf ({e.message}): not examined")
+        return
     unknown: dict[str, int] = {}
     flagged: set[tuple[str, str]] = set()
     for function, node, op in nodes:
@@ -71,6 +61,23 @@ def examine_saved_model(data: bytes | memoryview, res: FileResult) -> None:
         names = ", ".join(sorted(unknown)[:20]) + (" ..." if len(unknown) > 20 else "")
         res.add(FOREIGN, f"{len(unknown)} op type(s) not on the vetted list, not examined: "
                 f"{names}")
+
+
+def graph_ops(data: bytes | memoryview, where: str
+              ) -> tuple[list[tuple[str, str, str]], set[str]]:
+    """``[(function name or "" for a graph node, node name, op)]`` over every meta graph, and
+    the names of the library's functions."""
+    nodes: list[tuple[str, str, str]] = []
+    functions: set[str] = set()
+    for number, wire, mg in fields(memoryview(data), where):
+        if number != 2 or wire != 2:
+            continue
+        for n2, w2, graph in fields(mg, where):
+            if n2 == 2 and w2 == 2:
+                _graph(graph, where, nodes, functions)
+        if len(nodes) > MAX_NODES:
+            raise FormatError(f"more than {MAX_NODES:,} graph nodes", where)
+    return nodes, functions
 
 
 def _graph(graph: memoryview, where: str, nodes: list[tuple[str, str, str]],
