@@ -5,6 +5,13 @@ global heap, holding the GIL, where no signal handler runs. The call goes to a c
 parent waits for its JSON answer at most ``seconds`` and kills it after that, so a hang becomes
 one :class:`~inspector.adapters.errors.FormatError`. Only plain JSON crosses back (never a
 pickle): the child's answer is data made by our own code, but it read hostile bytes.
+
+Calls made at once from several threads (``scan --jobs N``) are independent: each has its own
+child, its own clock (started when its child starts) and its own pipe. A child must hold no
+other call's pipe: the parent reads its answer until end of file, and a write end kept open in
+a hanging sibling would make a finished call wait out its budget (one hostile file turning its
+neighbours' verdicts into time-outs). So a pipe is made, the child forked and the parent's write
+end closed under one lock, and each child closes the ends of every other call in flight.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import json
 import os
 import select
 import signal
+import threading
 import time
 from collections.abc import Callable
 
@@ -23,6 +31,18 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_ANSWER_BYTES = 1 << 30
+_FORKING = threading.Lock()
+_IN_FLIGHT: set[int] = set()  # the read ends of calls whose child is still running
+
+
+def budget_seconds(base: float, size: int, bytes_per_second: int) -> float:
+    """One file's time budget: ``base`` (or the environment's ``INSPECTOR_HDF5_SECONDS``) plus
+    a second per ``bytes_per_second`` of the file."""
+    try:
+        base = float(os.environ.get("INSPECTOR_HDF5_SECONDS", base))
+    except ValueError:
+        pass
+    return max(0.1, base) + size / bytes_per_second
 
 
 def call_isolated(fn: Callable[[], Any], seconds: float, where: str, what: str) -> Any:
@@ -30,12 +50,17 @@ def call_isolated(fn: Callable[[], Any], seconds: float, where: str, what: str) 
     value, or its FormatError re-raised here. Without ``os.fork`` it runs in this process."""
     if not hasattr(os, "fork"):
         return fn()
-    r, w = os.pipe()
-    pid = os.fork()
+    with _FORKING:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid != 0:
+            os.close(w)
+            _IN_FLIGHT.add(r)
     if pid == 0:  # the child: answer, then leave without running the parent's exit handlers
         status = 0
         try:
-            os.close(r)
+            for fd in (r, *_IN_FLIGHT):
+                _close_quietly(fd)
             try:
                 parts = _encoded({"value": fn()})
             except FormatError as e:
@@ -48,7 +73,6 @@ def call_isolated(fn: Callable[[], Any], seconds: float, where: str, what: str) 
             status = 1
         finally:
             os._exit(status)
-    os.close(w)
     try:
         data = _read_until(r, time.monotonic() + seconds, where)
     except TimeoutError:
@@ -58,7 +82,9 @@ def call_isolated(fn: Callable[[], Any], seconds: float, where: str, what: str) 
             where,
         ) from None
     finally:
-        os.close(r)
+        with _FORKING:
+            _IN_FLIGHT.discard(r)
+            os.close(r)
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -71,6 +97,13 @@ def call_isolated(fn: Callable[[], Any], seconds: float, where: str, what: str) 
         message, path, at = answer["error"]
         raise FormatError(message, path or where, at)
     return answer["value"]
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def _encoded(answer: dict[str, Any]) -> list[bytes]:

@@ -31,13 +31,14 @@ from types import SimpleNamespace
 
 from .dtypes import NUMPY_KINDS
 from .errors import FormatError, InspectorError
-from .isolated import call_isolated
+from .isolated import budget_seconds, call_isolated
 from .keras_names import NON_TRAINABLE_NAMES
 from .keras_v3 import name_variables
 from .memory_cap import address_space_capped
 from .model import Blocks, Checkpoint, Finding, Role, TensorEntry, ValueLocation, ValueReader
 from .registry import Adapter
 from .source import Source, WindowFile
+from .zip_container import open_member
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
@@ -298,7 +299,8 @@ def h5_value_reader(source: Source, archive: bool) -> ValueReader:
                 )
                 if member is None:
                     raise FormatError("no single .h5 member in the archive", source.where)
-                h5 = stack.enter_context(h5py.File(stack.enter_context(z.open(member)), "r"))
+                h5 = stack.enter_context(
+                    h5py.File(stack.enter_context(open_member(z, member)), "r"))
             else:
                 local = source.local_path
                 target = os.fspath(local) if local else stack.enter_context(source.open())
@@ -385,7 +387,7 @@ def _open_archive(source: Source) -> Checkpoint:
                     where,
                 )
             else:
-                with z.open(info) as member:
+                with open_member(z, info) as member:
                     facts = read_h5(member, member_where, info.file_size, base=None)
                 facts.findings.append(
                     Finding("info", f"{KERAS_WEIGHTS_MEMBER} is compressed: no byte offsets")
@@ -408,7 +410,7 @@ def _json_member(z: zipfile.ZipFile, infos: dict, name: str, where: str) -> Any:
     if info.file_size > MAX_JSON_MEMBER:
         raise FormatError(f"{name} is {info.file_size} bytes (cap {MAX_JSON_MEMBER})", where)
     try:
-        with z.open(info) as f:
+        with open_member(z, info) as f:
             return json.loads(f.read(MAX_JSON_MEMBER + 1))
     except (ValueError, UnicodeDecodeError) as e:
         raise FormatError(f"{name} is not valid JSON ({e})", where) from None
@@ -432,7 +434,7 @@ def read_h5(fileobj: BinaryIO | str, where: str, size: int, base: int | None) ->
     """Walk every link of the HDF5 file ``fileobj`` (a path or a file object); ``base`` turns
     offsets absolute. The walk runs in a child process with a time budget: libhdf5 can loop
     forever in C on a corrupt global heap (a byte-flipped ``.weights.h5`` did)."""
-    budget = H5_SECONDS + size / H5_BYTES_PER_SECOND
+    budget = budget_seconds(H5_SECONDS, size, H5_BYTES_PER_SECOND)
     threading = sys.modules.get("threading")
     if threading is not None and threading.active_count() > 1:
         _import_for_walk()

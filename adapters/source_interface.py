@@ -1,7 +1,8 @@
 """The interface of a checkpoint's byte source: :class:`Source` (one file or one directory),
 the file objects over a source's ranges (:class:`RangeFile`, :class:`WindowFile`,
 :class:`RunReader`), a byte range of a source as a source of its own (:class:`Window`), the check
-that a looked-up name stays inside its directory, and :func:`is_url`.
+that a looked-up name stays inside its directory, and :func:`is_url`; :class:`BytesSource`
+(bytes in memory as a source: a decompressed archive member).
 
 :mod:`.source` implements it for the local file system and dispatches URLs to :mod:`.remote`;
 both import this module, so neither imports the other's module at load time.
@@ -320,6 +321,46 @@ class Window(Source):
 
     def parent_dir(self) -> Source:
         return self._base.parent_dir()
+
+    def list(self) -> list[str]:
+        return []
+
+
+class BytesSource(Source):
+    """Bytes held in memory as a file (a member decompressed from an archive)."""
+
+    def __init__(self, data: bytes, where: str, parent: Source) -> None:
+        self._data, self._where, self._parent = data, where, parent
+
+    @property
+    def where(self) -> str:
+        return self._where
+
+    def exists(self) -> bool:
+        return True
+
+    def is_dir(self) -> bool:
+        return False
+
+    @property
+    def size(self) -> int:
+        return len(self._data)
+
+    def read(self, offset: int, n: int) -> bytes:
+        return self._data[offset:offset + max(0, n)]
+
+    def open(self, mode: str = "rb") -> BinaryIO:
+        return io.BytesIO(self._data)
+
+    @contextmanager
+    def view(self) -> Iterator[bytes]:
+        yield self._data
+
+    def child(self, name: str) -> Source:
+        raise FormatError("an archive member has no children", self.where)
+
+    def parent_dir(self) -> Source:
+        return self._parent.parent_dir()
 
     def list(self) -> list[str]:
         return []

@@ -114,13 +114,31 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
             sliced.append(stored)
         tensors.append(entry)
     metadata = {"num_shards": shards, "bundle_version": version, "index": index.where}
+    findings = []
     if variant == "saved-model":
-        metadata["saved_model"] = True  # the graph (saved_model.pb) is not read
+        metadata["saved_model"] = True
+        findings = _graph_findings(source)  # the ops its functions run, as scan judges them
     if big:
         metadata["byteorder"] = "big"
     if sliced:
         metadata["partitioned"] = sliced
-    return Checkpoint(paths=(source.where,), format=NAME, tensors=tensors, metadata=metadata)
+    return Checkpoint(paths=(source.where,), format=NAME, tensors=tensors, metadata=metadata,
+                      findings=findings)
+
+
+def _graph_findings(source: Source) -> list:
+    """The SavedModel graph's examination (``saved_model.pb`` beside ``variables/``) as
+    findings: a file or Python op is a ``danger`` the one policy refuses."""
+    from .security.examination import FileResult, as_findings
+    from .security.tf_graph import MAX_BYTES, examine_saved_model
+
+    graph = source.child(SAVED_MODEL)
+    if graph.size > MAX_BYTES:
+        raise FormatError(f"{graph.size:,} bytes (limit {MAX_BYTES:,}): not examined",
+                          graph.where)
+    res = FileResult(graph.where)
+    examine_saved_model(graph.read(0, graph.size), res)
+    return as_findings(res)
 
 
 def _index_in(source: Source, quiet: bool) -> str | None:

@@ -320,7 +320,8 @@ def local_header(mm: Any, size: int, m: Member, where: str,
 
 
 def read_member(mm: Any, size: int, m: Member, where: str, limit: int) -> bytes:
-    """A member's bytes (stored or deflated), at most ``limit`` of them, else a FormatError."""
+    """A member's bytes (every method Python's zipfile reads: :func:`decompress`), at most
+    ``limit`` of them, else a FormatError."""
     if m.usize > limit:
         raise FormatError(f"{m.name} declares {m.usize:,} bytes (limit {limit:,})", where, m.name)
     if m.encrypted:
@@ -333,21 +334,91 @@ def read_member(mm: Any, size: int, m: Member, where: str, limit: int) -> bytes:
             where,
             m.name,
         )
-    raw = mm[start : start + m.csize]
+    return decompress(bytes(mm[start : start + m.csize]), m, where)
+
+
+# The compression methods Python's zipfile reads (the readers of .npz, .keras and every zip a
+# Python loader opens), by number (APPNOTE.TXT 4.4.5); the others are named in the refusal.
+METHODS = {0: "stored", 8: "deflate", 12: "bzip2", 14: "lzma"}
+OTHER_METHODS = {1: "shrink", 6: "implode", 9: "deflate64", 10: "PKWARE DCL implode",
+                 18: "IBM TERSE", 19: "IBM LZ77", 93: "zstd", 95: "xz", 96: "JPEG", 97: "WavPack",
+                 98: "PPMd", 99: "AES-encrypted"}
+
+
+def unsupported_method(method: int) -> str | None:
+    """None for a method Python's zipfile reads, else the one sentence every verb and ``scan``
+    say about it."""
+    if method in METHODS:
+        return None
+    name = OTHER_METHODS.get(method, "unknown")
+    return (f"zip compression method {method} ({name}), which Python's zipfile (every Python "
+            "loader's zip reader) does not read: not examined")
+
+
+def open_member(z: Any, member: Any, where: str = "") -> Any:
+    """``z.open(member)`` for the readers that go through Python's zipfile (``.npz``,
+    ``.keras``, Marian ``.npz``): a member in a method zipfile does not read is refused with
+    the sentence ``scan`` says (:func:`unsupported_method`), not zipfile's own."""
+    info = z.getinfo(member) if isinstance(member, str) else member
+    refusal = unsupported_method(info.compress_type)
+    if refusal is not None:
+        archive = where or getattr(z, "filename", None) or ""
+        raise FormatError(f"uses {refusal}", f"{archive}:{info.filename}" if archive
+                          else info.filename)
+    return z.open(info)
+
+
+def decompress(raw: bytes, m: Member, where: str) -> bytes:
+    """A member's compressed bytes as Python's zipfile decompresses them (stored, deflate,
+    bzip2, lzma), checked against the directory's size; never more than ``m.usize + 1`` bytes
+    are produced, so a member lying about its size is caught without inflating a bomb."""
+    import bz2
+    import lzma
+
+    refusal = unsupported_method(m.method)
+    if refusal is not None:
+        raise FormatError(f"{m.name} uses {refusal}", where, m.name)
     if m.method == 0:
-        return bytes(raw)
-    if m.method == 8:
-        try:
+        return raw
+    try:
+        if m.method == 8:
             out = zlib.decompressobj(-15).decompress(raw, m.usize + 1)
-        except zlib.error as e:
-            raise FormatError(f"{m.name} is not valid deflate data ({e})", where, m.name) from None
-        if len(out) != m.usize:
-            raise FormatError(
-                f"{m.name} inflates to {len(out)} bytes, the directory says {m.usize}", where,
-                m.name,
-            )
-        return out
-    raise FormatError(f"{m.name} uses zip compression method {m.method}", where, m.name)
+        elif m.method == 12:
+            out = bz2.BZ2Decompressor().decompress(raw, m.usize + 1)
+        else:
+            out = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[_lzma_filter(raw, m, where)]
+                                        ).decompress(raw[4 + _LZMA_HEADER.unpack(raw[:4])[2]:],
+                                                     m.usize + 1)
+    except (zlib.error, OSError, lzma.LZMAError, EOFError, ValueError, struct.error) as e:
+        raise FormatError(f"{m.name} is not valid {METHODS[m.method]} data ({e})", where,
+                          m.name) from None
+    if len(out) != m.usize:
+        raise FormatError(
+            f"{m.name} decompresses to {len(out)}{'+' * (len(out) > m.usize)} bytes, the "
+            f"directory says {m.usize}", where, m.name,
+        )
+    return out
+
+
+_LZMA_HEADER = struct.Struct("<BBH")  # zip's LZMA member: version major, minor, props size
+
+
+def _lzma_filter(raw: bytes, m: Member, where: str) -> dict[str, int]:
+    """The LZMA1 filter of a zip member's 5-byte properties (APPNOTE 5.8.8: lc/lp/pb packed in
+    one byte, then the dictionary size)."""
+    import lzma
+
+    if len(raw) < 4:
+        raise FormatError(f"{m.name}: LZMA header cut short", where, m.name)
+    _, _, n = _LZMA_HEADER.unpack(raw[:4])
+    props = raw[4 : 4 + n]
+    if n != 5 or len(props) != 5 or props[0] >= 9 * 5 * 5:
+        raise FormatError(f"{m.name}: LZMA properties are not the 5 bytes zip uses", where,
+                          m.name)
+    d = props[0]
+    lc, lp, pb = d % 9, d // 9 % 5, d // 45
+    return {"id": lzma.FILTER_LZMA1, "dict_size": struct.unpack("<I", props[1:])[0],
+            "lc": lc, "lp": lp, "pb": pb}
 
 
 def local_name_notes(mm: Any, size: int, d: Directory, where: str,

@@ -22,7 +22,7 @@ import json
 import os
 
 from ..errors import FormatError
-from ..isolated import call_isolated
+from ..isolated import budget_seconds, call_isolated
 from ..memory_cap import address_space_capped
 from .examination import ERROR, FOREIGN
 from .file_reference import target_level
@@ -97,7 +97,7 @@ def _isolated(fileobj: BinaryIO | str, where: str, size: int) -> dict[str, Any]:
     # h5py imported here, once, not in every child: a scan forks one child per HDF5 file
     import h5py  # noqa: F401
 
-    budget = SECONDS + size / BYTES_PER_SECOND
+    budget = budget_seconds(SECONDS, size, BYTES_PER_SECOND)
     return call_isolated(lambda: examine_here(fileobj, where, size), budget, where,
                          "the HDF5 library")
 

@@ -150,6 +150,9 @@ def scan_file(path: Path | Source | Unreadable) -> FileResult:
     reader uses: :attr:`~inspector.adapters.registry.Adapter.examine`); a file no adapter
     with a hook claims gets :func:`generic`. A walk that breaks off keeps what it found: the
     file is ``error``, or ``dangerous`` when a dangerous global was seen before the break."""
+    from .archives import start_file
+
+    start_file()
     res = FileResult(str(path))
     if isinstance(path, Unreadable):
         res.add(ERROR, one_line(path.error))
@@ -215,6 +218,17 @@ def generic(source: Source, res: FileResult) -> None:
         with source.open() as f:
             examine_npy(res, f, size, None)
         return
+    if _archive(source, head, res):
+        return
+    if source.name == "saved_model.pb":
+        from .tf_graph import MAX_BYTES, examine_saved_model
+
+        if size > MAX_BYTES:
+            res.add(ERROR, f"saved_model.pb of {size:,} bytes (limit {MAX_BYTES:,}): not "
+                    "examined")
+            return
+        examine_saved_model(source.read(0, size), res)
+        return
     with source.view() as mm:
         zip_end = ends_like_zip(mm, size)
     if head[:4] in ZIP_MAGICS or zip_end:
@@ -252,6 +266,30 @@ def generic(source: Source, res: FileResult) -> None:
         res.add(FOREIGN, "unrecognised binary content: not examined")
 
 
+def _archive(source: Source, head: bytes, res: FileResult) -> bool:
+    """A tar (plain or compressed) or a 7z: every member examined as a loose file."""
+    from .archives import SEVEN_ZIP_MAGIC, compressed_tar, examine_7z, examine_tar, is_tar
+
+    if head.startswith(SEVEN_ZIP_MAGIC):
+        examine_7z(source, res, examine_loose)
+        return True
+    if is_tar(head):
+        examine_tar(source, res, examine_loose)
+        return True
+    if head.startswith(COMPRESSED):
+        kind = compressed_tar(source)
+        if kind is not None:
+            examine_tar(source, res, examine_loose, kind)
+            return True
+    return False
+
+
+def examine_loose(source: Source, res: FileResult) -> None:
+    """The walk of one loose file (an archive's member too): the adapter that claims it, else
+    :func:`generic`."""
+    _examine(source, res)
+
+
 def _looks_pickled(source: Source, head: bytes, size: int) -> bool:
     """An opcode walk reaches a STOP (any protocol; a protocol-0 pickle is text)."""
     if size <= len(head):
@@ -267,12 +305,24 @@ def _generic_zip(source: Source, res: FileResult) -> None:
     res.kind = ("keras" if "config.json" in names and (
         "model.weights.h5" in names or "metadata.json" in names)
         else "npz" if names and all(n.endswith(".npy") for n in names) else "zip")
-    examine_zip_members(source, res, _other_member)
+    if any(n.endswith("/constants.pkl") for n in names):
+        res.kind = "torchscript"
+    from .archives import path_finding
+
+    for n in names:  # what unpacking (zipfile.extractall, unzip) would write outside
+        found = path_finding(n)
+        if found:
+            res.add(*found, n)
+    examine_zip_members(source, res, lambda n, d, r: _other_member(n, d, r, names))
 
 
-def _other_member(name: str, data: bytes, res: FileResult) -> None:
+def _other_member(name: str, data: bytes, res: FileResult, names: list[str] | None = None
+                  ) -> None:
     """Zip members that are neither pickles nor ``.npy``: a Keras ``config.json`` (at the
-    root), HDF5 files."""
+    root), HDF5 files, a TorchServe manifest; any other member that a walk recognises (an
+    archive, code, a checkpoint) is examined as a loose file."""
+    from .torchserve import MANIFEST
+
     if name == "config.json" and res.kind == "keras":
         if len(data) > MAX_JSON_BYTES:
             res.add(ERROR, "config.json too large: not examined", name)
@@ -284,6 +334,16 @@ def _other_member(name: str, data: bytes, res: FileResult) -> None:
         from .hdf5 import examine_hdf5
 
         examine_hdf5(io.BytesIO(data), res, name, len(data))
+    elif name == MANIFEST:
+        from .torchserve import examine_manifest
+
+        examine_manifest(data, names or [], res)
+    elif res.kind == "torchscript" and "/code/" in name:
+        return  # TorchScript source: compiled by torch.jit, never imported as Python
+    else:
+        from .archives import examine_bytes_member
+
+        examine_bytes_member(data, name, res, examine_loose, quiet_unknown=True)
 
 
 def _scan_compressed(source: Source, head: bytes, res: FileResult) -> bool:
