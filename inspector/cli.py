@@ -285,10 +285,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _usage_error("a verb is required (inspector --help lists them)")
         return EXIT_ERROR
     args = _parser(args_list).parse_args(args_list)
-    from inspector.adapters.redaction import redact
+    if any("://" in arg for arg in args_list):  # redact() changes nothing else
+        from inspector.adapters.redaction import redact
 
-    for arg in args_list:  # each URL's secrets are known before anything can print them
-        redact(arg)
+        for arg in args_list:  # each URL's secrets are known before anything can print them
+            redact(arg)
     args.style = terminal_style(args.raw_numbers, args.verbose, args.color)
     try:
         return args._run(args)
