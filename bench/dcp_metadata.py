@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import rows
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
@@ -153,6 +155,7 @@ def measure(label: str, cmd: list[str], runs: int) -> dict:
         "way": label,
         "inside_ms": statistics.median(inner) * 1000 if inner else None,
         "cpu_ms": statistics.median(cpu) * 1000 if cpu else None,
+        "cpu_min_s": min(cpu) if cpu else None,
         "process_ms": statistics.median(walls) * 1000,
         "facts": facts,
     }
@@ -164,25 +167,42 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--tensors", type=int, default=1000)
     ap.add_argument("--ranks", type=int, default=100)
+    ap.add_argument("--json", help="write the result rows (bench/rows.py schema) here")
     a = ap.parse_args(argv)
     py = sys.executable
+    json_rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         big = os.path.join(tmp, "chunks")
-        run([a.torch_python, "-c", WRITE, big, str(a.tensors), str(a.ranks)])
-        cases = {"fsdp2 (fixture)": str(REPO / "fixtures" / "dcp" / "fsdp2"),
-                 f"{a.tensors * a.ranks:,} chunks": big}
+        cases = {"fsdp2 (fixture)": str(REPO / "fixtures" / "dcp" / "fsdp2")}
+        if rows.python_ok(a.torch_python):
+            run([a.torch_python, "-c", WRITE, big, str(a.tensors), str(a.ranks)])
+            cases[f"{a.tensors * a.ranks:,} chunks"] = big
         print("| checkpoint | .metadata | way | inside: wall (ms) | inside: CPU (ms) | "
               "whole process (ms) | tensors chunks |")
         print("| --- | --- | --- | ---: | ---: | ---: | --- |")
         for label, path in cases.items():
             size = os.path.getsize(os.path.join(path, ".metadata"))
+            have_torch = rows.python_ok(a.torch_python)
             results = [
                 measure("inspector", [py, "-c", INSPECTOR_WAY, path], a.runs),
                 measure("inspector show", [py, "-m", "inspector", "show", "--format", "json",
                                            path], a.runs),
-                measure("torch read_metadata", [a.torch_python, "-c", TORCH_WAY, path], a.runs),
+                measure("torch read_metadata", [a.torch_python, "-c", TORCH_WAY, path], a.runs)
+                if have_torch else None,
                 measure("floor (pickle + rows)", [py, "-c", FLOOR_WAY, path], a.runs),
             ]
+            json_rows.append(rows.faster_than_producer(
+                "formats", f"DCP .metadata, {label}: registry.load vs torch read_metadata",
+                results[0]["cpu_min_s"], results[2]["cpu_min_s"] if have_torch else None, 5,
+                "CPU time inside the process, min of runs", floor=results[3]["cpu_min_s"]))
+            if not have_torch:
+                print(f"| {label} | {size:,} B | torch read_metadata | {rows.NA} | | | |")
+                results = [r for r in results if r is not None]
+                for r in results:
+                    inside = f"{r['inside_ms']:.1f}" if r["inside_ms"] is not None else "-"
+                    print(f"| {label} | {size:,} B | {r['way']} | {inside} | | "
+                          f"{r['process_ms']:.0f} | {r['facts']} |")
+                continue
             for r in results:
                 inside = f"{r['inside_ms']:.1f}" if r["inside_ms"] is not None else "-"
                 cpu = f"{r['cpu_ms']:.1f}" if r["cpu_ms"] is not None else "-"
@@ -194,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {label} | | CPU ratios | inspector/floor {ours / floor:.2f}x | "
                   f"torch/inspector {torch / ours:.2f}x | whole process: torch/inspector show "
                   f"{whole:.1f}x | |")
+    rows.write(a.json, json_rows)
     return 0
 
 
