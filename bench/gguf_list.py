@@ -201,6 +201,7 @@ def main() -> None:
     p.add_argument("--keep", help="write the files here and keep them (reused when present)")
     p.add_argument("--http", action="store_true", help="also count HTTP range requests")
     p.add_argument("--json", help="write the result rows (bench/rows.py schema) here")
+    p.add_argument("--quick", action="store_true", help="the --many file only")
     a = p.parse_args()
     name = f"GGUF {a.many:,} tensors: show --format json vs floor + json.dumps"
     if not rows.python_ok(a.producer):
@@ -211,6 +212,8 @@ def main() -> None:
     os.makedirs(out, exist_ok=True)
     files = {"llama-3.2-1B-shaped (Q8_0, 128k vocab)": ("llama", os.path.join(out, "llama.gguf")),
              f"{a.many:,} tensors": ("many", os.path.join(out, f"many{a.many}.gguf"))}
+    if a.quick:
+        del files["llama-3.2-1B-shaped (Q8_0, 128k vocab)"]
     try:
         rows_ = []
         for case, (kind, path) in files.items():
