@@ -126,7 +126,7 @@ def format_rows(py: str, producers: Path, runs: int) -> tuple[list[dict], list[s
         ("onnx_list.py", ["--producer", venv("onnx"), "--python", py, "--runs", str(runs)]),
         ("tf_list.py", ["--producer", venv("tf"), "--runs", str(runs)]),
         ("deepspeed_list.py", ["--ds-python", venv("ds-hf"), "--runs", str(runs), "--quick"]),
-        ("megatron_list.py", ["--torch-python", venv("torch"), "--runs", str(runs)]),
+        ("megatron_list.py", ["--producer", venv("megatron"), "--runs", str(runs)]),
     ]
     out: list[dict] = []
     printed: list[str] = []
