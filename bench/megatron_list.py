@@ -55,16 +55,16 @@ if kind == "dist":
 best = float("inf")
 for _ in range(runs):
     t0 = time.process_time()
+    it = open(os.path.join(path, "latest_checkpointed_iteration.txt")).read().strip()
+    iteration = os.path.join(path, f"iter_{int(it):07d}")
     if kind == "legacy":
-        it = open(os.path.join(path, "latest_checkpointed_iteration.txt")).read().strip()
-        files = sorted(glob.glob(os.path.join(path, f"iter_{int(it):07d}", "mp_rank_*",
-                                              "model_optim_rng.pt")))
+        files = sorted(glob.glob(os.path.join(iteration, "mp_rank_*", "model_optim_rng.pt")))
         n = 0
         for f in files:
             sd = torch.load(f, map_location="cpu", weights_only=False)
             n += len(sd["model"])
     else:
-        n = len(dist_checkpointing.load_tensors_metadata(path))
+        n = len(dist_checkpointing.load_tensors_metadata(iteration))
     best = min(best, time.process_time() - t0)
 print(best, n)
 """
