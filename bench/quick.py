@@ -12,6 +12,9 @@ Rows (``bench/rows.py`` schema), in order:
   ``--json``; its own table is printed too.
 * values: ``bench/values_pass.py`` run as a subprocess; its output lines are printed and kept.
 
+``--sections startup,formats,values`` measures only those; the other rows are kept from the
+existing results file, each with the date and commit that measured it (``measured``).
+
 The results go to ``--results`` (default ``bench/out/results.json``)::
 
     {"date": "2026-11-27T15:00:00Z", "commit": "abc1234", "machine": "...",
@@ -178,7 +181,7 @@ def report(result: dict) -> list[str]:
     for section, title in (("startup", "Startup and the common path"),
                            ("formats", "Formats against their producers"),
                            ("values", "Value passes")):
-        got = [r for r in result["rows"] if r["section"] == section]
+        got = [_dated(r, result) for r in result["rows"] if r["section"] == section]
         if got:
             out += [f"#### {title}", "", *rows.markdown(got), ""]
     vp = result.get("values_pass")
@@ -186,6 +189,15 @@ def report(result: dict) -> list[str]:
         out += ["#### Value passes (`bench/values_pass.py`)", "",
                 f"`python bench/{vp['command']}`", "", *vp["lines"], ""]
     return out
+
+
+def _dated(row: dict, result: dict) -> dict:
+    """``row``, its note naming the run that measured it when that is not ``result``'s."""
+    m = row.get("measured")
+    if not m or (m.get("date"), m.get("commit")) == (result["date"], result["commit"]):
+        return row
+    note = f"measured {m.get('date')} at {m.get('commit')}"
+    return {**row, "note": f"{row['note']}; {note}" if row.get("note") else note}
 
 
 def render_docs(results: Path, docs: Path) -> None:
@@ -201,19 +213,41 @@ def render_docs(results: Path, docs: Path) -> None:
     docs.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
 
 
+SECTIONS = ("startup", "formats", "values")
+
+
 def main(inspector: str, py: str, frameworks: Path, mxnet: Path | None, machine: str,
-         results: Path, producers: Path, runs: int, values_mib: int) -> int:
+         results: Path, producers: Path, runs: int, values_mib: int,
+         sections: tuple[str, ...] = SECTIONS) -> int:
+    """Measure ``sections``; rows of the other sections are kept from an existing
+    ``results`` file (each row keeps the date and commit of the run that measured it)."""
     started = time.time()
     load_start = list(os.getloadavg())
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    work = Path(tempfile.mkdtemp(prefix="inspector-quick-"))
-    try:
-        found = startup_rows(inspector, py, frameworks, mxnet, runs, 50_000, 4.0, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    more, printed = format_rows(py, producers, runs)
-    found += more
-    values = values_lines(py, str(frameworks), runs, values_mib)  # torch + safetensors
+    found: list[dict] = []
+    printed: list[str] = []
+    values = None
+    if "startup" in sections:
+        work = Path(tempfile.mkdtemp(prefix="inspector-quick-"))
+        try:
+            found += startup_rows(inspector, py, frameworks, mxnet, runs, 50_000, 4.0, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    if "formats" in sections:
+        more, printed = format_rows(py, producers, runs)
+        found += more
+    if "values" in sections:
+        values = values_lines(py, str(frameworks), runs, values_mib)  # torch + safetensors
+    for row in found:
+        row.setdefault("measured", {"date": date, "commit": commit()})
+    if set(sections) != set(SECTIONS) and results.exists():
+        old = json.loads(results.read_text())
+        kept = [r for r in old.get("rows", []) if r["section"] not in sections]
+        for row in kept:
+            row.setdefault("measured", {"date": old.get("date"), "commit": old.get("commit")})
+        found = [r for s in SECTIONS for r in kept + found if r["section"] == s]
+        if values is None:
+            values = old.get("values_pass")
     result = {"date": date, "commit": commit(), "machine": machine,
               "load_average": {"start": load_start, "end": list(os.getloadavg())},
               "minutes": (time.time() - started) / 60, "rows": found, "values_pass": values}

@@ -501,7 +501,8 @@ def run_quick(a: argparse.Namespace) -> int:
     mxnet = ensure_venv(a.venvs, "mxnet", VENVS["mxnet"])
     return quick.main(inspector, str(venv_python(a.venvs, "inspector")), frameworks, mxnet,
                       machine(), a.results, a.producers, a.runs,
-                      a.values_mib if a.values_mib != 1024 else 256)
+                      a.values_mib if a.values_mib != 1024 else 256,
+                      tuple(x for x in a.sections.split(",") if x))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -519,6 +520,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="--quick: the producers' venvs (torch, gguf, onnx, tf, ds-hf)")
     p.add_argument("--results", type=Path, default=HERE / "out" / "results.json",
                    help="--quick: the results file (JSON)")
+    p.add_argument("--sections", default="startup,formats,values",
+                   help="--quick: the sections to measure (the others kept from --results)")
     p.add_argument("--render", type=Path, help="a results file: print its tables (no run)")
     p.add_argument("--docs", type=Path, help="with --render: rewrite this page's bench tables")
     p.add_argument("--venvs", type=Path, default=HERE / ".venvs", help="where the venvs live")
