@@ -155,7 +155,7 @@ def format_rows(py: str, producers: Path, runs: int) -> tuple[list[dict], list[s
 
 def values_lines(py: str, torch_python: str, runs: int, mib: int) -> dict:
     script = HERE / "values_pass.py"
-    cmd = [py, str(script), "--repeat", str(max(3, runs)), "--mib", str(mib),
+    cmd = [py, str(script), "--repeat", "3", "--mib", str(mib),
            "--torch-python", torch_python]
     if not script.exists():
         return {"command": " ".join(cmd), "lines": ["bench/values_pass.py: not in this tree"]}

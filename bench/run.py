@@ -501,7 +501,7 @@ def run_quick(a: argparse.Namespace) -> int:
     mxnet = ensure_venv(a.venvs, "mxnet", VENVS["mxnet"])
     return quick.main(inspector, str(venv_python(a.venvs, "inspector")), frameworks, mxnet,
                       machine(), a.results, a.producers, a.runs,
-                      a.values_mib if a.values_mib != 1024 else 256,
+                      a.values_mib if a.values_mib != 1024 else 128,
                       tuple(x for x in a.sections.split(",") if x))
 
 
