@@ -78,24 +78,30 @@ def startup_rows(inspector: str, py: str, frameworks: Path, mxnet: Path | None, 
     d = work / "st-big"
     log(f"writing a {gib:g} GiB safetensors file")
     made = make(frameworks, "safetensors", d, "--gb", str(gib))
-    ours = rows.min_wall([inspector, "show", "--format", "json", made["path"]], runs)
-    floor = rows.min_wall([py, ways, "floor-safetensors-json", made["path"]], runs)
+    show = [inspector, "show", "--format", "json", made["path"]]
+    floor_cmd = [py, ways, "floor-safetensors-json", made["path"]]
+    ours = rows.min_wall(show, runs)
+    floor = rows.min_wall(floor_cmd, runs)
     out.append(rows.at_most_floor(
         "startup", f"show --format json, {gib:g} GiB safetensors (header only)", ours, floor, 2,
-        floor_note))
+        f"{floor_note}; {rows.cpu_ratio(show, floor_cmd)}"))
     shutil.rmtree(d)
 
     d = work / "st-many"
     log(f"writing a {many:,}-tensor safetensors file")
     made = make(frameworks, "safetensors", d, "--many", str(many))
-    floor = rows.min_wall([py, ways, "floor-safetensors-json", made["path"]], runs)
-    ours = rows.min_wall([inspector, "show", "--format", "json", made["path"]], runs)
+    floor_cmd = [py, ways, "floor-safetensors-json", made["path"]]
+    show = [inspector, "show", "--format", "json", made["path"]]
+    table = [inspector, "show", made["path"]]
+    floor = rows.min_wall(floor_cmd, runs)
+    ours = rows.min_wall(show, runs)
     out.append(rows.at_most_floor(
         "startup", f"show --format json, {many:,} tensors (safetensors)", ours, floor, 2,
-        floor_note))
-    ours = rows.min_wall([inspector, "show", made["path"]], runs)
+        f"{floor_note}; {rows.cpu_ratio(show, floor_cmd)}"))
+    ours = rows.min_wall(table, runs)
     out.append(rows.at_most_floor(
-        "startup", f"show (table), {many:,} tensors (safetensors)", ours, floor, 2, floor_note))
+        "startup", f"show (table), {many:,} tensors (safetensors)", ours, floor, 2,
+        f"{floor_note}; {rows.cpu_ratio(table, floor_cmd)}"))
     shutil.rmtree(d)
 
     name = f"show --format json, {gib:g} GiB MXNet .params"
@@ -106,15 +112,18 @@ def startup_rows(inspector: str, py: str, frameworks: Path, mxnet: Path | None, 
         d = work / "mx-big"
         log(f"writing a {gib:g} GiB MXNet file")
         made = make(mxnet, "mxnet", d, "--gb", str(gib))
-        ours = rows.min_wall([inspector, "show", "--format", "json", made["path"]], runs)
+        show = [inspector, "show", "--format", "json", made["path"]]
+        ours = rows.min_wall(show, runs)
         out.append(rows.at_most_seconds(
             "startup", name, ours, pass_s, 0.035,
-            f"whole processes, least of {runs} runs; python -c pass {pass_s * 1000:.1f} ms"))
+            f"whole processes, least of {runs} runs; python -c pass {pass_s * 1000:.1f} ms; "
+            f"{rows.cpu_ratio(show, [py, '-c', 'pass'])} against python -c pass"))
         shutil.rmtree(d)
 
     out.append(rows.at_most_floor(
         "startup", "inspector --version", version, pass_s, 1.49,
-        f"whole processes, least of {max(runs, 10)} runs; floor: python -c pass"))
+        f"whole processes, least of {max(runs, 10)} runs; floor: python -c pass; "
+        f"{rows.cpu_ratio([inspector, '--version'], [py, '-c', 'pass'])}"))
     return out
 
 
@@ -168,7 +177,7 @@ def values_lines(py: str, torch_python: str, runs: int, mib: int) -> dict:
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0:
         lines.append(f"bench/values_pass.py failed: {proc.stderr.strip()[-600:]}")
-    return {"command": " ".join(cmd[1:]), "lines": lines}
+    return {"command": " ".join(["bench/values_pass.py", *cmd[2:]]), "lines": lines}
 
 
 def report(result: dict) -> list[str]:
@@ -187,7 +196,7 @@ def report(result: dict) -> list[str]:
     vp = result.get("values_pass")
     if vp:
         out += ["#### Value passes (`bench/values_pass.py`)", "",
-                f"`python bench/{vp['command']}`", "", *vp["lines"], ""]
+                f"`python {vp['command']}`", "", *vp["lines"], ""]
     return out
 
 

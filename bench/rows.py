@@ -99,20 +99,46 @@ def markdown(rows: list[dict]) -> list[str]:
     return out
 
 
+CPU_SEEN: dict[str, float] = {}  # " ".join(argv) -> least CPU time, by min_wall
+
+
 def min_wall(argv: list[str], runs: int, env: dict | None = None) -> float:
     """The least wall time of ``runs`` whole processes of ``argv`` (after one warm-up run),
-    stdout discarded; raises on a non-zero exit."""
-    best = float("inf")
+    stdout discarded; raises on a non-zero exit. The least CPU time (user + system of the
+    child, less sensitive to other load) goes to :data:`CPU_SEEN`."""
+    best = cpu = float("inf")
     for i in range(runs + 1):
         t0 = time.perf_counter()
-        proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              env=env)
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                env=env)
+        _, err = proc.communicate()
         t = time.perf_counter() - t0
+        usage = _child_cpu()
         if proc.returncode != 0:
-            raise RuntimeError(f"{argv[:3]} exited {proc.returncode}: {proc.stderr[-500:]!r}")
+            raise RuntimeError(f"{argv[:3]} exited {proc.returncode}: {err[-500:]!r}")
         if i:
-            best = min(best, t)
+            best, cpu = min(best, t), min(cpu, usage)
+    CPU_SEEN[" ".join(argv)] = cpu
     return best
+
+
+_last_cpu = [0.0]
+
+
+def _child_cpu() -> float:
+    """CPU seconds of the children reaped since the last call."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = ru.ru_utime + ru.ru_stime
+    used, _last_cpu[0] = total - _last_cpu[0], total
+    return used
+
+
+def cpu_ratio(ours: list[str], floor: list[str]) -> str:
+    """"CPU ratio X" of two commands min_wall ran, for a row's note."""
+    a, b = CPU_SEEN.get(" ".join(ours)), CPU_SEEN.get(" ".join(floor))
+    return f"CPU ratio {a / b:.2f}x ({a * 1000:.0f} / {b * 1000:.0f} ms)" if a and b else ""
 
 
 def min_inner(argv: list[str], runs: int, env: dict | None = None) -> tuple[float, list[str]]:

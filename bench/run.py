@@ -500,7 +500,7 @@ def run_quick(a: argparse.Namespace) -> int:
         raise SystemExit("the frameworks venv (torch, safetensors, h5py) is required")
     mxnet = ensure_venv(a.venvs, "mxnet", VENVS["mxnet"])
     return quick.main(inspector, str(venv_python(a.venvs, "inspector")), frameworks, mxnet,
-                      machine(), a.results, a.producers, a.runs,
+                      machine().split(", load average")[0], a.results, a.producers, a.runs,
                       a.values_mib if a.values_mib != 1024 else 128,
                       tuple(x for x in a.sections.split(",") if x))
 
