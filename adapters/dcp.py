@@ -250,6 +250,7 @@ class Metadata:
         self.version: str | None = None
         self.save_id: str | None = None
         self.files: list[str] = []
+        self.ends: dict[str, tuple[int, str]] | None = None  # file -> (end, fqn): _files_and_ends
         self.globals: list[tuple[str, dict[str, GlobalRef]]] = []  # (where, globals)
 
 
@@ -370,8 +371,29 @@ def read_metadata(directory: Source, names: list[str]) -> Metadata:
             _merge(md, obj)
         except FormatError as e:
             raise _refusal(globals_, e.message, source.where) from None
-    md.files = sorted({c.file for it in md.items.values() for c in it.chunks if c.file})
+    _files_and_ends(md)
     return md
+
+
+def _files_and_ends(md: Metadata) -> None:
+    """``md.files`` (every file a chunk is in) and ``md.ends`` (where each file's last chunk
+    ends, and whose it is), in one pass over the chunks."""
+    ends: dict[str, tuple[int, str]] = {}
+    get = ends.get
+    for it in md.items.values():
+        fqn = it.fqn
+        for c in it.chunks:
+            name = c.file
+            if name is None:
+                continue
+            end = c.offset + c.length
+            if end > get(name, _NO_END)[0]:
+                ends[name] = (end, fqn)
+    md.ends = ends
+    md.files = sorted(ends)
+
+
+_NO_END = (-1, "")
 
 
 def _merge(md: Metadata, obj: Any) -> None:
@@ -476,33 +498,34 @@ def _checked_chunks(fqn: str, chunks: list[Any], shape: tuple[int, ...]) -> list
 
 
 def _storage(data: Any, items: dict[str, Item]) -> None:
-    """Each chunk's file and byte range from ``storage_data``."""
+    """Each chunk's file and byte range from ``storage_data``: the rows indexed by their key
+    (fqn, offsets), each chunk looks its own up (a key no item names is nothing of the state
+    dict; a key given twice, the last row, as a dict would keep it)."""
     if not isinstance(data, dict):
         raise FormatError(f"storage_data is {type(data).__name__}, not a dict of file ranges")
-    by_key: dict[tuple[str, Any], list[Chunk]] = {}
-    for it in items.values():
-        for c in it.chunks:
-            by_key.setdefault((it.fqn, c.offsets if it.dtype else None), []).append(c)
     rows = _bulk_storage(data)
     if rows is None:
         rows = [_storage_row(key, info) for key, info in data.items()]
-    checked: set[str] = set()
     try:
-        for fqn, offset, path, off, length, transforms in rows:
-            same = by_key.get((fqn, offset))
-            if same is None:
-                continue  # a key no item names: nothing of the state dict is there
+        index = {(r[0], r[1]): r for r in rows}
+    except TypeError:  # an unhashable offset
+        raise FormatError("storage_data holds a key whose offset is not a tuple") from None
+    get = index.get
+    checked: set[str] = set()
+    for it in items.values():
+        fqn, tensor = it.fqn, it.dtype is not None
+        for chunk in it.chunks:  # repeated chunks (hostile) share their key's row
+            row = get((fqn, chunk.offsets if tensor else None))
+            if row is None:
+                continue
+            _, _, path, chunk.offset, chunk.length, transforms = row
             if path not in checked:
                 check_relative(path, f"storage_data of {fqn!r}")
                 checked.add(path)
+            chunk.file = path
             if transforms:
-                transforms = tuple(str(t) for t in transforms) if isinstance(
+                chunk.transforms = tuple(str(t) for t in transforms) if isinstance(
                     transforms, (list, tuple)) else (str(transforms),)
-            for chunk in same:  # one key per chunk; repeated chunks (hostile) share it
-                chunk.file, chunk.offset, chunk.length = path, off, length
-                chunk.transforms = transforms or ()
-    except TypeError:  # an unhashable offset
-        raise FormatError("storage_data holds a key whose offset is not a tuple") from None
     missing = [(it.fqn, c.offsets) for it in items.values() for c in it.chunks if c.file is None]
     if missing:
         fqn, offsets = missing[0]
@@ -678,7 +701,7 @@ def read_safetensors_shards(directory: Source, names: list[str]) -> tuple[Metada
         if any(len(c.sizes) != ndim for c in it.chunks):
             raise FormatError(f"{it.fqn!r}: chunks of different ranks", directory.where)
         it.shape = tuple(max(c.offsets[d] + c.sizes[d] for c in it.chunks) for d in range(ndim))
-    md.files = sorted({c.file for it in md.items.values() for c in it.chunks if c.file})
+    _files_and_ends(md)
     return md, shards
 
 
@@ -821,16 +844,9 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
 def _check_files(directory: Source, md: Metadata, files: dict[str, Source]) -> None:
     """Every chunk inside a file of the directory: a missing file or a range past its end is
     one clear error, at listing time (a stat per file)."""
-    ends: dict[str, tuple[int, str]] = {}
-    for it in md.items.values():
-        by_file: dict[str | None, list[Chunk]] = {}
-        for c in it.chunks:
-            by_file.setdefault(c.file, []).append(c)
-        for name, chunks in by_file.items():
-            end = max(map(add, map(_OFFSET, chunks), map(_LENGTH, chunks)))
-            if name is not None and end > ends.get(name, (-1, ""))[0]:
-                ends[name] = (end, it.fqn)
-    for name, (end, fqn) in ends.items():
+    if md.ends is None:
+        _files_and_ends(md)
+    for name, (end, fqn) in md.ends.items():
         try:
             src = files.setdefault(name, directory.child(name))
             ok = src.is_file()

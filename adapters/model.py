@@ -443,11 +443,14 @@ class Checkpoint:
             by_role[t.role] += t.numel
         out = {TOTALS_KEY[r]: n for r, n in by_role.items()}
         out["all"] = sum(by_role.values())
-        from .quantized import summary  # an HF quantized checkpoint: the model's own count
+        from .quant_config import is_quantized
 
-        n = summary(self, self.unique()).get("model_parameters")
-        if n is not None:
-            out["model_parameters"] = n
+        if is_quantized(self):  # an HF quantized checkpoint: the model's own count
+            from .quantized import summary
+
+            n = summary(self, self.unique()).get("model_parameters")
+            if n is not None:
+                out["model_parameters"] = n
         return out
 
     @property

@@ -48,9 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .dtypes import BITS
-from .errors import InspectorError
-from .side_files import HF_CONFIG
-from .source import LocalSource
+from .quant_config import hf_config  # importable from here as before
 
 # what a malformed quantization_config raises while its layouts are worked out
 OPTION_ERRORS = (ArithmeticError, KeyError, TypeError, ValueError, IndexError, re.error)
@@ -545,26 +543,6 @@ def _module_of(name: str, modules: Mapping[str, Any]) -> str | None:
         if m in modules:
             return m
     return None
-
-
-def hf_config(ckpt: Any) -> Mapping[str, Any] | None:
-    """The config.json of a quantized HF checkpoint: the one an HF directory read as its
-    hyperparameters, else (a lone local safetensors file) the one beside it; None without one.
-    A sibling config.json that cannot be read is no quantization config."""
-    cfg = ckpt.hyperparameters.get("config")
-    if isinstance(cfg, dict) and "quantization_config" in cfg:
-        return cfg
-    src = ckpt.source
-    # local files only: a listing of a remote file spends no request on a guess
-    if not isinstance(src, LocalSource) or not str(ckpt.format).startswith("safetensors") \
-            or len(ckpt.paths) != 1:
-        return None
-
-    try:  # the side config the registry attached (side_files.beside), read now
-        side = None if ckpt.side_configs is None else ckpt.side_configs.get(HF_CONFIG)
-    except (InspectorError, OSError, ValueError):
-        return None
-    return side if isinstance(side, dict) else None
 
 
 def summary(ckpt: Any, unique: Iterable[Any]) -> dict[str, Any]:

@@ -73,7 +73,41 @@ SIGNATURES = (
     (b"\x89HDF\r\n\x1a\n", "inspector.adapters.keras"),  # H5F_SIGNATURE at offset 0
     (b"\x93NUMPY", "inspector.adapters.numpy_npy"),  # the .npy magic
     (b"GGUF", "inspector.adapters.gguf"),  # GGUF's magic (llama.cpp)
+    # kMXAPINDArrayListMagic (0x112) and the reserved 0, as little-endian uint64s
+    (b"\x12\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+     "inspector.adapters.mxnet"),
 )
+_ZIP = b"PK\x03\x04"
+
+
+def _never(head: bytes, name: str) -> bool:
+    return False
+
+
+# A regular file is offered to these built-ins only when its head (and name) passes the test:
+# each is a necessary condition of the module's own sniff claiming a file (the sniffs claim
+# directories by their contents; a directory is offered to every built-in). A file that fails
+# is not offered, so listing it does not import the readers of formats it cannot be.
+# tests/test_registry.py checks each test against its sniff on every real file.
+FILE_GATES: dict[str, Callable[[bytes, str], bool]] = {
+    "inspector.adapters.sockeye": _never,
+    "inspector.adapters.ctranslate2": lambda h, n: 1 <= int.from_bytes(h[:4], "little") <= 64,
+    "inspector.adapters.hf_dir": _never,
+    "inspector.adapters.rau_dir": _never,
+    "inspector.adapters.joeynmt_dir": lambda h, n: h.startswith(_ZIP) and n.endswith(".ckpt"),
+    "inspector.adapters.onmt_tf_dir": _never,
+    "inspector.adapters.keras_sharded": lambda h, n: n.endswith(".json"),
+    "inspector.adapters.megatron": _never,
+    # the metadata pickle (protocol 2+), or a .distcp torch zip
+    "inspector.adapters.dcp": lambda h, n: h[:1] == b"\x80" or h.startswith(_ZIP),
+    "inspector.adapters.deepspeed": lambda h, n: h.startswith(_ZIP),
+    "inspector.adapters.orbax": _never,
+    "inspector.adapters.safetensors": lambda h, n: h[8:9] == b"{" or n.endswith(".json"),
+    "inspector.adapters.gguf": lambda h, n: h.startswith(b"GGUF"),
+    "inspector.adapters.onnx": lambda h, n: h[:1] == b"\x08",
+    "inspector.adapters.mxnet": lambda h, n: len(h) >= 16,
+    "inspector.adapters.directory": _never,
+}
 
 
 
@@ -125,16 +159,26 @@ def _builtin_adapter(module: str) -> Adapter:
     return adapter
 
 
-def _builtins(head: bytes = b"") -> Iterator[Adapter]:
+def _builtins(head: bytes = b"", name: str | None = None) -> Iterator[Adapter]:
     """The built-in adapters in order, each module imported only when reached: detection stops
     at the first match, so a safetensors file never imports the Keras or NumPy readers. A
-    ``head`` starting with one of :data:`SIGNATURES` has its adapter first."""
+    ``head`` starting with one of :data:`SIGNATURES` has its adapter first. With the ``name``
+    of a regular file, the modules whose :data:`FILE_GATES` test it fails are left out."""
     first = next((m for magic, m in SIGNATURES if head.startswith(magic)), None)
     if first is not None:
         yield _builtin_adapter(first)
     for module in BUILTIN_MODULES:
-        if module != first:
+        if module == first:
+            continue
+        gate = FILE_GATES.get(module) if name is not None else None
+        if gate is None or gate(head, name):
             yield _builtin_adapter(module)
+
+
+def _file_name(source: Source, head: bytes) -> str | None:
+    """The name the file gates see: a non-empty head is a regular file's (a directory's head
+    is b"")."""
+    return source.name if head else None
 
 
 def formats() -> list[Adapter]:
@@ -193,7 +237,7 @@ def detect(path: str | Path | Source, format: str | None = None) -> tuple[Adapte
     if format is None:
         # Built-ins first, as in formats(); plugins (entry points: importlib.metadata costs
         # tens of ms) are looked up only when no built-in format matches.
-        for adapter in _builtins(head):
+        for adapter in _builtins(head, _file_name(source, head)):
             variant = adapter.sniff(head, source)
             if variant is not None:
                 return adapter, variant
@@ -239,7 +283,7 @@ def claim(source: Source) -> tuple[Adapter, str] | None:
         head = source.head(SNIFF_BYTES)
         if not head or head.startswith(GIT_LFS_POINTER):
             return None
-        for adapter in _builtins(head):
+        for adapter in _builtins(head, _file_name(source, head)):
             variant = adapter.sniff(head, source)
             if variant is not None:
                 return adapter, variant

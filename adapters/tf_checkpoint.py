@@ -22,6 +22,7 @@ Metadata only: the index is read, the data shards are never opened to list.
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 
@@ -105,11 +106,12 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     prefix = index.name[: -len(".index")] if index.name.endswith(".index") else index.name
     tensors = []
     sliced: list[str] = []
+    where, prefix = index.where, inside + prefix
     for key, value in entries.items():
         if key[:1] == b"\0":
             continue  # a slice of a partitioned variable, under its encoded key
         stored = key.decode("utf-8", "backslashreplace")
-        entry = _entry(stored, value, index.where, shards, inside + prefix)
+        entry = _entry(stored, value, where, shards, prefix)
         if entry.extra.get("partitioned"):
             sliced.append(stored)
         tensors.append(entry)
@@ -207,9 +209,15 @@ def _block(data: bytes, off: int, n: int, limit: int, where: str):
         raise FormatError(f"block at {off}: {restarts} restart points cannot fit", where)
     pos, key = 0, b""
     while pos < end:
-        shared, pos = varint(block, pos, end, where)
-        fresh, pos = varint(block, pos, end, where)
-        length, pos = varint(block, pos, end, where)
+        # three varints; one byte each in an index's blocks (the slow path for longer ones)
+        if pos + 3 <= end and block[pos] < 0x80 and block[pos + 1] < 0x80 \
+                and block[pos + 2] < 0x80:
+            shared, fresh, length = block[pos], block[pos + 1], block[pos + 2]
+            pos += 3
+        else:
+            shared, pos = varint(block, pos, end, where)
+            fresh, pos = varint(block, pos, end, where)
+            length, pos = varint(block, pos, end, where)
         if shared > len(key) or pos + fresh + length > end:
             raise FormatError(f"block at {off}: entry at {pos} runs past the block", where)
         key = key[:shared] + block[pos : pos + fresh]
@@ -236,11 +244,95 @@ def _header(value: bytes, where: str) -> tuple[int, bool, int | None]:
     return shards, big, version
 
 
+def _uvarint(buf: bytes, i: int, end: int) -> tuple[int, int]:
+    """A varint of at most 10 bytes inside ``buf[i:end]``; (-1, end) when it is not one."""
+    value = shift = 0
+    for j in range(i, min(end, i + 10)):
+        b = buf[j]
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value & 0xFFFF_FFFF_FFFF_FFFF, j + 1
+        shift += 7
+    return -1, end
+
+
+def _plain_entry(value: bytes) -> tuple[int, list[int], int, int, int] | None:
+    """(dtype, dims, shard, offset, size) of a BundleEntryProto made of the fields a tensor
+    bundle writer sets (dtype, a shape of sized dims, shard, offset, size, crc32c), each once, in
+    field order, with in-range values; None for anything else, which :func:`_entry`'s checked
+    walk reads (and explains). One pass, no generator: the listing's hot loop."""
+    n = len(value)
+    dtype = shard = offset = size = 0
+    dims: list[int] = []
+    i = last = 0
+    while i < n:
+        tag = value[i]
+        number = tag >> 3
+        if number <= last or tag >= 0x80:
+            return None
+        last = number
+        i += 1
+        if tag == 0x12:  # shape: TensorShapeProto, dims only
+            if i < n and value[i] < 0x80:
+                ln, i = value[i], i + 1
+            else:
+                ln, i = _uvarint(value, i, n)
+            end = i + ln
+            if ln < 0 or end > n:
+                return None
+            while i < end:
+                if value[i] != 0x12 or i + 1 >= end:  # dim
+                    return None
+                if value[i + 1] < 0x80:
+                    dl, i = value[i + 1], i + 2
+                else:
+                    dl, i = _uvarint(value, i + 1, end)
+                dend = i + dl
+                if dl < 0 or dend > end or len(dims) >= MAX_DIMS:
+                    return None
+                d = 0
+                if i < dend:
+                    if value[i] != 0x08:  # a named dim, or another field: the checked walk
+                        return None
+                    if dend == i + 2 and value[i + 1] < 0x80:
+                        d, i = value[i + 1], dend
+                    else:
+                        d, i = _uvarint(value, i + 1, dend)
+                        if i != dend or d < 0 or d >= 1 << 63:
+                            return None
+                dims.append(d)
+            continue
+        if tag == 0x35:  # crc32c
+            i += 4
+            continue
+        if tag not in (0x08, 0x18, 0x20, 0x28) or i >= n:
+            return None
+        v = value[i]
+        if v < 0x80:
+            i += 1
+        else:
+            v, i = _uvarint(value, i, n)
+            if v < 0 or v >= 1 << 63:
+                return None
+        if tag == 0x08:
+            dtype = v
+        elif tag == 0x18:
+            shard = v
+        elif tag == 0x20:
+            offset = v
+        else:
+            size = v
+    return (dtype, dims, shard, offset, size) if i == n else None
+
+
 def _entry(stored: str, value: bytes, where: str, shards: int, prefix: str) -> TensorEntry:
     """A BundleEntryProto as a tensor."""
     dtype_code, dims, shard, offset, size, slices = 0, [], 0, 0, 0, 0
     unknown_rank = False
-    for number, wire, v in fields(value, where):
+    plain = _plain_entry(value)
+    if plain is not None:
+        dtype_code, dims, shard, offset, size = plain
+    for number, wire, v in () if plain is not None else fields(value, where):
         if number == 1 and wire == 0:
             dtype_code = v
         elif number == 2 and wire == 2:
@@ -284,7 +376,12 @@ def _entry(stored: str, value: bytes, where: str, shards: int, prefix: str) -> T
                               where)
     return TensorEntry(stored, name, shape, dtype, role, nbytes=size,
                        offset=offset if item is not None else None,
-                       file=f"{prefix}.data-{shard:05d}-of-{shards:05d}", extra=extra)
+                       file=_shard_file(prefix, shard, shards), extra=extra)
+
+
+@functools.lru_cache(maxsize=256)
+def _shard_file(prefix: str, shard: int, shards: int) -> str:
+    return f"{prefix}.data-{shard:05d}-of-{shards:05d}"
 
 
 def examine(source: Source, variant: str, result: object) -> None:

@@ -7,7 +7,7 @@ file of ``--many`` small tensors. Tensor data is not what is measured: the big f
 section is left sparse (the header, key/values and tensor infos are the writer's own bytes; the
 file is then extended to its full size with ``truncate``), so it costs no disk.
 
-Each way runs as a whole process (median of ``--runs`` after a warm-up, the ways alternating;
+Each way runs as a whole process (least of ``--runs`` after a warm-up, the ways alternating;
 peak RSS from ``wait4``) and prints its tensor count, which is checked:
 
 - ``inspector``: ``inspector show --format json FILE`` (the tool's venv);
@@ -29,11 +29,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+import rows
 
 WRITE = r"""
 import sys, numpy as np, gguf
@@ -167,7 +168,7 @@ def time_ways(path: str, producer: str, runs: int) -> dict[str, tuple[float, int
         for w, argv in argvs.items():
             wall, rss, _ = run_once(argv)
             got[w].append((wall, rss))
-    return {w: (statistics.median(t for t, _ in r), max(m for _, m in r), counts[w])
+    return {w: (min(t for t, _ in r), max(m for _, m in r), counts[w])
             for w, r in got.items()}
 
 
@@ -199,27 +200,43 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--keep", help="write the files here and keep them (reused when present)")
     p.add_argument("--http", action="store_true", help="also count HTTP range requests")
+    p.add_argument("--json", help="write the result rows (bench/rows.py schema) here")
+    p.add_argument("--quick", action="store_true", help="the --many file only")
     a = p.parse_args()
+    name = f"GGUF {a.many:,} tensors: show --format json vs floor + json.dumps"
+    if not rows.python_ok(a.producer):
+        print(f"{name}: {rows.NA}")
+        rows.write(a.json, [rows.missing("formats", name, "<= 2x floor")])
+        return
     out = a.keep or tempfile.mkdtemp(prefix="gguf_list.")
     os.makedirs(out, exist_ok=True)
     files = {"llama-3.2-1B-shaped (Q8_0, 128k vocab)": ("llama", os.path.join(out, "llama.gguf")),
              f"{a.many:,} tensors": ("many", os.path.join(out, f"many{a.many}.gguf"))}
+    if a.quick:
+        del files["llama-3.2-1B-shaped (Q8_0, 128k vocab)"]
     try:
-        rows = []
+        rows_ = []
         for case, (kind, path) in files.items():
             if not os.path.exists(path):
                 subprocess.run([a.producer, "-c", WRITE, kind, path, str(a.many)], check=True)
-            rows.append((case, os.path.getsize(path), time_ways(path, a.producer, a.runs)))
+            rows_.append((case, os.path.getsize(path), time_ways(path, a.producer, a.runs)))
         ways = ("inspector", "gguf-reader", "floor", "floor-json")
         print("| file | tensors | " + " | ".join(ways) + " | inspector / floor "
               "| gguf-reader / inspector |")
         print("|---|---|" + "---|" * (len(ways) + 2))
-        for case, size, res in rows:
+        for case, size, res in rows_:
             cells = [f"{res[w][0] * 1000:.0f} ms, {res[w][1] >> 20} MB" for w in ways]
             print(f"| {case}, {size / 2**30:.2f} GiB | {res['inspector'][2]:,} | "
                   + " | ".join(cells)
                   + f" | {res['inspector'][0] / res['floor'][0]:.2f}x"
                   f" | {res['gguf-reader'][0] / res['inspector'][0]:.1f}x |")
+        rows_by_case = {case: res for case, _, res in rows_}
+        many = rows_by_case[f"{a.many:,} tensors"]
+        rows.write(a.json, [rows.at_most_floor(
+            "formats", name, many["inspector"][0], many["floor-json"][0], 2,
+            "whole processes, min of runs; floor: struct parse + json.dumps of the rows "
+            f"({many['floor'][0] * 1000:.0f} ms without the dumps)",
+            producer=many["gguf-reader"][0])])
         if a.http:
             print("\n| file over HTTP | requests | bytes |\n|---|---|---|")
             for case, (n, sent) in http_counts({c: p for c, (_, p) in files.items()}).items():

@@ -4,7 +4,10 @@ One command from a clean clone (Python >= 3.10, stdlib only here)::
 
     python bench/run.py                # ~1 GiB and ~4 GiB files + 50,000-tensor files
     python bench/run.py --10gb         # also ~10 GiB files (needs ~25 GB free and ~12 GB RAM)
-    python bench/run.py --quick        # small files, 3 runs: checks the bench itself works
+    python bench/run.py --quick        # the headline table: startup, every format, value
+                                       # passes, each row ratio first (bench/quick.py)
+    python bench/run.py --render bench/out/results.json --docs docs/benchmark.md
+                                       # the docs tables regenerated from a results file
 
 It makes its own venvs under ``bench/.venvs`` (kept between runs): ``inspector`` (this repo,
 installed), ``frameworks`` (torch, safetensors, h5py, numpy: writes the files and runs the
@@ -17,7 +20,16 @@ from ``os.wait4``) and CPU time (user + system: less sensitive to other load tha
 If ``inspector diff --values`` exists, its peak RSS is measured on two torch zip files of the
 largest size up to 4 GiB. Results: a markdown report on stdout and in ``--out`` (+ ``.json``).
 The default run took 20 minutes on a 2-core machine shared with other jobs (plus ~1 minute to
-make the venvs the first time); ``--quick`` about 9.
+make the venvs the first time).
+
+``--quick`` is the headline table instead: the five startup rows (4 GiB safetensors JSON,
+50,000-tensor JSON and table, 4 GiB MXNet, ``--version``), one row per format against its
+producer's reader and a plain-Python floor (``dcp_metadata.py``, ``gguf_list.py``,
+``onnx_list.py``, ``tf_list.py``, ``deepspeed_list.py``, ``megatron_list.py``, each run as a
+subprocess with the producers' venvs under ``--producers``; a missing producer gives a row
+"n/a (producer not installed)") and the value-pass rows of ``values_pass.py`` as it prints them.
+It prints the rows ratio first with the date, commit and load average, and writes them to
+``bench/out/results.json`` (schema: ``bench/rows.py``).
 """
 
 from __future__ import annotations
@@ -477,6 +489,22 @@ def machine() -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def run_quick(a: argparse.Namespace) -> int:
+    """``--quick``: the headline table (bench/quick.py) with this bench's venvs."""
+    import quick
+
+    a.venvs.mkdir(parents=True, exist_ok=True)
+    inspector = str(install_inspector(a.venvs))
+    frameworks = ensure_venv(a.venvs, "frameworks", VENVS["frameworks"])
+    if frameworks is None:
+        raise SystemExit("the frameworks venv (torch, safetensors, h5py) is required")
+    mxnet = ensure_venv(a.venvs, "mxnet", VENVS["mxnet"])
+    return quick.main(inspector, str(venv_python(a.venvs, "inspector")), frameworks, mxnet,
+                      machine().split(", load average")[0], a.results, a.producers, a.runs,
+                      a.values_mib if a.values_mib != 1024 else 128,
+                      tuple(x for x in a.sections.split(",") if x))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="1,4", help='big-file sizes in GiB (default 1,4; "": none)')
@@ -485,15 +513,34 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=5, help="timed runs per way (default 5)")
     p.add_argument("--formats", default=",".join(BASELINES), help="comma-separated formats")
     p.add_argument("--no-baselines", action="store_true", help="time the inspector only")
-    p.add_argument("--quick", action="store_true", help="0.25 GiB, 5,000 tensors, 3 runs")
+    p.add_argument("--quick", action="store_true",
+                   help="the headline table: startup, formats, value passes (bench/quick.py)")
+    p.add_argument("--small", action="store_true", help="0.25 GiB, 5,000 tensors, 3 runs")
+    p.add_argument("--producers", type=Path, default=Path("/work/venvs"),
+                   help="--quick: the producers' venvs (torch, gguf, onnx, tf, ds-hf)")
+    p.add_argument("--results", type=Path, default=HERE / "out" / "results.json",
+                   help="--quick: the results file (JSON)")
+    p.add_argument("--sections", default="startup,formats,values",
+                   help="--quick: the sections to measure (the others kept from --results)")
+    p.add_argument("--render", type=Path, help="a results file: print its tables (no run)")
+    p.add_argument("--docs", type=Path, help="with --render: rewrite this page's bench tables")
     p.add_argument("--venvs", type=Path, default=HERE / ".venvs", help="where the venvs live")
     p.add_argument("--workdir", type=Path, default=None, help="where files are written")
     p.add_argument("--out", type=Path, default=HERE / "results.md", help="markdown report")
     p.add_argument("--values-mib", type=int, default=1024,
                    help="value passes: MiB per file (default 1024, issue 18's 1 GiB; 0: skip)")
     a = p.parse_args(argv)
-    sizes = [float(s) for s in a.sizes.split(",") if s] + ([10.0] if a.ten else [])
+    if a.render:
+        import quick
+
+        if a.docs:
+            quick.render_docs(a.render, a.docs)
+        print("\n".join(quick.report(json.loads(a.render.read_text()))))
+        return 0
     if a.quick:
+        return run_quick(a)
+    sizes = [float(s) for s in a.sizes.split(",") if s] + ([10.0] if a.ten else [])
+    if a.small:
         sizes, a.many, a.runs = [0.25], 5_000, 3
         a.values_mib = min(a.values_mib, 64)
     formats = [f for f in a.formats.split(",") if f]

@@ -125,7 +125,7 @@ def listing(
     ``per_layer`` the groups carry no ``layers`` and ``repeats`` (for views that show neither).
     """
     from inspector import grouping
-    from inspector.adapters import quantized
+    from inspector.adapters.quant_config import is_quantized
     from inspector.compare import choose_scheme
 
     entries = select(ckpt, match, sort)
@@ -136,7 +136,7 @@ def listing(
     placed = chosen.assign_all([t.name for t in entries])
     groups = grouping.summarize(chosen, entries, unique, per_layer, placed)
     sums = totals(entries, unique)
-    quant = quantized.summary(ckpt, unique)  # {} unless an HF quantization_config
+    quant = _quantization(ckpt, unique) if is_quantized(ckpt) else {}  # HF quantization_config
     if "model_parameters" in quant:
         sums["model_parameters"] = quant["model_parameters"]
     split = grouping.embedding_split(groups)
@@ -331,3 +331,10 @@ def _plain_entries(entries: list[TensorEntry]) -> bool:
         and {type(t.stored_numel) for t in entries} <= {none}
         and {type(t.role) for t in entries} <= {Role}
     )
+
+
+def _quantization(ckpt: Checkpoint, unique: list[TensorEntry]) -> dict[str, Any]:
+    """:func:`inspector.adapters.quantized.summary` (imported for a quantized checkpoint only)."""
+    from inspector.adapters.quantized import summary
+
+    return summary(ckpt, unique)

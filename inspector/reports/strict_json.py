@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["NONFINITE", "dumps", "finite", "word"]
 
