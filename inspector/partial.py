@@ -95,9 +95,15 @@ def reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial:
     are counted below it), ``f16`` whether to count float16 overflows."""
     import numpy as np
 
+    from inspector import blas
+
     n = int(x.size)
     if n == 0:
         return Partial()
+    if x.dtype.kind == "f" and x.dtype.itemsize <= 4 and x.dtype.isnative:
+        fast = _reduce_float(np, x, n, tiny, f16)
+        if fast is not None:
+            return fast
     if x.dtype == np.bool_:
         x = x.view(np.uint8)
     floating = x.dtype.kind == "f"
@@ -125,7 +131,7 @@ def reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial:
             scale = float(np.max(np.abs(x)))
             mean = float(np.einsum("i->", x / scale, dtype=np.float64)) / m * scale
         d = np.subtract(x, mean, dtype=np.float64)
-        m2 = float(np.dot(d, d))
+        m2 = blas.dot(d, d)
         if not math.isfinite(sumsq):
             sumsq = m2 + m * mean * mean
     lo, hi = x.min(), x.max()
@@ -139,3 +145,46 @@ def reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial:
             over = int(np.count_nonzero(a >= F16_OVERFLOW))
     return Partial(n, m, mean, max(m2, 0.0), sumsq, float(lo), float(hi), nan, posinf, neginf,
                    zeros, subnormal, over)
+
+
+def _reduce_float(np: Any, x: Any, n: int, tiny: float | None, f16: bool) -> Partial | None:
+    """:func:`reduce` of a float16 or float32 chunk with no NaN or Inf, in few passes over this
+    thread's scratch buffers: the float64 copy (exact) gives the sum and, by row dot products,
+    the sum of squares; the bits with the sign cleared give zeros, subnormals and float16
+    overflows, counted only when the smallest or largest magnitude says there are some. None
+    when the chunk holds NaN or Inf (the float64 sum is then not finite: a float32 sum of at
+    most 2**31 elements cannot overflow float64), or ``tiny`` is not a number of its type."""
+    from inspector import blas, scratch
+
+    d = scratch.buffer("reduce.f64", n, np.float64)
+    np.copyto(d, x)
+    total = float(np.add.reduce(d))
+    if not math.isfinite(total):
+        return None
+    uint = np.dtype(f"u{x.dtype.itemsize}")
+    sign = 1 << (8 * x.dtype.itemsize - 1)
+    limit = None if tiny is None else np.array(tiny, dtype=x.dtype)
+    if limit is not None and float(limit) != tiny:
+        return None
+    if x.dtype.itemsize == 2:  # float16: NumPy's own min and max of halves are slow
+        lo, hi = float(d.min()), float(d.max())
+    else:
+        lo, hi = float(x.min()), float(x.max())
+    bits = scratch.buffer("reduce.bits", n, uint)
+    np.bitwise_and(x.view(uint), uint.type(sign - 1), out=bits)  # |x| as ordered integers
+    smallest = int(bits.min())
+    zeros = subnormal = over = 0
+    if smallest == 0:
+        zeros = int(np.count_nonzero(bits == 0))
+    if limit is not None and smallest < int(limit.view(uint)):
+        subnormal = int(np.count_nonzero(bits < limit.view(uint))) - zeros
+    if f16 and max(-lo, hi) >= F16_OVERFLOW:
+        edge = np.array(F16_OVERFLOW, dtype=x.dtype).view(uint)
+        over = int(np.count_nonzero(bits >= edge))
+    sumsq = blas.dot(d, d)  # float32 squares are exact in float64
+    mean = total / n
+    m2 = sumsq - total * mean
+    if m2 < 1e-6 * sumsq:  # values close to their mean: the two-pass formula
+        np.subtract(d, mean, out=d)
+        m2 = blas.dot(d, d)
+    return Partial(n, n, mean, max(m2, 0.0), sumsq, lo, hi, 0, 0, 0, zeros, subnormal, over)
