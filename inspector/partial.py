@@ -95,7 +95,7 @@ def reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial:
     are counted below it), ``f16`` whether to count float16 overflows."""
     import numpy as np
 
-    from inspector import blas
+    from inspector import kernels
 
     n = int(x.size)
     if n == 0:
@@ -131,7 +131,7 @@ def reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial:
             scale = float(np.max(np.abs(x)))
             mean = float(np.einsum("i->", x / scale, dtype=np.float64)) / m * scale
         d = np.subtract(x, mean, dtype=np.float64)
-        m2 = blas.dot(d, d)
+        m2 = kernels.dot(d, d)
         if not math.isfinite(sumsq):
             sumsq = m2 + m * mean * mean
     lo, hi = x.min(), x.max()
@@ -148,43 +148,45 @@ def reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial:
 
 
 def _reduce_float(np: Any, x: Any, n: int, tiny: float | None, f16: bool) -> Partial | None:
-    """:func:`reduce` of a float16 or float32 chunk with no NaN or Inf, in few passes over this
-    thread's scratch buffers: the float64 copy (exact) gives the sum and, by row dot products,
-    the sum of squares; the bits with the sign cleared give zeros, subnormals and float16
-    overflows, counted only when the smallest or largest magnitude says there are some. None
-    when the chunk holds NaN or Inf (the float64 sum is then not finite: a float32 sum of at
-    most 2**31 elements cannot overflow float64), or ``tiny`` is not a number of its type."""
-    from inspector import blas, scratch
+    """:func:`reduce` of a float16 or float32 chunk with no NaN or Inf, in few passes (float16
+    widened exactly into this thread's scratch buffer first): min and max; the sum and the sum
+    of squares as float32 sums over rows of 1,024 elements added in float64 (about 1e-9
+    relative on weights; see :mod:`inspector.kernels`); the bits with the sign cleared for
+    zeros, subnormals and float16 overflows, counted only when the smallest or largest
+    magnitude says there are some. Values close to their mean (variance under 1% of the mean
+    square) take the exact two-pass formula in float64. None (the general path) when the chunk
+    holds NaN or Inf, or magnitudes whose float32 squares could overflow or vanish."""
+    from inspector import kernels, scratch
 
-    d = scratch.buffer("reduce.f64", n, np.float64)
-    np.copyto(d, x)
-    total = float(np.add.reduce(d))
-    if not math.isfinite(total):
-        return None
-    uint = np.dtype(f"u{x.dtype.itemsize}")
-    sign = 1 << (8 * x.dtype.itemsize - 1)
-    limit = None if tiny is None else np.array(tiny, dtype=x.dtype)
+    half = x.dtype.itemsize == 2
+    w = kernels.half_to_float32(x, scratch.buffer("reduce.f32", n, np.float32)) if half else x
+    lo, hi = float(w.min()), float(w.max())
+    top = max(-lo, hi)
+    if not top < (kernels.HALF_NONFINITE if half else 2.0**50) or 0 < top < 2.0**-50:
+        return None  # NaN (no comparison holds), Inf, or squares out of float32's range
+    limit = None if tiny is None else np.float32(tiny)
     if limit is not None and float(limit) != tiny:
         return None
-    if x.dtype.itemsize == 2:  # float16: NumPy's own min and max of halves are slow
-        lo, hi = float(d.min()), float(d.max())
-    else:
-        lo, hi = float(x.min()), float(x.max())
-    bits = scratch.buffer("reduce.bits", n, uint)
-    np.bitwise_and(x.view(uint), uint.type(sign - 1), out=bits)  # |x| as ordered integers
+    total = kernels.total(w)
+    sumsq = kernels.dot(w, w, kernels.SHORT_ROW)
+    bits = scratch.buffer("reduce.bits", n, np.uint32)
+    np.bitwise_and(w.view(np.uint32), np.uint32(0x7FFFFFFF), out=bits)  # |x| as ordered ints
     smallest = int(bits.min())
     zeros = subnormal = over = 0
     if smallest == 0:
         zeros = int(np.count_nonzero(bits == 0))
-    if limit is not None and smallest < int(limit.view(uint)):
-        subnormal = int(np.count_nonzero(bits < limit.view(uint))) - zeros
-    if f16 and max(-lo, hi) >= F16_OVERFLOW:
-        edge = np.array(F16_OVERFLOW, dtype=x.dtype).view(uint)
-        over = int(np.count_nonzero(bits >= edge))
-    sumsq = blas.dot(d, d)  # float32 squares are exact in float64
+    if limit is not None and smallest < int(limit.view(np.uint32)):
+        subnormal = int(np.count_nonzero(bits < limit.view(np.uint32))) - zeros
+    if f16 and top >= F16_OVERFLOW:
+        over = int(np.count_nonzero(bits >= np.float32(F16_OVERFLOW).view(np.uint32)))
     mean = total / n
     m2 = sumsq - total * mean
-    if m2 < 1e-6 * sumsq:  # values close to their mean: the two-pass formula
+    if m2 < 1e-2 * sumsq:  # values close to their mean: exact, in float64, in two passes
+        d = scratch.buffer("reduce.f64", n, np.float64)
+        np.copyto(d, w)
+        total = float(np.add.reduce(d))
+        sumsq = kernels.dot(d, d)
+        mean = total / n
         np.subtract(d, mean, out=d)
-        m2 = blas.dot(d, d)
+        m2 = kernels.dot(d, d)
     return Partial(n, n, mean, max(m2, 0.0), sumsq, lo, hi, 0, 0, 0, zeros, subnormal, over)

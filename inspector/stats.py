@@ -195,7 +195,7 @@ def chunk_result(x: Any, y: Any, k: str, tiny: float | None, f16: bool
     squared differences from it, None when the two are equal."""
     import numpy as np
 
-    from inspector import blas
+    from inspector import kernels
 
     delta = None
     with np.errstate(all="ignore"):  # overflow to inf is counted, never printed
@@ -207,7 +207,7 @@ def chunk_result(x: Any, y: Any, k: str, tiny: float | None, f16: bool
                     x, y = x.view(np.uint8), y.view(np.uint8)
                 d = np.subtract(x, y, dtype=np.float64)
             d = d[~np.isnan(d)] if np.isnan(d).any() else d  # NaN is counted elsewhere
-            delta = blas.dot(d, d)
+            delta = kernels.dot(d, d)
         return _reduce(x, k, tiny, f16), delta
 
 

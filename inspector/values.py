@@ -22,7 +22,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from inspector import blas
+from inspector import kernels
 from inspector.adapters.dtypes import BLOCKS, NUMPY_STORAGE
 from inspector.adapters.errors import FormatError, UsageError
 from inspector.adapters.model import (
@@ -249,7 +249,7 @@ def _ss(x: Any) -> float:
     if x.dtype.kind == "b":
         return float(np.count_nonzero(x))
     if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.dtype.isnative:
-        return blas.dot(x, x)
+        return kernels.dot(x, x)
     return float(np.einsum("i,i->", x, x, dtype=np.float64))
 
 
@@ -275,8 +275,8 @@ def _fast(acc: _Acc, fa: Any, fb: Any) -> bool:
         acc.max_abs = max(acc.max_abs, exact)
         acc.identical = False
         acc.changed = True
-        ss_d, ss_a = blas.dot(d, d), blas.dot(fa, fa)
-        ss_ab = ss_d + 2 * blas.dot(d, fb)  # a^2 - b^2 = (a - b)(a + b) = d^2 + 2 d b
+        ss_d, ss_a = kernels.dot(d, d), kernels.dot(fa, fa)
+        ss_ab = ss_d + 2 * kernels.dot(d, fb)  # a^2 - b^2 = (a - b)(a + b) = d^2 + 2 d b
         acc.ss_diff += ss_d
         acc.ss_a += ss_a
         acc.ss_b += ss_a - ss_ab
@@ -313,10 +313,10 @@ def _slow(acc: _Acc, xa: Any, xb: Any, integral: bool, atol: float, rtol: float)
     if keep is not None:
         d = np.where(keep, d, 0.0)
     acc.max_abs = max(acc.max_abs, float(d.max()))
-    acc.ss_diff += blas.dot(d, d)
-    acc.ss_a += blas.dot(fa, fa)
-    acc.ss_b += blas.dot(fb, fb)
-    acc.ss_ab += blas.dot(fa - fb, fa + fb)
+    acc.ss_diff += kernels.dot(d, d)
+    acc.ss_a += kernels.dot(fa, fa)
+    acc.ss_b += kernels.dot(fb, fb)
+    acc.ss_ab += kernels.dot(fa - fb, fa + fb)
 
 
 def iter_values(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK_ELEMENTS,
