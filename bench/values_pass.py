@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     dtypes = [d for d in args.only.split(",") if d]
     pairs = files(Path(args.dir), mib, dtypes)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    cores = os.cpu_count() or 1
     rows = []
     for dt in dtypes:
         a, b = pairs[dt]
@@ -150,13 +151,16 @@ def main(argv: list[str] | None = None) -> int:
                    "gbps": round(nbytes / ours_s / 1e9, 3),
                    "floor_gbps": round(nbytes / floor_s / 1e9, 3),
                    "cpu_s": round(ours_cpu, 4), "floor_cpu_s": round(floor_cpu, 4),
+                   # what the ratio would be with every core free: the floor's CPU time
+                   # against the pass's CPU time shared by the cores (a load-free estimate)
+                   "cpu_ratio": round(floor_cpu * cores / ours_cpu, 3),
                    "bytes": nbytes}
             rows.append(row)
             print(f"{ratio:.2f}x of the read floor (target >= {TARGETS[dt]:.2f}: "
                   f"{'met' if row['met'] else 'NOT met'})  {row['name']}: "
                   f"{row['gbps']:.2f} GB/s vs {row['floor_gbps']:.2f} GB/s read; "
-                  f"CPU {ours_cpu:.2f} s in {ours_s:.2f} s wall", flush=True)
-    cores = os.cpu_count()
+                  f"CPU {ours_cpu:.2f} s in {ours_s:.2f} s wall, floor CPU {floor_cpu:.3f} s "
+                  f"(CPU ratio x {cores} cores: {row['cpu_ratio']:.2f})", flush=True)
     print(f"values_pass: {cores} cores, load average {load:.1f} at start, fastest of "
           f"{args.repeat} runs after a warm-up, files in {args.dir}")
     out = Path(args.json)

@@ -101,7 +101,7 @@ def reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial:
     if n == 0:
         return Partial()
     if x.dtype.kind == "f" and x.dtype.itemsize <= 4 and x.dtype.isnative:
-        fast = _reduce_float(np, x, n, tiny, f16)
+        fast = fast_reduce(x, tiny, f16)
         if fast is not None:
             return fast
     if x.dtype == np.bool_:
@@ -147,28 +147,33 @@ def reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial:
                    zeros, subnormal, over)
 
 
-def _reduce_float(np: Any, x: Any, n: int, tiny: float | None, f16: bool) -> Partial | None:
-    """:func:`reduce` of a float16 or float32 chunk with no NaN or Inf, in few passes (float16
-    widened exactly into this thread's scratch buffer first): min and max; the sum and the sum
-    of squares as float32 sums over rows of 1,024 elements added in float64 (about 1e-9
-    relative on weights; see :mod:`inspector.kernels`); the bits with the sign cleared for
-    zeros, subnormals and float16 overflows, counted only when the smallest or largest
-    magnitude says there are some. Values close to their mean (variance under 1% of the mean
-    square) take the exact two-pass formula in float64. None (the general path) when the chunk
-    holds NaN or Inf, or magnitudes whose float32 squares could overflow or vanish."""
+def fast_reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial | None:
+    """:func:`reduce` of a native float16 or float32 chunk with no NaN or Inf, in few passes
+    (float16 widened exactly into this thread's scratch buffer first): min and max; the sum and
+    the sum of squares as float32 sums over rows of 1,024 elements added in float64 (about
+    1e-9 relative for the sum of squares, float32's own precision for the sum: see
+    :mod:`inspector.kernels`); the bits with the sign cleared for zeros, subnormals and float16
+    overflows, counted only when the smallest or largest magnitude says there are some. Values
+    close to their mean (variance under 1% of the mean square) take the exact two-pass formula
+    in float64. None (use :func:`reduce`) when the chunk holds NaN or Inf, or magnitudes whose
+    float32 squares could overflow or vanish."""
+    import numpy as np
+
     from inspector import kernels, scratch
 
+    n = int(x.size)
+    if n == 0:
+        return Partial()
     half = x.dtype.itemsize == 2
     w = kernels.half_to_float32(x, scratch.buffer("reduce.f32", n, np.float32)) if half else x
-    lo, hi = float(w.min()), float(w.max())
+    lo, hi = float(np.minimum.reduce(w)), float(np.maximum.reduce(w))
     top = max(-lo, hi)
     if not top < (kernels.HALF_NONFINITE if half else 2.0**50) or 0 < top < 2.0**-50:
         return None  # NaN (no comparison holds), Inf, or squares out of float32's range
     limit = None if tiny is None else np.float32(tiny)
     if limit is not None and float(limit) != tiny:
         return None
-    total = kernels.total(w)
-    sumsq = kernels.dot(w, w, kernels.SHORT_ROW)
+    total, sumsq = kernels.sums(w)
     bits = scratch.buffer("reduce.bits", n, np.uint32)
     np.bitwise_and(w.view(np.uint32), np.uint32(0x7FFFFFFF), out=bits)  # |x| as ordered ints
     smallest = int(bits.min())

@@ -29,7 +29,7 @@ from typing import Any
 
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
 from inspector.grouping import numbered_layer
-from inspector.partial import Partial, merge_all, reduce
+from inspector.partial import Partial, fast_reduce, merge_all, reduce
 
 SCHEMA = "inspector.stats/1"
 RUN_SCHEMA = "inspector.stats-run/1"
@@ -164,12 +164,14 @@ def tensor_partial(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK,
     itemsize = (entry.nbytes or 0) / max(1, entry.numel)
     out = Partial()
     delta: float | None = None
-    chunks = values.iter_values(ckpt, entry, chunk)
-    olds = values.iter_values(prev[0], prev[1], chunk) if prev is not None else None
+    chunks = values.iter_values(ckpt, entry, chunk, stored=True)
+    olds = values.iter_values(prev[0], prev[1], chunk, stored=True) if prev else None
     if olds is not None:
         delta = 0.0
     for x in chunks:
-        part, d = chunk_result(x, next(olds) if olds is not None else None, k, tiny, f16)
+        x = widened(x, entry.dtype, "stats.x.wide")
+        y = widened(next(olds), entry.dtype, "stats.y.wide") if olds is not None else None
+        part, d = chunk_result(x, y, k, tiny, f16)
         out = out.merge(part)
         if d is not None:
             delta += d  # type: ignore[operator]
@@ -208,7 +210,7 @@ def chunk_result(x: Any, y: Any, k: str, tiny: float | None, f16: bool
                 d = np.subtract(x, y, dtype=np.float64)
             d = d[~np.isnan(d)] if np.isnan(d).any() else d  # NaN is counted elsewhere
             delta = kernels.dot(d, d)
-        return _reduce(x, k, tiny, f16), delta
+    return _reduce(x, k, tiny, f16), delta
 
 
 def chunk_partial(x: Any, dtype: str) -> Partial:
@@ -228,6 +230,15 @@ def _reduce(x: Any, k: str, tiny: float | None, f16: bool) -> Partial:
 
     from inspector import values
 
+    if k == "float" and x.dtype.kind == "f" and x.dtype.itemsize <= 4 and x.dtype.isnative:
+        fast = fast_reduce(x, tiny, f16)  # no NaN, Inf or overflow: nothing to silence
+        if fast is not None:
+            return fast
+    with np.errstate(all="ignore"):  # overflow to inf is counted, never printed
+        return _general(np, values, x, k, tiny, f16)
+
+
+def _general(np: Any, values: Any, x: Any, k: str, tiny: float | None, f16: bool) -> Partial:
     if k == "complex":
         x = np.abs(x.astype(np.complex128))
     elif x.dtype.kind == "f" and x.dtype.itemsize == 2 and not x.dtype.isnative:
@@ -386,14 +397,26 @@ def _released(scratch: Any) -> Any:
 
 
 def _values_of(files: Any, span: Any, k: int, chunk: int, slot: str) -> Any:
-    """Chunk ``k`` of a located tensor as :func:`inspector.values.iter_values` yields it
-    (bfloat16, float8 and complex32 widened), in this thread's scratch buffers."""
-    from inspector import values
-
+    """Chunk ``k`` of a located tensor, :func:`widened` (in this thread's scratch buffers)."""
     x = files.read(span, k, chunk, f"stats.{slot}")
-    dtype = span.entry.dtype
+    return widened(x, span.entry.dtype, f"stats.{slot}.wide")
+
+
+def widened(x: Any, dtype: str, slot: str) -> Any:
+    """A chunk as stored, as the numbers its statistics are over: bfloat16 widened to float32
+    (into this thread's scratch buffer ``slot``, in :func:`inspector.kernels.paired` order: the
+    statistics do not depend on order, and both passes of a tensor, in order or by chunks,
+    widen it alike), float8 and complex32 decoded; others unchanged."""
+    import numpy as np
+
+    from inspector import kernels, scratch, values
+
+    if x.dtype.kind not in "ui":
+        return x
+    if dtype == "bfloat16" and x.dtype.isnative:
+        return kernels.bfloat16_to_float32(x, scratch.buffer(slot, x.size, np.float32))
     if dtype == "bfloat16" or dtype in values.FLOAT8 or dtype == "complex32":
-        x = values.widen(x, dtype, f"stats.{slot}.wide")
+        return values.widen(x, dtype)
     return x
 
 
