@@ -260,7 +260,16 @@ def _fast(acc: _Acc, fa: Any, fb: Any) -> bool:
 
     if fa.dtype != fb.dtype or fa.dtype.kind != "f":
         return False
-    if fa.dtype.itemsize == 2:  # float16: as float32 (exact)
+    if fa.dtype.itemsize == 2 and fa.dtype.isnative:  # float16: as float32 (exact)
+        from inspector import scratch
+
+        fa = kernels.half_to_float32(fa, scratch.buffer("compare.a", fa.size, np.float32))
+        fb = kernels.half_to_float32(fb, scratch.buffer("compare.b", fb.size, np.float32))
+        for w in (fa, fb):  # NaN and Inf come out as magnitudes no float16 number reaches
+            if not max(-float(np.minimum.reduce(w)), float(np.maximum.reduce(w))) < (
+                    kernels.HALF_NONFINITE):
+                return False
+    elif fa.dtype.itemsize == 2:
         fa, fb = float32(fa), float32(fb)
     elif not fa.dtype.isnative:  # byte-swapped
         fa, fb = fa.astype(fa.dtype.newbyteorder("=")), fb.astype(fb.dtype.newbyteorder("="))
