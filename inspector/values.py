@@ -129,7 +129,13 @@ def compare_chunk(xa: Any, xb: Any, dtype_a: str, dtype_b: str, integral: bool, 
     adding the chunks' results in order (:meth:`_Acc.add`) gives the same numbers as one pass
     over both tensors. ``slots``: widen into these scratch buffers (the caller keeps none)."""
     acc = _Acc()
-    sa, sb = slots if slots is not None else (None, None)
+    sa, sb = slots if slots is not None else ("compare.a.wide", "compare.b.wide")
+    if dtype_a == dtype_b == "bfloat16" and xa.dtype.isnative and xb.dtype.isnative:
+        # both widened pairwise (the same order on both sides: see kernels.paired)
+        if xa.dtype.kind in "ui" and xb.dtype.kind in "ui":
+            xa = kernels.bfloat16_to_float32(xa, _buffer(sa, xa.size))
+            xb = kernels.bfloat16_to_float32(xb, _buffer(sb, xb.size))
+            dtype_a = dtype_b = "float32"
     if dtype_a == dtype_b and xa.dtype == xb.dtype and _bytes_equal(xa, xb):
         wa = widen(xa, dtype_a, sa)
         sq = _ss(wa)
@@ -143,6 +149,14 @@ def compare_chunk(xa: Any, xb: Any, dtype_a: str, dtype_b: str, integral: bool, 
         if integral or rtol or atol or not _fast(acc, fa, fb):
             _slow(acc, fa, fb, integral, atol, rtol)
     return acc
+
+
+def _buffer(slot: str, n: int) -> Any:
+    import numpy as np
+
+    from inspector import scratch
+
+    return scratch.buffer(slot, n, np.float32)
 
 
 def finish(acc: _Acc) -> ValueStats:
@@ -273,13 +287,19 @@ def _fast(acc: _Acc, fa: Any, fb: Any) -> bool:
         fa, fb = float32(fa), float32(fb)
     elif not fa.dtype.isnative:  # byte-swapped
         fa, fb = fa.astype(fa.dtype.newbyteorder("=")), fb.astype(fb.dtype.newbyteorder("="))
+    from inspector import scratch
+
+    d = scratch.buffer("compare.d", fa.size, fa.dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN go to the float64 path
-        d = fa - fb
-    m = max(float(d.max()), -float(d.min()))
+        np.subtract(fa, fb, out=d)
+    hi, lo = float(np.maximum.reduce(d)), -float(np.minimum.reduce(d))
+    m = max(hi, lo)
     if not math.isfinite(m):
         return False
-    if m > 0:
-        at = np.flatnonzero((d == m) | (d == -m))  # the exact maximum is among these
+    if m > 0:  # the exact maximum is among the elements that reach m in float32
+        at = np.flatnonzero(d == m) if hi == m else np.empty(0, dtype=np.intp)
+        if lo == m:
+            at = np.concatenate([at, np.flatnonzero(d == -m)])
         exact = float(np.max(np.abs(np.subtract(fa[at], fb[at], dtype=np.float64))))
         acc.max_abs = max(acc.max_abs, exact)
         acc.identical = False
