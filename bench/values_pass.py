@@ -14,9 +14,9 @@ The floor is the machine's single-read bandwidth: the same file read once from t
 into a 1 MiB buffer (``readinto``, as ``cat`` does), on one thread. ``stats`` is
 ``inspector.stats.file_stats(A)``; ``diff --values`` is ``inspector.diff.diff(A, B,
 values=True)``, whose floor is reading A and B. Every timing is the fastest of ``--repeat`` runs
-after one warm-up run (which also fills the page cache), so that other load on the machine
-counts as little as it can; CPU time (user + system of every thread) is shown beside the wall
-time, with the load average.
+after one warm-up run (which also fills the page cache), the floor's runs and the pass's
+alternating, so that other load on the machine counts as little and as evenly as it can; CPU
+time (user + system of every thread) is shown beside the wall time, with the load average.
 
 Output: one line per row, the ratio first (the pass's bandwidth as a fraction of the floor's,
 target >= 0.50 for float32 and >= 0.35 for bfloat16 and float16), and
@@ -109,16 +109,19 @@ def tool_diff(a: Path, b: Path) -> None:
     diff(str(a), str(b), values=True, groups=False)
 
 
-def fastest(fn, *args, repeat: int) -> tuple[float, float]:
-    """(wall, CPU) seconds of the fastest of ``repeat`` runs after a warm-up run."""
-    fn(*args)
-    best = (float("inf"), float("inf"))
-    for _ in range(repeat):
-        wall, cpu = time.perf_counter(), time.process_time()
-        fn(*args)
-        run = (time.perf_counter() - wall, time.process_time() - cpu)
-        best = min(best, run)
-    return best
+def alternating(first, second, repeat: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(wall, CPU) seconds of the fastest run of each of two ``(fn, *args)``, after a warm-up
+    run of each, the timed runs alternating (first, second, first, ...) so that a change in the
+    machine's load weighs on both alike."""
+    best = [(float("inf"), float("inf"))] * 2
+    for i in range(repeat + 1):
+        for j, (fn, *args) in enumerate((first, second)):
+            wall, cpu = time.perf_counter(), time.process_time()
+            fn(*args)
+            run = (time.perf_counter() - wall, time.process_time() - cpu)
+            if i:  # the first round warms the page cache and the imports
+                best[j] = min(best[j], run)
+    return best[0], best[1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         a, b = pairs[dt]
         cases = [("stats", (tool_stats, a), (a,)), ("diff --values", (tool_diff, a, b), (a, b))]
         for name, (fn, *fargs), read in cases:
-            floor_s, floor_cpu = fastest(read_floor, *read, repeat=args.repeat)
-            ours_s, ours_cpu = fastest(fn, *fargs, repeat=args.repeat)
+            (floor_s, floor_cpu), (ours_s, ours_cpu) = alternating(
+                (read_floor, *read), (fn, *fargs), args.repeat)
             nbytes = sum(p.stat().st_size for p in read)
             ratio = floor_s / ours_s
             row = {"name": f"{name} {dt} {mib} MiB", "ours_s": round(ours_s, 4),
@@ -161,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['gbps']:.2f} GB/s vs {row['floor_gbps']:.2f} GB/s read; "
                   f"CPU {ours_cpu:.2f} s in {ours_s:.2f} s wall, floor CPU {floor_cpu:.3f} s "
                   f"(CPU ratio x {cores} cores: {row['cpu_ratio']:.2f})", flush=True)
-    print(f"values_pass: {cores} cores, load average {load:.1f} at start, fastest of "
-          f"{args.repeat} runs after a warm-up, files in {args.dir}")
+    end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"values_pass: {cores} cores, load average {load:.1f} at start, {end:.1f} at the end; "
+          f"fastest of {args.repeat} alternating runs after a warm-up; files in {args.dir}")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"cores": cores, "load_average": load, "mib": mib,
