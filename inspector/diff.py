@@ -177,34 +177,74 @@ def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Ten
                    chunk: int | None = None, progress: Any = None,
                    threads: int | None = None) -> list[TensorDiff]:
     """Records with values compared where both sides hold the same number of elements;
-    ``unchanged`` becomes ``changed`` when the contents differ beyond the tolerance. Tensors are
-    compared on ``threads`` threads (default: by size and cores); ``progress`` gets
+    ``unchanged`` becomes ``changed`` when the contents differ beyond the tolerance. The pass
+    runs on ``threads`` threads (default: by size and cores), large tensors shared out by chunks
+    (:mod:`inspector.chunk_pass`; the same numbers on any number of threads); ``progress`` gets
     ``advance(nbytes)``."""
     from dataclasses import replace
 
-    from inspector import values
+    from inspector import chunk_pass, scratch, values
 
-    kw: dict[str, Any] = {} if chunk is None else {"chunk": chunk}
-    if progress is not None:
-        kw["advance"] = progress.advance
+    size = values.CHUNK_ELEMENTS if chunk is None else max(1, chunk)
+    advance = progress.advance if progress is not None else None
+    plans: list[Any] = []
+    for r in records:
+        spans = None
+        if comparable(r):
+            pair = (chunk_pass.locate(ckpt_a, r.a), chunk_pass.locate(ckpt_b, r.b))
+            try:
+                integral = values.check_pair(ckpt_a, r.a, r.b, atol, rtol)
+            except values.ValuesUnavailable:
+                pair = (None, None)
+            if pair[0] is not None and pair[1] is not None:
+                spans = (*pair, integral)
+        plans.append(spans)
 
-    def one(r: TensorDiff) -> TensorDiff:
-        if not comparable(r):
-            return r
-        try:
-            stats = values.compare(ckpt_a, r.a, ckpt_b, r.b, atol, rtol, **kw)
-        except values.ValuesUnavailable as e:
-            return replace(r, note=e.why)
-        return with_values(r, stats)
+    def units() -> Any:
+        for i, (r, spans) in enumerate(zip(records, plans, strict=True)):
+            if spans is None:
+                yield i, -1
+            else:
+                yield from ((i, k) for k in range(chunk_pass.count(r.a, size)))
+
+    def unit(item: tuple[int, int]) -> Any:
+        i, k = item
+        r = records[i]
+        if plans[i] is None:
+            if not comparable(r):
+                return r
+            try:
+                got = values.compare(ckpt_a, r.a, ckpt_b, r.b, atol, rtol, size, advance)
+            except values.ValuesUnavailable as e:
+                return replace(r, note=e.why)
+            return with_values(r, got)
+        span_a, span_b, integral = plans[i]
+        xa = files.read(span_a, k, size, "diff.a")
+        xb = files.read(span_b, k, size, "diff.b")
+        got = values.compare_chunk(xa, xb, r.a.dtype, r.b.dtype, integral, atol, rtol,
+                                   ("diff.a.wide", "diff.b.wide"))
+        if advance is not None:
+            advance(xa.size * (span_a.itemsize + span_b.itemsize))
+        return got
 
     workers = threads if threads is not None else values.threads_for(
         [r.a for r in records if r.a is not None and r.b is not None], [ckpt_a, ckpt_b])
-    if workers <= 1:
-        return [one(r) for r in records]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(one, records))
+    out: list[Any] = list(records)
+    sums: Any = None
+    try:
+        with chunk_pass.Files() as files:
+            for (i, k), got in chunk_pass.ordered(unit, units(), workers):
+                if k < 0:
+                    out[i] = got
+                    continue
+                sums = got if k == 0 else sums.add(got)
+                if k == chunk_pass.count(records[i].a, size) - 1:
+                    files.check(plans[i][0])
+                    files.check(plans[i][1])
+                    out[i] = with_values(records[i], values.finish(sums))
+    finally:
+        scratch.release()
+    return out
 
 
 def comparable(r: TensorDiff) -> bool:

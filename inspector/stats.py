@@ -22,19 +22,19 @@ import math
 import re
 import statistics
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
 from inspector.grouping import numbered_layer
-from inspector.partial import Partial, merge_all, reduce
+from inspector.partial import Partial, fast_reduce, merge_all, reduce
 
 SCHEMA = "inspector.stats/1"
 RUN_SCHEMA = "inspector.stats-run/1"
 ERROR, WARNING = "error", "warning"
-CHUNK = 1 << 16  # elements per chunk: a float64 copy of one fits in a core's L2 cache
+CHUNK = 1 << 18  # elements per chunk: 1 MiB of float32, 2 MiB as float64 (see chunk_pass)
 OUTLIER_FACTOR = 10.0  # a layer's norm this many times off the median of its kind is flagged
 JUMP_FACTOR = 10.0  # a group's relative change this many times its earlier median is flagged
 # What the statistics of each kind of dtype are computed over.
@@ -158,39 +158,50 @@ def tensor_partial(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK,
                    ) -> tuple[Partial, float | None]:
     """The tensor's :class:`Partial`, read chunk by chunk; with ``prev`` (the same tensor in an
     earlier checkpoint, same element count) also the sum of squared differences from it."""
-    import numpy as np
-
     from inspector import values
 
-    k = entry_kind(entry)
-    tiny = _TINY.get(entry.dtype)
-    f16 = k == "float" and entry.dtype not in ("float16",) and not entry.dtype.startswith("float8")
+    k, tiny, f16 = _how(entry)
     itemsize = (entry.nbytes or 0) / max(1, entry.numel)
     out = Partial()
     delta: float | None = None
-    chunks = values.iter_values(ckpt, entry, chunk)
-    olds = values.iter_values(prev[0], prev[1], chunk) if prev is not None else None
+    chunks = values.iter_values(ckpt, entry, chunk, stored=True)
+    olds = values.iter_values(prev[0], prev[1], chunk, stored=True) if prev else None
     if olds is not None:
         delta = 0.0
-    with np.errstate(all="ignore"):  # overflow to inf is counted, never printed
-        for x in chunks:
-            out, delta = _chunk(x, olds, k, tiny, f16, out, delta)
-            if advance is not None:
-                advance(int(x.size * itemsize))
+    for x in chunks:
+        x = widened(x, entry.dtype, "stats.x.wide")
+        y = widened(next(olds), entry.dtype, "stats.y.wide") if olds is not None else None
+        part, d = chunk_result(x, y, k, tiny, f16)
+        out = out.merge(part)
+        if d is not None:
+            delta += d  # type: ignore[operator]
+        if advance is not None:
+            advance(int(x.size * itemsize))
     if olds is not None:
         for _ in olds:  # equal element counts: nothing is left; closes the reader
             pass
     return out, delta
 
 
-def _chunk(x: Any, olds: Any, k: str, tiny: float | None, f16: bool, out: Partial,
-           delta: float | None) -> tuple[Partial, float | None]:
-    """One chunk into the partial, and its squared difference from the previous file's."""
+def _how(entry: TensorEntry) -> tuple[str, float | None, bool]:
+    """What a tensor's chunks are reduced as: its kind, the smallest normal number of its float
+    format, whether float16 overflows are counted."""
+    k = entry_kind(entry)
+    f16 = k == "float" and entry.dtype not in ("float16",) and not entry.dtype.startswith("float8")
+    return k, _TINY.get(entry.dtype), f16
+
+
+def chunk_result(x: Any, y: Any, k: str, tiny: float | None, f16: bool
+                 ) -> tuple[Partial, float | None]:
+    """One chunk's partial, and (``y``: the same chunk of the previous checkpoint) its sum of
+    squared differences from it, None when the two are equal."""
     import numpy as np
 
-    if olds is not None:
-        y = next(olds)
-        if not np.array_equal(x, y):  # a frozen tensor costs one comparison
+    from inspector import kernels
+
+    delta = None
+    with np.errstate(all="ignore"):  # overflow to inf is counted, never printed
+        if y is not None and not np.array_equal(x, y):  # a frozen tensor costs one comparison
             if k == "complex":
                 d = np.abs(x.astype(np.complex128) - y)
             else:
@@ -198,8 +209,8 @@ def _chunk(x: Any, olds: Any, k: str, tiny: float | None, f16: bool, out: Partia
                     x, y = x.view(np.uint8), y.view(np.uint8)
                 d = np.subtract(x, y, dtype=np.float64)
             d = d[~np.isnan(d)] if np.isnan(d).any() else d  # NaN is counted elsewhere
-            delta += float(np.dot(d, d))
-    return out.merge(_reduce(x, k, tiny, f16)), delta
+            delta = kernels.dot(d, d)
+    return _reduce(x, k, tiny, f16), delta
 
 
 def chunk_partial(x: Any, dtype: str) -> Partial:
@@ -219,10 +230,19 @@ def _reduce(x: Any, k: str, tiny: float | None, f16: bool) -> Partial:
 
     from inspector import values
 
+    if k == "float" and x.dtype.kind == "f" and x.dtype.itemsize <= 4 and x.dtype.isnative:
+        fast = fast_reduce(x, tiny, f16)  # no NaN, Inf or overflow: nothing to silence
+        if fast is not None:
+            return fast
+    with np.errstate(all="ignore"):  # overflow to inf is counted, never printed
+        return _general(np, values, x, k, tiny, f16)
+
+
+def _general(np: Any, values: Any, x: Any, k: str, tiny: float | None, f16: bool) -> Partial:
     if k == "complex":
         x = np.abs(x.astype(np.complex128))
-    elif x.dtype.kind == "f" and x.dtype.itemsize == 2:  # float16: exact as float32
-        x = values.float32(x)
+    elif x.dtype.kind == "f" and x.dtype.itemsize == 2 and not x.dtype.isnative:
+        x = values.float32(x)  # a big-endian float16: exact as float32
     return reduce(x, tiny, f16)
 
 
@@ -296,17 +316,10 @@ def file_stats(path: str | Path | Checkpoint, *, match: str | None = None,
     sch = compare.choose_scheme(scheme, [t.name for t in ckpt.tensors], ckpt.format)
     advance = progress.advance if progress is not None else None
 
-    def one(t: TensorEntry) -> TensorResult:
-        before = previous(prev, t)
-        return tensor_result(ckpt, t, chunk, advance, None if before is None else (prev, before))
-
     if results is None:
-        workers = threads if threads is not None else values.threads_for(entries, [ckpt])
-        if workers > 1:
-            with ThreadPoolExecutor(workers) as pool:
-                results = list(pool.map(one, entries))
-        else:
-            results = [one(t) for t in entries]
+        ckpts = [ckpt] if prev is None else [ckpt, prev]
+        workers = threads if threads is not None else values.threads_for(entries, ckpts)
+        results = _pass(ckpt, entries, prev, chunk, workers, advance)
     rows = []
     for t, (part, delta, note) in zip(entries, results, strict=True):
         a = sch.assign(t.name)
@@ -315,6 +328,96 @@ def file_stats(path: str | Path | Checkpoint, *, match: str | None = None,
     result = FileStats(ckpt, sch.name, rows, groups, layers, match=match)
     result.findings = tensor_findings(result) + outlier_findings(layers)
     return result
+
+
+def _pass(ckpt: Checkpoint, entries: list[TensorEntry], prev: Checkpoint | None, chunk: int,
+          threads: int, advance: Callable[[int], None] | None) -> list[TensorResult]:
+    """Every tensor's result, on ``threads`` threads: a tensor that is a plain byte range of a
+    local file (and so is its previous version) by chunks (:mod:`inspector.chunk_pass`), any
+    other whole. The chunks' partials are merged in order, as :func:`tensor_partial` merges
+    them, so the numbers are the same on any number of threads."""
+    from inspector import chunk_pass, scratch
+
+    plans: list[tuple[TensorEntry, TensorEntry | None, Any, Any]] = []
+    for t in entries:
+        before = previous(prev, t)
+        span = chunk_pass.locate(ckpt, t)
+        old = chunk_pass.locate(prev, before) if span is not None and before else None
+        if span is not None and before is not None and old is None:
+            span = None  # the previous version is read in order: so is this one
+        plans.append((t, before, span, old))
+
+    def units() -> Any:
+        for i, (t, _, span, _) in enumerate(plans):
+            if span is None:
+                yield i, -1
+            else:
+                yield from ((i, k) for k in range(chunk_pass.count(t, chunk)))
+
+    with chunk_pass.Files() as files, _released(scratch):
+        def unit(item: tuple[int, int]) -> Any:
+            i, k = item
+            t, before, span, old = plans[i]
+            if span is None:
+                return tensor_result(ckpt, t, chunk, advance,
+                                     None if before is None else (prev, before))
+            x = _values_of(files, span, k, chunk, "x")
+            y = _values_of(files, old, k, chunk, "y") if old is not None else None
+            got = chunk_result(x, y, *_how(t))
+            if advance is not None:
+                advance(x.size * span.itemsize)
+            return got
+
+        results: list[Any] = [None] * len(plans)
+        for (i, k), got in chunk_pass.ordered(unit, units(), threads):
+            if k < 0:
+                results[i] = got
+                continue
+            part, d = got
+            if k == 0:
+                results[i] = (Partial(), None if plans[i][3] is None else 0.0, None)
+            total, delta, _ = results[i]
+            if d is not None:
+                delta += d
+            results[i] = (total.merge(part), delta, None)
+            if k == chunk_pass.count(plans[i][0], chunk) - 1:
+                for span in plans[i][2:]:
+                    if span is not None:
+                        files.check(span)
+    return results
+
+
+@contextmanager
+def _released(scratch: Any) -> Any:
+    """This thread's scratch buffers dropped after the pass (the pool's go with its threads)."""
+    try:
+        yield
+    finally:
+        scratch.release()
+
+
+def _values_of(files: Any, span: Any, k: int, chunk: int, slot: str) -> Any:
+    """Chunk ``k`` of a located tensor, :func:`widened` (in this thread's scratch buffers)."""
+    x = files.read(span, k, chunk, f"stats.{slot}")
+    return widened(x, span.entry.dtype, f"stats.{slot}.wide")
+
+
+def widened(x: Any, dtype: str, slot: str) -> Any:
+    """A chunk as stored, as the numbers its statistics are over: bfloat16 widened to float32
+    (into this thread's scratch buffer ``slot``, in :func:`inspector.kernels.paired` order: the
+    statistics do not depend on order, and both passes of a tensor, in order or by chunks,
+    widen it alike), float8 and complex32 decoded; others unchanged."""
+    import numpy as np
+
+    from inspector import kernels, scratch, values
+
+    if x.dtype.kind not in "ui":
+        return x
+    if dtype == "bfloat16" and x.dtype.isnative:
+        return kernels.bfloat16_to_float32(x, scratch.buffer(slot, x.size, np.float32))
+    if dtype == "bfloat16" or dtype in values.FLOAT8 or dtype == "complex32":
+        return values.widen(x, dtype)
+    return x
 
 
 def _groups(sch: Any, rows: list[TensorStats]) -> tuple[list[GroupStats], list[GroupStats]]:

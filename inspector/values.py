@@ -22,6 +22,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from inspector import kernels
 from inspector.adapters.dtypes import BLOCKS, NUMPY_STORAGE
 from inspector.adapters.errors import FormatError, UsageError
 from inspector.adapters.model import (
@@ -96,6 +97,22 @@ def compare(
     ||a - b||^2 and ||a||^2 - ||b||^2 = (a - b).(a + b), which do not cancel when a and b are
     close. NaN, Inf, tolerances and integers take the float64 path. ``advance(nbytes)`` is
     called per chunk pair (a progress bar)."""
+    integral = check_pair(ckpt_a, a, b, atol, rtol)
+    acc = _Acc()
+    per = ((a.nbytes or 0) + (b.nbytes or 0)) / max(1, a.numel)
+    with ExitStack() as stack:
+        chunks_a = stack.enter_context(_Reader(ckpt_a, a, chunk, stored=True))
+        chunks_b = stack.enter_context(_Reader(ckpt_b, b, chunk, stored=True))
+        for xa, xb in zip(chunks_a, chunks_b, strict=True):
+            acc.add(compare_chunk(xa, xb, a.dtype, b.dtype, integral, atol, rtol))
+            if advance is not None:
+                advance(int(per * xa.size))
+    return finish(acc)
+
+
+def check_pair(ckpt_a: Checkpoint, a: TensorEntry, b: TensorEntry, atol: float,
+               rtol: float) -> bool:
+    """Refuse what :func:`compare` cannot compare; whether both sides are integral."""
     if a.numel != b.numel:
         raise UsageError(f"cannot compare {a.name!r} ({a.numel} elements) with {b.numel}")
     if atol < 0 or rtol < 0:
@@ -103,28 +120,47 @@ def compare(
     for e in (a, b):
         if e.dtype.startswith("complex"):
             raise refusal(e, ckpt_a.path, f"{e.dtype} values are not compared")
-    integral = _integral(a.dtype) and _integral(b.dtype)
+    return _integral(a.dtype) and _integral(b.dtype)
+
+
+def compare_chunk(xa: Any, xb: Any, dtype_a: str, dtype_b: str, integral: bool, atol: float,
+                  rtol: float, slots: tuple[str, str] | None = None) -> _Acc:
+    """What one pair of chunks (as stored) adds to a comparison: each sum gets one term, so
+    adding the chunks' results in order (:meth:`_Acc.add`) gives the same numbers as one pass
+    over both tensors. ``slots``: widen into these scratch buffers (the caller keeps none)."""
     acc = _Acc()
-    step = (a.nbytes or 0) + (b.nbytes or 0)
-    per = step / max(1, a.numel)
-    with ExitStack() as stack:
-        chunks_a = stack.enter_context(_Reader(ckpt_a, a, chunk, stored=True))
-        chunks_b = stack.enter_context(_Reader(ckpt_b, b, chunk, stored=True))
-        for xa, xb in zip(chunks_a, chunks_b, strict=True):
-            if a.dtype == b.dtype and xa.dtype == xb.dtype and _bytes_equal(xa, xb):
-                wa = widen(xa, a.dtype)
-                sq = _ss(wa)
-                if not math.isfinite(sq) and wa.dtype.kind == "f":  # NaN or Inf (or overflow)
-                    _slow(acc, wa, wa, False, atol, rtol)
-                    continue
-                acc.ss_a += sq
-                acc.ss_b += sq
-            else:
-                fa, fb = widen(xa, a.dtype), widen(xb, b.dtype)
-                if integral or rtol or atol or not _fast(acc, fa, fb):
-                    _slow(acc, fa, fb, integral, atol, rtol)
-            if advance is not None:
-                advance(int(per * xa.size))
+    sa, sb = slots if slots is not None else ("compare.a.wide", "compare.b.wide")
+    if dtype_a == dtype_b == "bfloat16" and xa.dtype.isnative and xb.dtype.isnative:
+        # both widened pairwise (the same order on both sides: see kernels.paired)
+        if xa.dtype.kind in "ui" and xb.dtype.kind in "ui":
+            xa = kernels.bfloat16_to_float32(xa, _buffer(sa, xa.size))
+            xb = kernels.bfloat16_to_float32(xb, _buffer(sb, xb.size))
+            dtype_a = dtype_b = "float32"
+    if dtype_a == dtype_b and xa.dtype == xb.dtype and _bytes_equal(xa, xb):
+        wa = widen(xa, dtype_a, sa)
+        sq = _ss(wa)
+        if not math.isfinite(sq) and wa.dtype.kind == "f":  # NaN or Inf (or overflow)
+            _slow(acc, wa, wa, False, atol, rtol)
+            return acc
+        acc.ss_a += sq
+        acc.ss_b += sq
+    else:
+        fa, fb = widen(xa, dtype_a, sa), widen(xb, dtype_b, sb)
+        if integral or rtol or atol or not _fast(acc, fa, fb):
+            _slow(acc, fa, fb, integral, atol, rtol)
+    return acc
+
+
+def _buffer(slot: str, n: int) -> Any:
+    import numpy as np
+
+    from inspector import scratch
+
+    return scratch.buffer(slot, n, np.float32)
+
+
+def finish(acc: _Acc) -> ValueStats:
+    """The comparison of everything added to ``acc``."""
     ss_a, ss_b, ss_diff, max_abs = acc.ss_a, acc.ss_b, acc.ss_diff, acc.max_abs
     if ss_a > 0:
         rel = math.sqrt(ss_diff) / math.sqrt(ss_a)
@@ -176,6 +212,25 @@ class _Acc:
         self.nonfinite: list[list[int]] | None = None
         self.nan_diff = self.inf_diff = False
 
+    def add(self, other: _Acc) -> _Acc:
+        """Fold in the next chunk pair's comparison (in order: the sums are not associative)."""
+        self.max_abs = max(self.max_abs, other.max_abs)
+        self.ss_diff += other.ss_diff
+        self.ss_a += other.ss_a
+        self.ss_b += other.ss_b
+        self.ss_ab += other.ss_ab
+        self.identical = self.identical and other.identical
+        self.changed = self.changed or other.changed
+        if other.nonfinite is not None:
+            if self.nonfinite is None:
+                self.nonfinite = [[0, 0, 0], [0, 0, 0]]
+            for mine, theirs in zip(self.nonfinite, other.nonfinite, strict=True):
+                for i in range(3):
+                    mine[i] += theirs[i]
+        self.nan_diff = self.nan_diff or other.nan_diff
+        self.inf_diff = self.inf_diff or other.inf_diff
+        return self
+
     def count(self, fa: Any, fb: Any, d: Any) -> None:
         """Record the NaN and Inf of a chunk pair (``d`` = a - b in float64)."""
         import numpy as np
@@ -208,7 +263,7 @@ def _ss(x: Any) -> float:
     if x.dtype.kind == "b":
         return float(np.count_nonzero(x))
     if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.dtype.isnative:
-        return float(np.dot(x, x))
+        return kernels.dot(x, x)
     return float(np.einsum("i,i->", x, x, dtype=np.float64))
 
 
@@ -219,23 +274,38 @@ def _fast(acc: _Acc, fa: Any, fb: Any) -> bool:
 
     if fa.dtype != fb.dtype or fa.dtype.kind != "f":
         return False
-    if fa.dtype.itemsize == 2:  # float16: as float32 (exact)
+    if fa.dtype.itemsize == 2 and fa.dtype.isnative:  # float16: as float32 (exact)
+        from inspector import scratch
+
+        fa = kernels.half_to_float32(fa, scratch.buffer("compare.a", fa.size, np.float32))
+        fb = kernels.half_to_float32(fb, scratch.buffer("compare.b", fb.size, np.float32))
+        for w in (fa, fb):  # NaN and Inf come out as magnitudes no float16 number reaches
+            if not max(-float(np.minimum.reduce(w)), float(np.maximum.reduce(w))) < (
+                    kernels.HALF_NONFINITE):
+                return False
+    elif fa.dtype.itemsize == 2:
         fa, fb = float32(fa), float32(fb)
     elif not fa.dtype.isnative:  # byte-swapped
         fa, fb = fa.astype(fa.dtype.newbyteorder("=")), fb.astype(fb.dtype.newbyteorder("="))
+    from inspector import scratch
+
+    d = scratch.buffer("compare.d", fa.size, fa.dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN go to the float64 path
-        d = fa - fb
-    m = max(float(d.max()), -float(d.min()))
+        np.subtract(fa, fb, out=d)
+    hi, lo = float(np.maximum.reduce(d)), -float(np.minimum.reduce(d))
+    m = max(hi, lo)
     if not math.isfinite(m):
         return False
-    if m > 0:
-        at = np.flatnonzero((d == m) | (d == -m))  # the exact maximum is among these
+    if m > 0:  # the exact maximum is among the elements that reach m in float32
+        at = np.flatnonzero(d == m) if hi == m else np.empty(0, dtype=np.intp)
+        if lo == m:
+            at = np.concatenate([at, np.flatnonzero(d == -m)])
         exact = float(np.max(np.abs(np.subtract(fa[at], fb[at], dtype=np.float64))))
         acc.max_abs = max(acc.max_abs, exact)
         acc.identical = False
         acc.changed = True
-        ss_d, ss_a = float(np.dot(d, d)), float(np.dot(fa, fa))
-        ss_ab = ss_d + 2 * float(np.dot(d, fb))  # a^2 - b^2 = (a - b)(a + b) = d^2 + 2 d b
+        ss_d, ss_a = kernels.dot(d, d), kernels.dot(fa, fa)
+        ss_ab = ss_d + 2 * kernels.dot(d, fb)  # a^2 - b^2 = (a - b)(a + b) = d^2 + 2 d b
         acc.ss_diff += ss_d
         acc.ss_a += ss_a
         acc.ss_b += ss_a - ss_ab
@@ -272,10 +342,10 @@ def _slow(acc: _Acc, xa: Any, xb: Any, integral: bool, atol: float, rtol: float)
     if keep is not None:
         d = np.where(keep, d, 0.0)
     acc.max_abs = max(acc.max_abs, float(d.max()))
-    acc.ss_diff += float(np.dot(d, d))
-    acc.ss_a += float(np.dot(fa, fa))
-    acc.ss_b += float(np.dot(fb, fb))
-    acc.ss_ab += float(np.dot(fa - fb, fa + fb))
+    acc.ss_diff += kernels.dot(d, d)
+    acc.ss_a += kernels.dot(fa, fa)
+    acc.ss_b += kernels.dot(fb, fb)
+    acc.ss_ab += kernels.dot(fa - fb, fa + fb)
 
 
 def iter_values(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK_ELEMENTS,
@@ -291,16 +361,16 @@ def threads_for(entries: Any, ckpts: Any = ()) -> int:
     """Threads worth starting for a pass over ``entries`` of ``ckpts``: one for a small pass (a
     pool costs more than it saves) or a remote source (threads interleaving reads of one file
     defeat its read-ahead: 515 requests instead of 138 on moto S3, 3.8x slower), else one per
-    core up to 8 (numpy releases the GIL)."""
+    core up to 8 (numpy releases the GIL; one large tensor is shared out by chunks, see
+    :mod:`inspector.chunk_pass`)."""
     import os
 
     if any(c.source is not None and c.source.local_path is None for c in ckpts):
         return 1
-    entries = list(entries)
     total = sum(t.nbytes or 0 for t in entries)
-    if total < (8 << 20) or len(entries) < 2:
+    if total < (8 << 20):
         return 1
-    return max(1, min(len(entries), os.cpu_count() or 1, 8))
+    return max(1, min(os.cpu_count() or 1, 8))
 
 
 def _integral(dtype: str) -> bool:
@@ -498,6 +568,11 @@ def float8_table(dtype: str) -> Any:
     return out
 
 
+def decode(raw: bytes | Any, dtype: str, big: bool) -> Any:
+    """Stored bytes (any buffer) as a NumPy array of the stored type and byte order."""
+    return _decode(raw, dtype, big)
+
+
 def _decode(raw: bytes | Any, dtype: str, big: bool) -> Any:
     """Stored bytes as a numpy array of the stored type, in the stored byte order (see
     :func:`widen` for the types numpy has no arithmetic for)."""
@@ -522,15 +597,22 @@ def float32(x: Any) -> Any:
     return np.take(table, u)
 
 
-def widen(x: Any, dtype: str) -> Any:
+def widen(x: Any, dtype: str, slot: str | None = None) -> Any:
     """A stored chunk as numbers numpy computes with: bfloat16 widened to float32 (its upper
-    half), float8 decoded by its table, complex32 widened to complex64; others unchanged."""
+    half), float8 decoded by its table, complex32 widened to complex64; others unchanged.
+    ``slot``: bfloat16 is widened into this thread's scratch buffer of that name."""
     import numpy as np
 
     if x.dtype.kind not in "ui":  # already numbers (an HDF5 dataset's own type)
         return x
     if dtype == "bfloat16":
-        return (x.astype(np.uint32) << 16).view(np.float32)
+        if slot is None:
+            return (x.astype(np.uint32) << 16).view(np.float32)
+        from inspector import scratch
+
+        wide = scratch.buffer(slot, x.size, np.uint32)
+        np.left_shift(x, 16, out=wide, dtype=np.uint32)
+        return wide.view(np.float32)
     if dtype in FLOAT8:
         return float8_table(dtype)[x]
     if dtype == "complex32":
