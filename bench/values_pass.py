@@ -125,13 +125,13 @@ def floor_diff(path_a: str, path_b: str, dtype: str) -> None:
 
 # ------------------------------------------------------------------------------------- the tool
 def tool_stats(path: str) -> None:
-    from inspector import stats
+    from inspector import value_stats as stats
 
     stats.file_stats(path)
 
 
 def tool_diff(path_a: str, path_b: str) -> None:
-    from inspector.diff import diff
+    from inspector.diffing import diff
 
     diff(path_a, path_b, values=True, groups=False)
 
