@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from inspector.adapters.errors import NotFoundError, UsageError
 from inspector.adapters.model import Checkpoint
@@ -32,9 +32,9 @@ from inspector.results import (
 
 __all__ = ["budget", "check", "diff", "predict", "scan", "stats"]
 
-PathLike = str | os.PathLike[str]
-CheckpointLike = str | os.PathLike[str] | Checkpoint
-Sets = Mapping[str, Any] | Sequence[str] | None
+PathLike: TypeAlias = "str | os.PathLike[str]"
+CheckpointLike: TypeAlias = "str | os.PathLike[str] | Checkpoint"
+Sets: TypeAlias = "Mapping[str, Any] | Sequence[str] | None"
 """Hyperparameters: a mapping, or ``"KEY=VALUE"`` strings as ``--set`` takes them."""
 
 
@@ -160,7 +160,7 @@ def _exists(p: str) -> bool:
         from inspector.adapters.source import as_source
 
         try:
-            return as_source(p).exists()
+            return bool(as_source(p).exists())
         except InspectorError:
             return True  # scanned: the error becomes its line
     return os.path.lexists(p)
@@ -183,8 +183,9 @@ def stats(paths: CheckpointLike | Sequence[CheckpointLike], *, match: str | None
     items = [paths] if isinstance(paths, (str, os.PathLike, Checkpoint)) else list(paths)
     if not items:
         raise UsageError("stats needs at least one path")
-    if not any(isinstance(p, Checkpoint) for p in items):
-        items = list(value_stats.expand([os.fspath(p) for p in items]))
+    names = [os.fspath(p) for p in items if not isinstance(p, Checkpoint)]
+    if len(names) == len(items):  # paths only: a directory may be a run of checkpoints
+        items = list(value_stats.expand(names))
     ckpts = [_load(p, input_format, allow_unsafe) for p in items]
     total = sum(t.nbytes or 0 for c in ckpts for t in value_stats.selected(c, match)) \
         if progress else 0
@@ -265,8 +266,8 @@ def budget(arch: str | Sequence[str], *, target: int | str, solve: str | Sequenc
         raise UsageError(f"--set for an architecture not compared: {', '.join(unknown)}")
     ranges: dict[str, tuple[int, int | None]] = {}
     for text in range:
-        name, bounds = budget_solver.parse_range(text)
-        for n in [name] if name else free:
+        named, bounds = budget_solver.parse_range(text)
+        for n in [named] if named else free:
             ranges[n] = bounds
     ties = dict(budget_solver.parse_tie(t) for t in tie)
     count = target if isinstance(target, int) else budget_solver.parse_target(target)

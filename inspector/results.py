@@ -26,7 +26,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    import pandas
+    import pandas  # type: ignore[import-untyped, unused-ignore]
 
     from inspector.reports.text import Style
 
