@@ -5,6 +5,8 @@ file: ``safe``, ``foreign``, ``dangerous`` or ``error``, with the globals or fin
 then a summary line, each fitted to the terminal width (``COLUMNS``). Nothing from a file is
 imported or run.
 
+``--format sarif`` writes a SARIF 2.1.0 log for code scanning (GitHub, GitLab, SARIF viewers).
+
 Exit codes (picklescan's convention): 1 if any file is dangerous; else 2 if any file could not be
 fully examined (``error``: what was found before the break is still reported) or on a usage
 error; else 0.
