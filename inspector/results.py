@@ -48,11 +48,16 @@ class Result:
     """What every result shares: the JSON-ready report and its views."""
 
     document: Mapping[str, Any] = field(repr=False)
-    """The JSON-ready report the renderers read (read it, never change it: ``to_dict()`` gives
-    a copy to keep)."""
+    """The JSON-ready report the renderers read, as a read-only view (``to_dict()`` gives a copy
+    to keep and change)."""
 
     renderer: ClassVar[str] = ""  # the module whose render(report, fmt, style) prints it
     row_key: ClassVar[str] = ""  # the document's list of rows
+
+    def __post_init__(self) -> None:
+        from types import MappingProxyType
+
+        object.__setattr__(self, "document", MappingProxyType(dict(self.document)))
 
     @property
     def schema(self) -> str:
@@ -73,7 +78,7 @@ class Result:
         """The JSON document ``--format json`` prints, as plain Python (a fresh copy)."""
         from inspector.reports import strict_json
 
-        doc: dict[str, Any] = json.loads(strict_json.dumps(self.document))
+        doc: dict[str, Any] = json.loads(strict_json.dumps(dict(self.document)))
         return doc
 
     def rows(self) -> list[dict[str, Any]]:

@@ -227,6 +227,8 @@ def test_results_are_immutable_and_copies_are_fresh():
     r = inspector.predict("sockeye-rnn", set=["rnn_attention_type=dot"])
     with pytest.raises(AttributeError):
         r.document = {}  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        r.document["total"] = 0  # type: ignore[index]
     d = r.to_dict()
     d["total"] = -1
     assert r.to_dict()["total"] == r.total > 0

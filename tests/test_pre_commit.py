@@ -4,12 +4,14 @@ benign one from ``fixtures/security``, the staged files are blocked with the sca
 allowed once the dangerous file is removed, and the commit goes through.
 
 pre-commit installs this repository into an environment of its own (pip, from the local
-source), so the first run takes a while: the test is ``slow``."""
+source), so the first run takes minutes: those tests are ``slow``. The manifest is checked with
+pre-commit's own schema, and the check hook's entry point runs in-process, in the fast suite."""
 
 from __future__ import annotations
 
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -18,8 +20,6 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT
-
-pytestmark = pytest.mark.slow
 
 SAFE = FIXTURES / "security" / "numpy_state_p2.pkl"
 
@@ -48,6 +48,7 @@ def home(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("pre-commit-home")
 
 
+@pytest.mark.slow
 def test_scan_hook_blocks_a_dangerous_checkpoint_then_allows(tmp_path, home):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
@@ -77,6 +78,7 @@ def test_scan_hook_blocks_a_dangerous_checkpoint_then_allows(tmp_path, home):
     assert "state.pkl" in _git(repo, "ls-files").stdout
 
 
+@pytest.mark.slow
 def test_check_hook_runs_each_file(tmp_path, home):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
@@ -97,3 +99,35 @@ def test_check_hook_runs_each_file(tmp_path, home):
     out = blocked.stdout + blocked.stderr
     assert blocked.returncode == 1, out
     assert "evil.pt" in out and "system" in out, out
+
+
+def test_the_manifest_is_valid_for_pre_commit():
+    from pre_commit.clientlib import load_manifest
+
+    hooks = {h["id"]: h for h in load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
+    assert set(hooks) == {"inspector-scan", "inspector-check"}
+
+    for hook in hooks.values():
+        files = re.compile(hook["files"])
+        assert files.search("models/model.safetensors") and files.search("ckpt/step=1.CKPT")
+        assert not files.search("README.md") and not files.search("train.py")
+    scan = re.compile(hooks["inspector-scan"]["files"])
+    assert all(scan.search(f"x.{ext}") for ext in ("pkl", "joblib", "npy", "npz", "h5", "keras",
+                                                    "onnx", "gguf", "params", "nemo", "zip"))
+
+
+def test_the_check_hook_checks_each_file_and_keeps_the_worst(tmp_path, capsys):
+    from inspector.hooks import main
+
+    good = [str(FIXTURES / "torch" / n)
+            for n in ("seed001_transformer_lm.pt", "seed001_model1_legacy.pt")]
+    assert main(["check", *good]) == 0
+    out = capsys.readouterr().out
+    assert all(p in out for p in good)
+    evil = tmp_path / "evil.pt"
+    evil.write_bytes(pickle.dumps(_Payload(), protocol=2))
+    assert main(["check", good[0], str(evil), good[1]]) == 2  # refused: an error
+    captured = capsys.readouterr()
+    assert good[1] in captured.out and "evil.pt" in captured.err
+    assert main(["check", "--allow-unsafe", str(evil)]) == 1  # read, never verified: unsafe
+    assert main(["nothing"]) == 2
