@@ -24,7 +24,6 @@ HELP = "compare a checkpoint's tensors and group counts with the formula predict
 FORMATS = ("table", "markdown", "json", "csv")
 EXITS = ("0 verified, 1 mismatch (or an unsafe pickle read with --allow-unsafe), "
          "3 incomplete (--strict: 1), 2 error (or an unsafe pickle refused)")
-EXIT = {"verified": 0, "mismatch": 1, "incomplete": 3, "unsafe": 1}
 EPILOG = """verdicts and exit codes:
   verified    0  every stored tensor was predicted with its exact shape, every predicted
                  tensor was found
