@@ -53,7 +53,9 @@ def _load(target: CheckpointLike, input_format: str | None, allow_unsafe: bool) 
         return target
     from inspector.adapters.registry import load
 
-    return load(os.fspath(target), input_format, allow_unsafe=allow_unsafe)
+    # a remote run's listing (value_stats.expand) gives sources: loaded as they are
+    path = os.fspath(target) if isinstance(target, (str, os.PathLike)) else target
+    return load(path, input_format, allow_unsafe=allow_unsafe)
 
 
 def _words(value: str | Sequence[str]) -> list[str]:
