@@ -59,7 +59,7 @@ if torch.distributed.get_rank() == 0:
 INSPECTOR = r"""
 import json, statistics, sys, time
 from inspector.adapters.registry import load
-from inspector import stats
+from inspector import value_stats as stats
 path, runs, values = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 times = []
 for _ in range(runs):

@@ -12,7 +12,7 @@ length, JSON header, little-endian data), once, and kept in ``--dir``.
 
 The floor is the machine's single-read bandwidth: the same file read once from the page cache
 into a 1 MiB buffer (``readinto``, as ``cat`` does), on one thread. ``stats`` is
-``inspector.stats.file_stats(A)``; ``diff --values`` is ``inspector.diff.diff(A, B,
+``inspector.value_stats.file_stats(A)``; ``diff --values`` is ``inspector.diffing.diff(A, B,
 values=True)``, whose floor is reading A and B. Every timing is the fastest of ``--repeat`` runs
 after one warm-up run (which also fills the page cache), the floor's runs and the pass's
 alternating, so that other load on the machine counts as little and as evenly as it can; CPU
@@ -98,13 +98,13 @@ def read_floor(*paths: Path) -> None:
 
 
 def tool_stats(path: Path) -> None:
-    from inspector import stats
+    from inspector import value_stats as stats
 
     stats.file_stats(str(path))
 
 
 def tool_diff(a: Path, b: Path) -> None:
-    from inspector.diff import diff
+    from inspector.diffing import diff
 
     diff(str(a), str(b), values=True, groups=False)
 

@@ -176,7 +176,7 @@ def run_stats_task(task: Task, chunk: int) -> tuple[str, Any]:
 
 
 def _stats_items(task: Task, chunk: int) -> list[tuple[Any, ...]]:
-    from inspector import stats
+    from inspector import value_stats as stats
 
     cur = _open(task.openers[0], [it[1] for it in task.items])
     prev_refs = [it[2] for it in task.items if it[2] is not None]
@@ -280,9 +280,9 @@ class Cluster:
     # -- stats -------------------------------------------------------------------------------
 
     def stats_pass(self, progress: Any = None, chunk: int | None = None) -> Any:
-        """A :data:`inspector.stats.TensorPass` that runs on this cluster (``progress`` gets
+        """A :data:`inspector.value_stats.TensorPass` that runs on this cluster (``progress`` gets
         ``advance(nbytes)`` as tasks finish)."""
-        from inspector import stats
+        from inspector import value_stats as stats
 
         def tensor_pass(jobs: list[tuple[Checkpoint, list[TensorEntry], Checkpoint | None]]
                         ) -> list[list[Any]]:
@@ -300,7 +300,7 @@ class Cluster:
 
     def _stats_tasks(self, k: int, ckpt: Checkpoint, entries: list[TensorEntry],
                      prev: Checkpoint | None) -> list[Task]:
-        from inspector import stats
+        from inspector import value_stats as stats
 
         pos, ppos = _indexer(ckpt), _indexer(prev) if prev is not None else {}
         shards: dict[str | None, str | None] = {}
@@ -326,8 +326,8 @@ class Cluster:
     # -- diff --values -----------------------------------------------------------------------
 
     def diff_pass(self) -> Any:
-        """A replacement for :func:`inspector.diff.compare_values` that runs on this cluster."""
-        from inspector import diff
+        """A replacement for :func:`inspector.diffing.compare_values` that runs on this cluster."""
+        from inspector import diffing as diff
 
         def values_pass(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Any],
                         atol: float = 0.0, rtol: float = 0.0, chunk: int | None = None,

@@ -8,16 +8,16 @@ PYTHON = (3, 11)
 SOURCES = {'cli.py': (14935, 1415500705),
  'commands/__init__.py': (389, 1711991920),
  'commands/archs.py': (2564, 3116068908),
- 'commands/budget.py': (5021, 4068276511),
- 'commands/check.py': (3568, 2104767989),
- 'commands/diff.py': (5802, 411883154),
+ 'commands/budget.py': (3253, 320977300),
+ 'commands/check.py': (3107, 3853785188),
+ 'commands/diff.py': (4961, 1151257763),
  'commands/formats.py': (568, 4283822920),
- 'commands/predict.py': (1959, 16829877),
+ 'commands/predict.py': (1986, 889953175),
  'commands/report.py': (4003, 2339139493),
- 'commands/scan.py': (3968, 4041265457),
+ 'commands/scan.py': (2176, 744855534),
  'commands/schemes.py': (2002, 3756206900),
  'commands/show.py': (6299, 3097858341),
- 'commands/stats.py': (4076, 298904773),
+ 'commands/stats.py': (2851, 405649793),
  'help_plain.py': (6023, 3529304718)}
 
 TEXT = "usage: inspector [-h] [--version] [--debug] [--raw-numbers] [-v]\n                 [--color {auto,always,never}]\n                 COMMAND ...\n\nWhat is inside a checkpoint, read without the framework that wrote it.\n\npositional arguments:\n  COMMAND\n    show                list every tensor with its shape, dtype, count and\n                        role\n    formats             list the supported checkpoint formats\n    schemes             list the grouping schemes used by --scheme (or show /\n                        validate one)\n    check               compare a checkpoint's tensors and group counts with\n                        the formula prediction\n    predict             expected tensors, group counts and total from\n                        hyperparameters alone (no file)\n    archs               list the architectures of check/predict with their\n                        hyperparameters and defaults\n    budget              hyperparameters whose predicted parameter count hits a\n                        target (inverse of predict)\n    diff                compare two checkpoints: added, removed, reshaped,\n                        retyped and (--values) changed tensors\n    stats               value statistics per tensor and group (NaN/Inf, zeros,\n                        norms), or across a training run\n    scan                security verdict (safe/foreign/dangerous/error) for\n                        every file under the given paths\n    report              write the audit (listing, charts, check, diff, value\n                        stats) as one self-contained HTML\n\noptions:\n  -h, --help            show this help message and exit\n  --version             show program's version number and exit\n\nglobal options (before or after the verb):\n  --debug               on error, show the traceback instead of one line\n  --raw-numbers         counts without thousands separators (42767, not\n                        42,767)\n  -v, --verbose         every hyperparameter, not only those that determine\n                        shapes\n  --color {auto,always,never}\n                        colour status words, findings and deltas (auto: only\n                        on a terminal, never with NO_COLOR set)\n\nexit codes:\n  show     0 success, 1 --globals found a dangerous global, 2 error (or an\n           unsafe pickle refused)\n  formats  0 success, 2 error\n  schemes  0 success, 2 error\n  check    0 verified, 1 mismatch (or an unsafe pickle read with\n           --allow-unsafe), 3 incomplete (--strict: 1), 2 error (or an unsafe\n           pickle refused)\n  predict  0 success, 2 error\n  archs    0 success, 2 error\n  budget   0 success, 2 error\n  diff     0 same (structure; with --values also contents), 1 different, 2\n           error (or an unsafe pickle refused)\n  stats    0 no error finding, 1 an error finding (NaN or Inf), 2 error (or an\n           unsafe pickle refused)\n  scan     0 nothing dangerous or unexamined, 1 some file is dangerous, 2 some\n           file is error (not fully examined) or usage error\n  report   0 written, 2 error (or an unsafe pickle refused)\n\nTables fit the terminal (or COLUMNS); piped output keeps full names and no\ncolour.\n"
@@ -150,6 +150,11 @@ DESCRIPTIONS = {'archs': [('text',
              'One line per file: safe, foreign, dangerous or error, with the globals or findings '
              'behind it, then a summary line, each fitted to the terminal width (COLUMNS). Nothing '
              'from a file is imported or run.')]),
+          ('text',
+           [(0,
+             0,
+             '--format sarif writes a SARIF 2.1.0 log for code scanning (GitHub, GitLab, SARIF '
+             'viewers).')]),
           ('text',
            [(0,
              0,

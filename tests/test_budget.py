@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from inspector import budget
+from inspector import budget_solver as budget
 from inspector.adapters.errors import UsageError
 from inspector.cli import main
 from inspector.formulas.core import Arch, HParam, Prediction, expected
@@ -161,7 +161,7 @@ def test_usage_errors_are_one_line(capsys, argv, message):
 
 
 def test_target_forms():
-    from inspector.commands.budget import parse_target
+    from inspector.budget_solver import parse_target
 
     assert [parse_target(t) for t in ("103360", "103,360", "150k", "1.5M", "1e6")] == [
         103_360, 103_360, 150_000, 1_500_000, 1_000_000]

@@ -15,7 +15,7 @@ import pytest
 
 import inspector
 from inspector import chunk_pass, kernels, stats, values
-from inspector.diff import align, compare_values
+from inspector.diffing import align, compare_values
 from inspector.partial import Partial, fast_reduce, reduce
 
 from conftest import FIXTURES, ROOT

@@ -255,7 +255,7 @@ def test_diff_match_role_and_expand(cli):
 def test_collapse_merges_only_equal_results():
     """Twelve layers whose values changed: rows merge only where the results are equal."""
     from inspector.adapters.model import Role, TensorEntry
-    from inspector.diff import CHANGED, TensorDiff, collapse
+    from inspector.diffing import CHANGED, TensorDiff, collapse
     from inspector.values import ValueStats
 
     def entry(name: str) -> TensorEntry:

@@ -16,7 +16,7 @@ import math
 import pytest
 
 from inspector.adapters.errors import UsageError
-from inspector.diff import diff, layout_summary, report
+from inspector.diffing import diff, layout_summary, report
 from inspector.layout_map import parse, unpermute_rows
 
 from conftest import FIXTURES, load_truth, run_cli

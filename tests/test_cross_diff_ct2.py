@@ -20,7 +20,7 @@ import yaml
 
 from inspector.adapters.errors import UsageError
 from inspector.ct2_layout_maps import MAP_DIR, SPECS, build
-from inspector.diff import diff, layout_findings, layout_summary
+from inspector.diffing import diff, layout_findings, layout_summary
 from inspector.layout_map import parse
 
 from conftest import FIXTURES, load_truth, run_cli

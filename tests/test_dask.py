@@ -158,7 +158,8 @@ def test_diff_values_on_the_cluster_equal_the_local_pass(scheduler, moto, a: str
 def test_tensor_ranges_merge_to_the_same_statistics(scheduler, moto) -> None:
     """A file split into many tasks (tensor ranges), shards opened alone by the workers: the
     same :class:`Partial` per tensor as the single-process pass, and group merges equal."""
-    from inspector import cluster, stats
+    from inspector import cluster
+    from inspector import value_stats as stats
     from inspector.adapters.registry import load
     from inspector.partial import merge_all
 
@@ -185,7 +186,8 @@ def test_tensor_ranges_merge_to_the_same_statistics(scheduler, moto) -> None:
 
 def test_a_failed_task_names_its_shard(scheduler, tmp_path) -> None:
     """A shard truncated after the listing: the task's error is one line naming the shard."""
-    from inspector import cluster, stats
+    from inspector import cluster
+    from inspector import value_stats as stats
     from inspector.adapters.registry import load
 
     d = tmp_path / "model"

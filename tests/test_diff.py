@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from inspector.adapters.model import TensorEntry
-from inspector.diff import (
+from inspector.diffing import (
     ADDED,
     CHANGED,
     REMOVED,

@@ -139,7 +139,7 @@ def test_keras_sharded_weights():
 
 def test_values_read_through_directories():
     """Value reads follow the directory to the right file (HF .bin shards, Keras shards)."""
-    from inspector.diff import diff
+    from inspector.diffing import diff
 
     for d in ("hf_gpt2_bin_sharded", "keras_sharded", "peft_lora_bin"):
         res = diff(load(DIRS / d), load(DIRS / d), values=True)

@@ -93,7 +93,7 @@ def test_values_equal_gguf_dequantize(name):
 
 
 def test_stats_equal_gguf_dequantize():
-    from inspector.stats import file_stats
+    from inspector.value_stats import file_stats
 
     truth = load_truth(GGUF / "tiny_mixtral.gguf.truth.json")
     fs = file_stats(GGUF / "tiny_mixtral.gguf")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from inspector import stats
+from inspector import value_stats as stats
 from inspector.adapters.registry import detect, load
 from inspector.adapters.security.scan import scan_file
 from inspector.formulas.megatron import padded_vocab

@@ -153,7 +153,7 @@ def test_a_bare_optimizer_state_dict_is_optimizer_state(path):
 def test_stats_group_norms_leave_buffers_and_index_tensors_out():
     """The L2 norm per group (``stats``, the HTML report) is over parameters only: BERT's
     int64 ``position_ids`` is in no group."""
-    from inspector import stats
+    from inspector import value_stats as stats
 
     path = FIXTURES / "hf" / "v4" / "bert_mlm"
     result = stats.file_stats(path)

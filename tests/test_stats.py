@@ -16,7 +16,8 @@ import sys
 import pytest
 
 import inspector
-from inspector import stats, values
+from inspector import value_stats as stats
+from inspector import values
 from inspector.adapters.errors import FormatError
 from inspector.partial import Partial, merge_all, reduce
 from inspector.progress import Progress

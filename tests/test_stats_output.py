@@ -74,7 +74,7 @@ def test_raw_numbers_and_shapes(cli):
 
 def test_shape_text_has_no_separators():
     """A real report with one shape set to seed 000's output layer: ``(42767, 512)``."""
-    from inspector import stats
+    from inspector import value_stats as stats
     from inspector.reports.render_stats import render
     from inspector.reports.text import Style
 

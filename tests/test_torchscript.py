@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from inspector.adapters.registry import load
-from inspector.diff import diff
+from inspector.diffing import diff
 from inspector.reports.listing import listing
 
 from conftest import FIXTURES, load_truth

@@ -23,15 +23,13 @@ are skipped and reported.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
-from inspector.commands.options import add_set_argument, parse_sets
+from inspector.commands.options import add_set_argument
 
 NAME = "budget"
 HELP = "hyperparameters whose predicted parameter count hits a target (inverse of predict)"
 FORMATS = ("table", "markdown", "json", "csv")
-_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,48 +54,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
 
 
-def parse_target(text: str) -> int:
-    from inspector.adapters.errors import UsageError
-
-    m = re.fullmatch(r"\s*([0-9][0-9_,]*(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([kKmMgGbB]?)\s*", text)
-    if m is None:
-        raise UsageError(f"--target {text!r}: expected a count such as 103360, 150k or 1.5M")
-    number = float(m.group(1).replace(",", "").replace("_", ""))
-    return round(number * _SUFFIX[m.group(2).lower()])
-
-
 def run(args: argparse.Namespace) -> int:
-    from inspector import budget
-    from inspector.adapters.errors import UsageError
-    from inspector.reports.budget import build, render
+    from inspector.api import budget
 
-    archs = [a.strip() for item in args.arch for a in item.split(",") if a.strip()]
-    if len(archs) > 1 and not args.compare:
-        raise UsageError("several --arch values need --compare")
-    solve = [s.strip() for s in args.solve.split(",") if s.strip()]
-    sets = parse_sets(args.set)
-    scoped: dict[str, dict[str, str]] = {}
-    for key in [k for k in sets if ":" in k]:
-        arch, _, name = key.partition(":")
-        scoped.setdefault(arch, {})[name] = sets.pop(key)
-    unknown = set(scoped) - set(archs)
-    if unknown:
-        raise UsageError(f"--set for an architecture not compared: {', '.join(sorted(unknown))}")
-    ranges: dict[str, tuple[int, int | None]] = {}
-    for text in args.range:
-        name, bounds = budget.parse_range(text)
-        for n in [name] if name else solve:
-            ranges[n] = bounds
-    ties = dict(budget.parse_tie(t) for t in args.tie)
-    target = parse_target(args.target)
-    common = dict(ranges=ranges, step=args.step, ties=ties, under=args.under,
-                  scheme=args.scheme)
-    if args.compare:
-        results = budget.compare(archs, target, solve, sets, scoped, top=args.top or 1,
-                                 **common)
-    else:
-        results = [budget.solve(archs[0], target, solve, {**sets, **scoped.get(archs[0], {})},
-                                top=args.top or 5, **common)]
-    report = build(target, args.compare, results)
-    sys.stdout.write(render(report, args.format, args.style))
-    return 0
+    result = budget(args.arch, target=args.target, solve=args.solve, set=args.set,
+                    range=args.range, step=args.step, tie=args.tie, under=args.under,
+                    compare=args.compare, top=args.top, scheme=args.scheme)
+    sys.stdout.write(result.render(args.format, args.style))
+    return result.exit_code

@@ -17,20 +17,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.adapters.security.policy import dangerous
-from inspector.commands.options import (
-    add_allow_unsafe,
-    add_input_format,
-    add_set_argument,
-    parse_sets,
-)
+from inspector.commands.options import add_allow_unsafe, add_input_format, add_set_argument
 
 NAME = "check"
 HELP = "compare a checkpoint's tensors and group counts with the formula prediction"
 FORMATS = ("table", "markdown", "json", "csv")
 EXITS = ("0 verified, 1 mismatch (or an unsafe pickle read with --allow-unsafe), "
          "3 incomplete (--strict: 1), 2 error (or an unsafe pickle refused)")
-EXIT = {"verified": 0, "mismatch": 1, "incomplete": 3, "unsafe": 1}
 EPILOG = """verdicts and exit codes:
   verified    0  every stored tensor was predicted with its exact shape, every predicted
                  tensor was found
@@ -60,16 +53,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.adapters.registry import load
-    from inspector.formulas import get
-    from inspector.formulas.check import check
-    from inspector.formulas.check_result import report_of
-    from inspector.reports.check import render
+    from inspector.api import check
 
-    ckpt = load(args.path, args.input_format, allow_unsafe=args.allow_unsafe)
-    arch = get(args.arch) if args.arch else None
-    result = check(ckpt, arch, parse_sets(args.set), args.scheme)
-    report = report_of(result, dangerous(ckpt))
-    sys.stdout.write(render(report, args.format, args.style))
-    code = EXIT[report["verdict"]]
-    return 1 if code == 3 and args.strict else code
+    result = check(args.path, arch=args.arch, set=args.set, scheme=args.scheme,
+                   input_format=args.input_format, allow_unsafe=args.allow_unsafe,
+                   strict=args.strict)
+    sys.stdout.write(result.render(args.format, args.style))
+    return result.exit_code

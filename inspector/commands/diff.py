@@ -28,12 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.commands.options import (
-    add_allow_unsafe,
-    add_dask,
-    add_input_format,
-    dask_cluster,
-)
+from inspector.commands.options import add_allow_unsafe, add_dask, add_input_format
 
 NAME = "diff"
 HELP = "compare two checkpoints: added, removed, reshaped, retyped and (--values) changed tensors"
@@ -85,37 +80,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.adapters.registry import load
-    from inspector.diff import diff, report
-    from inspector.reports.render_diff import render
+    from inspector.api import diff
 
-    ckpts = []
-    for path in (args.a, args.b):
-        ckpts.append(load(path, args.input_format, allow_unsafe=args.allow_unsafe))
-    from inspector.progress import progress
-
-    total = sum(t.nbytes or 0 for c in ckpts for t in c.unique()) if args.values else 0
-    if args.dask and not args.values:
-        from inspector.adapters.errors import UsageError
-
-        raise UsageError("--dask reads values: use it with --values")
-    with progress(total, "diff --values") as bar, dask_cluster(args) as cluster:
-        result = diff(
-            ckpts[0],
-            ckpts[1],
-            strip_prefixes=args.strip_prefix,
-            renames=args.map or (),
-            align_mode=args.align,
-            values=args.values,
-            atol=args.atol,
-            rtol=args.rtol,
-            scheme=args.scheme,
-            match=args.match,
-            roles=args.role,
-            progress=bar if args.values else None,
-            values_pass=None if cluster is None else cluster.diff_pass(),
-            layout=args.layout,
-        )
-    rep = report(result, all_records=args.all, expand=args.expand)
-    sys.stdout.write(render(rep, args.format, args.style))
-    return 1 if result.different else 0
+    result = diff(args.a, args.b, all=args.all, match=args.match, role=args.role,
+                  expand=args.expand, values=args.values, atol=args.atol, rtol=args.rtol,
+                  strip_prefix=args.strip_prefix, map=args.map, align=args.align,
+                  layout=args.layout, scheme=args.scheme, input_format=args.input_format,
+                  dask=args.dask, allow_unsafe=args.allow_unsafe, progress=True)
+    sys.stdout.write(result.render(args.format, args.style))
+    return result.exit_code

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.commands.options import add_set_argument, parse_sets
+from inspector.commands.options import add_set_argument
 
 NAME = "predict"
 HELP = "expected tensors, group counts and total from hyperparameters alone (no file)"
@@ -39,8 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.reports.predict import build, render
+    from inspector.api import predict
 
-    rep = build(args.arch, parse_sets(args.set), args.scheme, args.formula, args.symbol)
-    sys.stdout.write(render(rep, args.format, args.style))
-    return 0
+    result = predict(args.arch, set=args.set, formula=args.formula, symbol=args.symbol,
+                     scheme=args.scheme)
+    sys.stdout.write(result.render(args.format, args.style))
+    return result.exit_code

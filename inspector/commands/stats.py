@@ -25,16 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.commands.options import (
-    add_allow_unsafe,
-    add_dask,
-    add_input_format,
-    dask_cluster,
-)
-
-TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
-if TYPE_CHECKING:
-    pass
+from inspector.commands.options import add_allow_unsafe, add_dask, add_input_format
 
 NAME = "stats"
 EXITS = "0 no error finding, 1 an error finding (NaN or Inf), 2 error (or an unsafe pickle refused)"
@@ -59,29 +50,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector import stats
-    from inspector.adapters.registry import load
-    from inspector.progress import progress
-    from inspector.reports.render_stats import render
+    from inspector.api import stats
 
-    paths = stats.expand(args.paths)
-    ckpts = [load(p, args.input_format, allow_unsafe=args.allow_unsafe) for p in paths]
-    total = sum(t.nbytes or 0 for c in ckpts for t in stats.selected(c, args.match))
-    with progress(total, "stats") as bar, dask_cluster(args) as cluster:
-        tensor_pass = None if cluster is None else cluster.stats_pass(bar)
-        if len(ckpts) == 1:
-            results = None if tensor_pass is None else tensor_pass(
-                [(ckpts[0], stats.selected(ckpts[0], args.match), None)])[0]
-            result = stats.file_stats(ckpts[0], match=args.match, scheme=args.scheme,
-                                      threads=args.threads, progress=bar, results=results)
-            report = stats.report(result)
-            failed = result.errors
-        else:
-            run_result = stats.run_stats(ckpts, match=args.match, scheme=args.scheme,
-                                         threads=args.threads, progress=bar,
-                                         tensor_pass=tensor_pass)
-            report = stats.run_report(run_result)
-            failed = run_result.errors
-    sys.stdout.write(render(report, args.format, "groups" if args.groups else "tensors",
-                            args.style))
-    return 1 if failed else 0
+    result = stats(args.paths, match=args.match, groups=args.groups, scheme=args.scheme,
+                   threads=args.threads, input_format=args.input_format, dask=args.dask,
+                   allow_unsafe=args.allow_unsafe, progress=True)
+    sys.stdout.write(result.render(args.format, args.style))
+    return result.exit_code

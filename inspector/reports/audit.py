@@ -1,7 +1,7 @@
 """Build the audit report of ``inspector report`` (:class:`inspector.reports.html.AuditReport`)
 from one or two checkpoints: each one's listing and check, their diff when there are two and,
-when values are read (``values``), each one's value statistics (:mod:`inspector.stats`) and the
-diff's value comparison."""
+when values are read (``values``), each one's value statistics (:mod:`inspector.value_stats`)
+and the diff's value comparison."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def section(ckpt: Checkpoint, arch: str | None = None, sets: Mapping[str, str] |
     lst = listing(ckpt, scheme=scheme or "auto")
     value_stats = None
     if values:
-        from inspector import stats
+        from inspector import value_stats as stats
 
         value_stats = stats.report(stats.file_stats(ckpt, scheme=scheme, progress=progress))
     try:
@@ -52,7 +52,7 @@ def build(ckpts: Sequence[Checkpoint], arch: str | None = None,
     sections = [section(c, arch, sets, scheme, values, progress) for c in ckpts]
     diff_report = None
     if len(ckpts) == 2:
-        from inspector.diff import diff, report
+        from inspector.diffing import diff, report
 
         diff_report = report(diff(ckpts[0], ckpts[1], values=values, scheme=scheme,
                                   progress=progress if values else None))

@@ -17,7 +17,7 @@ FORMATS = ("table", "markdown", "json", "csv")
 
 def build(target: int, compare: bool, results: Sequence[Any]) -> dict[str, Any]:
     """The report of one solve (or several with ``compare``): ``results`` are
-    :class:`inspector.budget.Result` records."""
+    :class:`inspector.budget_solver.Result` records."""
     return {"schema": SCHEMA, "target": target, "compare": compare,
             "results": [r.as_dict() for r in results]}
 

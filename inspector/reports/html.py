@@ -33,7 +33,7 @@ SCHEMA = "inspector.report/1"
 @dataclass
 class CheckpointSection:
     """One checkpoint of the report. ``stats`` is its value statistics
-    (:func:`inspector.stats.report`, ``inspector.stats/1``) when values were read;
+    (:func:`inspector.value_stats.report`, ``inspector.stats/1``) when values were read;
     ``check_error`` says why there is no check."""
 
     listing: dict[str, Any]

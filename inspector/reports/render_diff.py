@@ -1,4 +1,4 @@
-"""Render a diff report (:func:`inspector.diff.report`) as a table, markdown, JSON or CSV.
+"""Render a diff report (:func:`inspector.diffing.report`) as a table, markdown, JSON or CSV.
 
 Rows are the collapsed records (a pattern with ``#`` for the numbers and ``×N``; members of one
 row always share op, shapes, dtypes and value results). Without values, tensors whose name,

@@ -1,5 +1,5 @@
-"""Render a stats report (:func:`inspector.stats.report`) or a run report
-(:func:`inspector.stats.run_report`) as a table, markdown, JSON or CSV.
+"""Render a stats report (:func:`inspector.value_stats.report`) or a run report
+(:func:`inspector.value_stats.run_report`) as a table, markdown, JSON or CSV.
 
 ``render(report, fmt, view="tensors", style)``: ``view`` ``tensors`` lists every tensor then
 the groups, ``groups`` the groups only; a run report always shows one row per group with the

@@ -1,6 +1,6 @@
 """Value statistics of one checkpoint or of a training run: typed records, no printing.
 
->>> from inspector.stats import file_stats, run_stats
+>>> from inspector.value_stats import file_stats, run_stats
 >>> result = file_stats("model.safetensors")  # doctest: +SKIP
 >>> [f.message for f in result.findings]  # doctest: +SKIP
 

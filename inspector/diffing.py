@@ -1,6 +1,6 @@
 """Compare two checkpoints of any formats: a pure function returning typed records.
 
->>> from inspector.diff import diff
+>>> from inspector.diffing import diff
 >>> result = diff("before.pt", "after.safetensors", values=True)  # doctest: +SKIP
 >>> [(r.name, r.op) for r in result.records if r.op != "unchanged"]  # doctest: +SKIP
 

@@ -421,6 +421,18 @@ def compare(archs: Sequence[str], target: int, solve_any: Sequence[str],
     return results
 
 
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9}
+
+
+def parse_target(text: str) -> int:
+    """``--target``: ``103360``, ``103,360``, ``150k``, ``1.5M``, ``1e6`` as a count."""
+    m = re.fullmatch(r"\s*([0-9][0-9_,]*(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([kKmMgGbB]?)\s*", text)
+    if m is None:
+        raise UsageError(f"--target {text!r}: expected a count such as 103360, 150k or 1.5M")
+    number = float(m.group(1).replace(",", "").replace("_", ""))
+    return round(number * _SUFFIX[m.group(2).lower()])
+
+
 def parse_range(text: str) -> tuple[str | None, tuple[int, int | None]]:
     """``"lo:hi"`` or ``"name=lo:hi"`` (``hi`` may be empty: found by doubling)."""
     name, _, span = text.rpartition("=")
