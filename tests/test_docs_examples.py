@@ -21,6 +21,7 @@ test: every example is a tested one.
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import os
 import re
@@ -136,26 +137,20 @@ def test_console_example(block: Block, scratch: Path, tmp_path: Path) -> None:
     assert shutil.which("inspector", path=str(Path(sys.executable).parent)), "inspector not installed"
     pairs = parse_console(block.text)
     assert pairs, "a console block with no command"
-    text = block.text
-    server = None
-    if block.server:
-        from remote_servers import RangeServer
-
-        server = RangeServer(ROOT / "fixtures")
-        server.start()
-        text = text.replace("127.0.0.1:8765", f"127.0.0.1:{server.port}")
-        pairs = parse_console(text)
     marker = "@@docs-example-output@@"
-    script = ["cd " + _quote(str(scratch))]
-    for cmd, _ in pairs:
-        script += [f"echo {marker}", "{ " + cmd, "} 2>&1", "__s=$?", f"echo {marker}",
-                   "(exit $__s)"]
-    try:
+    with contextlib.ExitStack() as stack:
+        if block.server:
+            from remote_servers import RangeServer
+
+            url = stack.enter_context(RangeServer(ROOT / "fixtures")).url
+            pairs = parse_console(block.text.replace("http://127.0.0.1:8765", url))
+        script = ["cd " + _quote(str(scratch)), "__s=0"]
+        for cmd, _ in pairs:
+            # the marker's echo must not hide the previous command's status from `echo $?`
+            script += [f"echo {marker}", "(exit $__s)", "{ " + cmd, "} 2>&1", "__s=$?",
+                       f"echo {marker}"]
         run = subprocess.run(["bash", "-c", "\n".join(script)], capture_output=True, text=True,
                              env=_env(), timeout=120, stdin=subprocess.DEVNULL)
-    finally:
-        if server is not None:
-            server.stop()
     # each command's stderr is merged into its stdout, in order: the pages show them that way
     chunks = run.stdout.split(marker + "\n")[1::2]
     assert len(chunks) == len(pairs), run.stderr
