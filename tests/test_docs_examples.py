@@ -175,6 +175,7 @@ def test_python_examples(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         assert ">>> " in b.text, f"{_id(b)}: a python block must be a doctest session"
         test = parser.get_doctest(b.text, globs, _id(b), str(page), b.line)
         runner.run(test, clear_globs=False)
+        globs = test.globs  # DocTest works on a copy: carry its names to the next block
     result = runner.summarize(verbose=False)
     assert result.attempted and not result.failed
 
