@@ -23,7 +23,7 @@ SOURCES = (ROOT / "bench" / "out" / "results.json", HERE / "bench_results.json")
 OUT = HERE / "assets" / "bench_ratio.svg"
 
 ROW_H, LABEL_W, BAR_W, PAD = 22, 330, 380, 12
-MET, MISSED, TARGET = "#2e7d32", "#c62828", "#212121"
+MET, MISSED, NO_TARGET, TARGET = "#2e7d32", "#c62828", "#757575", "#212121"
 
 
 def load_rows() -> tuple[list[dict[str, Any]], Path]:
@@ -50,7 +50,7 @@ def svg(rows: list[dict[str, Any]], source: str) -> str:
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12" role="img">',
         f"<title>Cost of each task divided by its floor ({escape(source)})</title>",
         f'<text x="{PAD}" y="{ROW_H}" font-weight="bold">time ÷ floor (lower is better; '
-        f"| the target; green met, red missed)</text>",
+        f"| the target; green met, red missed, grey no target)</text>",
     ]
     for tick in range(int(scale) + 1):
         tx = x(tick)
@@ -61,7 +61,8 @@ def svg(rows: list[dict[str, Any]], source: str) -> str:
     for i, r in enumerate(rows):
         y = top + i * ROW_H
         ratio = float(r["ratio"])
-        colour = MET if r.get("met", True) else MISSED
+        met = r.get("met")
+        colour = NO_TARGET if met is None else MET if met else MISSED
         out.append(f'<text x="{LABEL_W - 6}" y="{y + 15}" text-anchor="end">'
                    f'{escape(str(r["name"]))}</text>')
         out.append(f'<rect x="{LABEL_W}" y="{y + 4}" width="{x(ratio) - LABEL_W:.1f}" '
