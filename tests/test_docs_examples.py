@@ -7,8 +7,9 @@ The pages under ``docs/`` (and README.md) hold two kinds of runnable examples:
   writes there, not into the checkout); the lines after a command, up to the next ``$ ``, are its
   expected output (stdout and stderr). The commands of one block run in one shell, in order, so
   ``echo $?`` after a command prints that command's exit code.
-* ```` ```python ```` blocks: doctest sessions (``>>>`` lines), run from the repository root;
-  the blocks of one page share their names, in page order.
+* ```` ```python ```` blocks, run from the repository root: doctest sessions (``>>>`` lines),
+  or scripts that must run without an error and, when a ```` ```text ```` block follows, print
+  what it shows. The blocks of one page share their names, in page order.
 
 Expected output is compared after dropping trailing blanks. A line that is only ``...`` stands
 for any number of lines (pages abridge long tables that way); ``...`` inside a line stands for
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import doctest
+import io
 import os
 import re
 import shutil
@@ -46,6 +48,7 @@ class Block:
     lang: str
     text: str
     server: bool
+    end: int = 0  # 1-based line of the closing fence
 
 
 def blocks(page: Path) -> list[Block]:
@@ -64,7 +67,7 @@ def blocks(page: Path) -> list[Block]:
             body.append(lines[i][indent:])
             i += 1
         prev = next((ln.strip() for ln in reversed(lines[:start]) if ln.strip()), "")
-        found.append(Block(page, start + 1, m["lang"], "\n".join(body), prev == MARK))
+        found.append(Block(page, start + 1, m["lang"], "\n".join(body), prev == MARK, i + 1))
         i += 1
     return found
 
@@ -171,13 +174,39 @@ def test_python_examples(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     parser = doctest.DocTestParser()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     globs: dict[str, object] = {}
-    for b in (b for b in ALL if b.page == page and b.lang == "python"):
-        assert ">>> " in b.text, f"{_id(b)}: a python block must be a doctest session"
+    on_page = [b for b in ALL if b.page == page]
+    for k, b in enumerate(on_page):
+        if b.lang != "python":
+            continue
+        if ">>> " not in b.text:
+            _run_script(b, _output_block(on_page, k), globs)
+            continue
         test = parser.get_doctest(b.text, globs, _id(b), str(page), b.line)
         runner.run(test, clear_globs=False)
-        globs = test.globs  # DocTest works on a copy: carry its names to the next block
+        globs.update(test.globs)  # DocTest works on a copy: carry its names to the next block
     result = runner.summarize(verbose=False)
-    assert result.attempted and not result.failed
+    assert not result.failed
+
+
+def _output_block(on_page: list[Block], k: int) -> Block | None:
+    """The ```text block right after block k (only blank lines between), which is its output."""
+    if k + 1 >= len(on_page) or on_page[k + 1].lang not in ("text", "output"):
+        return None
+    nxt, lines = on_page[k + 1], on_page[k].page.read_text(encoding="utf-8").splitlines()
+    between = lines[on_page[k].end : nxt.line - 1]
+    return nxt if all(not ln.strip() for ln in between) else None
+
+
+def _run_script(b: Block, output: Block | None, globs: dict[str, object]) -> None:
+    """A python block that is a script: it runs (sharing the page's names) without raising, and
+    prints what the output block after it shows."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(b.text, _id(b), "exec"), globs)  # noqa: S102 - the page's own example
+    if output is not None:
+        want, actual = normalise(output.text), normalise(out.getvalue())
+        assert expected_regex(want).fullmatch(actual), (
+            f"{_id(b)}\n--- expected\n{want}--- actual\n{actual}")
 
 
 @pytest.mark.parametrize("block", [b for b in ALL if b.lang not in ("console", "python")], ids=_id)
