@@ -384,7 +384,7 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
             links[key] = (dist, ri, rj)
     forest = _Union(n)
     tree_links: list[tuple[int, int]] = []
-    for dist, ri, rj in sorted(links.values()):
+    for _dist, ri, rj in sorted(links.values()):
         if forest.join(ri, rj):
             tree_links.append((ri, rj))
     degree = Counter()
