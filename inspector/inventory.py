@@ -77,7 +77,7 @@ def index_checkpoint(label: str, allow_unsafe: bool = False) -> dict[str, Any]:
     read; its scan verdict is kept even then."""
     from inspector.adapters.errors import InspectorError
     from inspector.adapters.registry import load
-    from inspector.fingerprint import fingerprint, file_key
+    from inspector.fingerprint import file_key, fingerprint
 
     verdict, scan_findings = scan_verdict(label)
     try:
