@@ -178,7 +178,8 @@ def file_key(ckpt: Checkpoint) -> str:
             st = p.stat()
             h.update(f"|{p}|{st.st_size}|{st.st_mtime_ns}".encode())
     elif src is not None:
-        h.update(f"|{src.where}|{src.size() if not src.is_dir() else 0}".encode())
+        size = 0 if src.is_dir() else src.size
+        h.update(f"|{src.where}|{size() if callable(size) else size}".encode())
         etag = getattr(src, "etag", None)
         if etag:
             h.update(str(etag).encode())

@@ -277,9 +277,9 @@ def build(paths: Sequence[str], out: str | Path, *, jobs: int = 2, allow_unsafe:
         else:
             results = iter(mapper(index_checkpoint, todo, allow_unsafe))
         indexed = 0
-        for doc in results:
+        for label, doc in zip(todo, results, strict=True):
             if isinstance(doc, Exception):
-                raise doc
+                doc = {"path": label, "error": str(doc), "scan_verdict": "error"}
             store.replace(doc)
             errors += bool(doc.get("error"))
             indexed += not doc.get("error")

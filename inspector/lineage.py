@@ -50,6 +50,7 @@ KINDS = ("re-save", "conversion", "continued-training", "fine-tune", "lora-merge
 RELATED = 1.0  # centred sample drift below this (correlation above ~0.5): one tensor, trained on
 MAJORITY = 0.5  # share of informative tensors that must agree for two checkpoints to relate
 BANDS, BITS = 4, 8  # LSH: bands of sign bits of random projections of the standardized samples
+CROWD, HUBS = 64, 8  # a bucket above CROWD members pairs each with HUBS hubs and neighbours
 # Unit roundoff of a stored type: a cast moves each element by at most this much, relatively.
 ROUNDOFF = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
             "bfloat16": 2.0 ** -8, "float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
@@ -205,24 +206,43 @@ def _codes(t: TensorPrint) -> list[tuple[Any, ...]]:
     return [(t.shape, band, bits[band].tobytes()) for band in range(BANDS)]
 
 
-def candidates(prints: Sequence[CheckpointPrint]) -> set[tuple[int, int]]:
-    """Index pairs (i < j) of checkpoints sharing an LSH bucket of some informative tensor, or
-    an informative tensor digest."""
+def candidates(prints: Sequence[CheckpointPrint],
+               among: Sequence[int] | None = None) -> set[tuple[int, int]]:
+    """Index pairs (i < j) of checkpoints (``among``: only these indices) sharing an LSH bucket
+    of some informative tensor, or an informative tensor digest. A bucket of more than
+    :data:`CROWD` checkpoints (one base's tensor frozen in many fine-tunes) pairs each member
+    with its neighbours in index order and with the bucket's first :data:`HUBS` members, not
+    with every other member: linear in the bucket, and still joins each member to the rest."""
     buckets: dict[Any, set[int]] = defaultdict(set)
-    for i, p in enumerate(prints):
-        for t in p.informative().values():
+    for i in range(len(prints)) if among is None else among:
+        for t in prints[i].informative().values():
             buckets[("digest", t.digest)].add(i)
             for code in _codes(t):
                 buckets[code].add(i)
     pairs: set[tuple[int, int]] = set()
     for members in buckets.values():
-        if len(members) < 2 or len(members) > 4096:
+        if len(members) < 2:
             continue
         ms = sorted(members)
+        if len(ms) <= CROWD:
+            pairs.update((ms[x], ms[y]) for x in range(len(ms)) for y in range(x + 1, len(ms)))
+            continue
         for x in range(len(ms)):
-            for y in range(x + 1, len(ms)):
-                pairs.add((ms[x], ms[y]))
+            for y in (*range(HUBS), *range(x + 1, min(x + 1 + HUBS, len(ms)))):
+                if y != x and y < len(ms):
+                    pairs.add((min(ms[x], ms[y]), max(ms[x], ms[y])))
     return pairs
+
+
+def duplicates(prints: Sequence[CheckpointPrint]) -> dict[int, int]:
+    """Checkpoint index -> the first index holding exactly the same tensors (names and
+    digests): byte-identical copies, compared once."""
+    first: dict[Any, int] = {}
+    out = {}
+    for i, p in enumerate(prints):
+        sig = ("adapter" in p.info, tuple(sorted((n, t.digest) for n, t in p.tensors.items())))
+        out[i] = first.setdefault(sig, i)
+    return out
 
 
 # ----------------------------------------------------------------------------- the graph
@@ -332,14 +352,14 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
     mtime = mtime or (lambda path: 0.0)
     n = len(prints)
     adapters = [i for i, p in enumerate(prints) if "adapter" in p.info]
-    models = [i for i in range(n) if i not in set(adapters)]
+    dup = duplicates(prints)
+    leaders = [i for i in range(n) if dup[i] == i and i not in set(adapters)]
     evidence: dict[tuple[int, int], Evidence] = {}
-    for i, j in sorted(candidates(prints)):
-        if i in adapters or j in adapters:
-            continue
+    for i, j in sorted(candidates(prints, leaders)):
         ev = compare(prints[i], prints[j])
         if ev.related:
             evidence[(i, j)] = ev
+    models = leaders
     # conversions: another layout of one model, found from metadata and confirmed on bytes
     conversions: dict[int, tuple[int, dict[str, Any]]] = {}
     if confirm is not None:
@@ -351,14 +371,21 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
                 if got is not None and (j not in conversions
                                         or got["rel_l2"] < conversions[j][1]["rel_l2"]):
                     conversions[j] = (i, got)
-    # re-save clusters
+    # re-save clusters (a byte-identical copy joins its first copy's, or its conversion)
     union = _Union(n)
+    for i in range(n):
+        if dup[i] != i and i not in adapters:
+            if dup[i] in conversions:
+                conversions[i] = conversions[dup[i]]
+            else:
+                union.join(dup[i], i)
     for (i, j), ev in evidence.items():
         if ev.equal and i not in conversions and j not in conversions:
             union.join(i, j)
     clusters: dict[int, list[int]] = defaultdict(list)
-    for i in models:
-        clusters[union.find(i)].append(i)
+    for i in range(n):
+        if i not in adapters and i not in conversions:
+            clusters[union.find(i)].append(i)
     declared = _declared_by(prints)
     rep = {c: _representative(ms, prints, declared, mtime) for c, ms in clusters.items()}
     edges: list[Edge] = []
@@ -403,8 +430,7 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
                           _confidence(got["tensors"]), got, "from the source layout"))
     unresolved: list[dict[str, Any]] = []
     for a in adapters:
-        found = _adapter_edge(prints[a], [prints[rep[union.find(m)]] for m in models
-                                          if rep[union.find(m)] == m], confirm)
+        found = _adapter_edge(prints[a], [prints[r] for r in sorted(rep.values())], confirm)
         if isinstance(found, Edge):
             edges.append(found)
         elif found:
@@ -599,45 +625,78 @@ def _agrees(declared: str, path: str) -> str:
 
 # ----------------------------------------------------------------------------- running it
 def run(paths: Sequence[str], *, cache_dir: str | None = None, use_cache: bool = True,
-        jobs: int = 1, progress: Any = None) -> tuple[Lineage, dict[str, int]]:
+        jobs: int = 1, allow_unsafe: bool = False, mapper: Any = None,
+        progress: Any = None) -> tuple[Lineage, dict[str, int]]:
     """Lineage of every checkpoint below ``paths`` (files, directories, prefixes, URLs):
-    fingerprints from the cache where the files are unchanged, else one value pass each.
-    Returns the forest and counters (``fingerprinted``, ``cached``, ``tensor_reads``)."""
+    fingerprints from the cache where the files are unchanged, else one value pass each (here,
+    or on a Dask cluster through ``mapper``: :mod:`inspector.inventory_dask`). Returns the
+    forest and counters (``fingerprinted``, ``cached``, ``tensor_reads``)."""
     from inspector.adapters.errors import InspectorError
     from inspector.adapters.registry import load
-    from inspector.fingerprint import Cache, fingerprint_cached
+    from inspector.fingerprint import Cache, file_key, fingerprint
     from inspector.fleet import expand, run_ordered
     from inspector.lineage_bytes import Confirm
 
     cache = Cache((cache_dir or Cache.default_dir()) if use_cache else None)
     opened: dict[str, Any] = {}
     errors: list[dict[str, str]] = []
+
+    def head(t: Any) -> tuple[Any, str, CheckpointPrint | None]:
+        ckpt = load(t.source, allow_unsafe=allow_unsafe)
+        opened[ckpt.path] = ckpt
+        key = file_key(ckpt)
+        return ckpt, key, cache.get(key)
+
+    heads: list[tuple[Any, str, CheckpointPrint | None]] = []
     targets = []
     for t in expand(paths):
         if t.error is not None:
             errors.append({"path": t.label, "error": str(t.error)})
         else:
             targets.append(t)
-
-    def one(t: Any) -> CheckpointPrint:
-        ckpt = load(t.source)
-        opened[ckpt.path] = ckpt
-        return fingerprint_cached(ckpt, cache)
-
-    prints: list[CheckpointPrint] = []
-    for t, got in run_ordered(targets, one, jobs):
-        if isinstance(got, InspectorError):
-            errors.append({"path": t.label, "error": str(got)})
-        elif isinstance(got, Exception):
-            errors.append({"path": t.label, "error": f"{type(got).__name__}: {got}"})
+    for t, got in run_ordered(targets, head, jobs):
+        if isinstance(got, Exception):
+            message = str(got) if isinstance(got, InspectorError) else \
+                f"{t.label}: {type(got).__name__}: {got}"
+            errors.append({"path": t.label, "error": message})
         else:
-            prints.append(got)
+            heads.append(got)
+    todo = [(ckpt, key) for ckpt, key, fp in heads if fp is None]
+    if mapper is not None:
+        from inspector.inventory_dask import remote_print
+
+        fresh = mapper(remote_print, [ckpt.path for ckpt, _ in todo], allow_unsafe)
+        done = ((ckpt, key, arrays) for (ckpt, key), arrays in zip(todo, fresh, strict=True))
+        computed = {}
+        for ckpt, key, arrays in done:
+            if isinstance(arrays, Exception):
+                errors.append({"path": ckpt.path, "error": str(arrays)})
+                continue
+            fp = CheckpointPrint.from_arrays(arrays)
+            fp.key = key
+            computed[ckpt.path] = fp
+    else:
+        computed = {}
+        for (ckpt, key), got in run_ordered(todo, lambda ck: fingerprint(ck[0], ck[1]), jobs):
+            if isinstance(got, Exception):
+                errors.append({"path": ckpt.path, "error": str(got)})
+            else:
+                computed[ckpt.path] = got
+    prints: list[CheckpointPrint] = []
+    for ckpt, _key, fp in heads:
+        if fp is None:
+            fp = computed.get(ckpt.path)
+            if fp is None:
+                continue
+            cache.misses += 1
+            cache.put(fp)
+        prints.append(fp)
         if progress is not None:
             progress.advance(1)
 
     def opener(path: str) -> Any:
         if path not in opened:
-            opened[path] = load(path)
+            opened[path] = load(path, allow_unsafe=allow_unsafe)
         return opened[path]
 
     confirm = Confirm(opener, cache)

@@ -46,9 +46,13 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "dask", None):
         from inspector.inventory_dask import mapper as dask_mapper
 
-        mapper = dask_mapper(args.dask)
-    counts = build(args.paths, args.output, jobs=args.jobs, allow_unsafe=args.allow_unsafe,
-                   mapper=mapper)
+        mapper = dask_mapper(args.dask, args.allow_unsafe)
+    try:
+        counts = build(args.paths, args.output, jobs=args.jobs,
+                       allow_unsafe=args.allow_unsafe, mapper=mapper)
+    finally:
+        if mapper is not None:
+            mapper.close()
     sys.stdout.write(f"inventory {args.output}: {counts['indexed']} indexed, "
                      f"{counts['skipped']} unchanged, {counts['errors']} unreadable, "
                      f"{counts['edges']} lineage edges\n")

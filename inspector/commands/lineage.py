@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.commands.options import add_allow_unsafe
+from inspector.commands.options import add_allow_unsafe, add_dask
 
 NAME = "lineage"
 EXITS = "0 every checkpoint read, 2 some could not be read (or an unsafe pickle refused)"
@@ -39,6 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="checkpoints fingerprinted at once (default 2)")
+    add_dask(p)
     add_allow_unsafe(p)
 
 
@@ -48,8 +49,17 @@ def run(args: argparse.Namespace) -> int:
     from inspector.lineage import run as lineage
     from inspector.reports.lineage import render_table
 
-    forest, counts = lineage(args.paths, cache_dir=args.cache, use_cache=not args.no_cache,
-                             jobs=args.jobs)
+    mapper = None
+    if getattr(args, "dask", None):
+        from inspector.inventory_dask import mapper as dask_mapper
+
+        mapper = dask_mapper(args.dask, args.allow_unsafe)
+    try:
+        forest, counts = lineage(args.paths, cache_dir=args.cache, use_cache=not args.no_cache,
+                                 jobs=args.jobs, allow_unsafe=args.allow_unsafe, mapper=mapper)
+    finally:
+        if mapper is not None:
+            mapper.close()
     if args.format == "json":
         doc = forest.to_dict()
         doc["counts"] = counts
