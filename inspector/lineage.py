@@ -677,7 +677,7 @@ def run(paths: Sequence[str], *, cache_dir: str | None = None, use_cache: bool =
             computed[ckpt.path] = fp
     else:
         computed = {}
-        for (ckpt, key), got in run_ordered(todo, lambda ck: fingerprint(ck[0], ck[1]), jobs):
+        for (ckpt, _key), got in run_ordered(todo, lambda ck: fingerprint(ck[0], ck[1]), jobs):
             if isinstance(got, Exception):
                 errors.append({"path": ckpt.path, "error": str(got)})
             else:

@@ -104,3 +104,20 @@ def test_cli_json_and_table(tmp_path):
     assert {e["kind"] for e in doc["edges"]} == {e["kind"] for e in TRUTH["edges"]}
     table = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert "lora-merge" in table and "rank 4" in table
+
+
+def test_report_draws_the_forest_as_html(tmp_path):
+    """The HTML tree, parsed as a browser parses it (html5lib): one list item per edge under its
+    parent, and the embedded JSON equal to ``lineage --format json``'s edges."""
+    import html5lib
+
+    out = tmp_path / "lineage.html"
+    r = subprocess.run([sys.executable, "-m", "inspector", "report", "--lineage", str(ZOO),
+                        "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = html5lib.parse(out.read_text(), namespaceHTMLElements=False)
+    kinds = [s.text for s in doc.iter("span") if "kind" in (s.get("class") or "").split()]
+    assert sorted(kinds) == sorted(e["kind"] for e in TRUTH["edges"])
+    data = json.loads(next(s for s in doc.iter("script") if s.get("id") == "report-data").text)
+    got = {(rel(e["parent"], ZOO), rel(e["child"], ZOO), e["kind"]) for e in data["edges"]}
+    assert got == {(e["parent"], e["child"], e["kind"]) for e in TRUTH["edges"]}
