@@ -140,11 +140,29 @@ class Evidence:
         n = self.informative
         return n > 0 and self.agreeing >= max(1, MAJORITY * n)
 
+    def structural(self) -> tuple[list[str], list[str]]:
+        """The parameters on one side only (a's, b's) that no renaming explains: optimizer
+        state, buffers and other non-parameters do not count (a weights-only save drops them),
+        nor tensors carried under another name."""
+        moved_a = {x for x, _ in self.carried}
+        moved_b = {y for _, y in self.carried}
+        only_a = [n for n in self.only_a
+                  if self.a.tensors[n].role == "parameter" and n not in moved_a]
+        only_b = [n for n in self.only_b
+                  if self.b.tensors[n].role == "parameter" and n not in moved_b]
+        return only_a, only_b
+
     @property
     def equal(self) -> bool:
-        """Every tensor of both present, same shapes, values equal up to a cast."""
-        return (self.related and not self.changed and not self.unrelated and not self.reshaped
-                and not self.only_a and not self.only_b and not self.carried)
+        """The same parameters (some maybe renamed), same shapes, values equal up to a cast;
+        only non-parameters (optimizer state, buffers) may be on one side only."""
+        if not self.related or self.changed or self.unrelated or self.reshaped:
+            return False
+        only_a, only_b = self.structural()
+        if self.carried:  # renamed: every informative parameter of either side accounted for
+            return not any(self.a.tensors[n].informative for n in only_a) and not any(
+                self.b.tensors[n].informative for n in only_b)
+        return not only_a and not only_b
 
     @property
     def distance(self) -> float:
@@ -340,7 +358,7 @@ def _representative(members: list[int], prints: Sequence[CheckpointPrint],
         p = prints[i]
         sharded = p.info.get("shards", 1) > 1
         return (p.path not in declared, -_precision(p), "step" in p.info, sharded,
-                mtime(p.path), len(p.path), p.path)
+                -len(p.tensors), mtime(p.path), len(p.path), p.path)
 
     return min(members, key=rank)
 
@@ -496,6 +514,14 @@ def _resave(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, declared: set[
         what.append(f"format {p.format} -> {c.format}")
     if p.info.get("shards", 1) != c.info.get("shards", 1):
         what.append(f"shards {p.info.get('shards', 1)} -> {c.info.get('shards', 1)}")
+    if ev.carried:
+        what.append(f"{len(ev.carried)} tensors renamed")
+    dropped = [n for n in ev.only_a if n not in {x for x, _ in ev.carried}]
+    added = [n for n in ev.only_b if n not in {y for _, y in ev.carried}]
+    if dropped:
+        what.append(f"left out {len(dropped)} tensors ({', '.join(_collapse(dropped)[:3])})")
+    if added:
+        what.append(f"added {len(added)} tensors ({', '.join(_collapse(added)[:3])})")
     evidence = {"identical": len(ev.identical), "within_cast": len(ev.cast),
                 "changes": what or ["none: a byte-identical copy"],
                 "max_drift": max(ev.drifts.values(), default=0.0)}
@@ -522,14 +548,20 @@ def _derived(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, why: str,
             info["carried_rows"] = confirm.carried_rows(p, c, ev.reshaped)
         kind = "resize" if not changed and kept else "fine-tune"
         return Edge(p.path, c.path, kind, conf, info, why)
-    if ev.only_a and not changed and not ev.only_b:
-        removed = _collapse(ev.only_a)
+    only_a, only_b = ev.structural()
+    if not changed and (not only_a and not only_b or only_a and only_b):
+        # no value changed: the same weights, maybe stored another way (another quantization's
+        # side tensors on each side)
+        edge = _resave(p, c, ev, set())
+        edge.direction = why
+        return edge
+    if only_a and not changed and not only_b:
         return Edge(p.path, c.path, "prune", conf,
-                    {**base, "removed": removed, "removed_tensors": len(ev.only_a),
+                    {**base, "removed": _collapse(only_a), "removed_tensors": len(only_a),
                      "carried_by_digest": len(ev.carried)}, why)
-    if ev.only_b and not changed and not ev.only_a:
+    if only_b and not changed and not only_a:
         return Edge(p.path, c.path, "resize", conf,
-                    {**base, "added": _collapse(ev.only_b)}, why)
+                    {**base, "added": _collapse(only_b)}, why)
     if sp is not None and sc is not None and p.info.get("run") == c.info.get("run"):
         return Edge(p.path, c.path, "continued-training", conf,
                     {**base, "steps": [sp, sc]}, why)
