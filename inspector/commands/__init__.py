@@ -7,5 +7,5 @@ load only when that verb runs.
 
 MODULES = (
     "show", "formats", "schemes", "check", "predict", "archs", "budget", "diff", "stats", "scan",
-    "report",
+    "report", "lineage", "inventory",
 )

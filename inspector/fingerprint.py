@@ -1,0 +1,320 @@
+"""Fingerprints of a checkpoint's tensors, for ``inspector lineage`` and ``inventory``.
+
+Each tensor gets, in one pass over its values (:func:`inspector.values.iter_values`):
+
+* ``digest``: BLAKE2b-128 of its stored values (dtype, shape and the bytes as stored, in C
+  order), so two tensors with equal digests hold the very same values;
+* ``samples``: its values (as float64) at :data:`SAMPLES` positions that depend only on its
+  element count (:func:`positions`). Two tensors of one shape are sampled at the same places in
+  every checkpoint, so the samples survive a dtype cast or a quantization (they move by the
+  rounding) and show a fine-tune's drift, while two independently initialised tensors give
+  uncorrelated samples.
+
+A tensor is *informative* when its samples could only match by descent: a floating-point
+tensor of at least :data:`MIN_NUMEL` elements whose samples take at least
+:data:`MIN_DISTINCT` values (a norm initialised to ones, a zero bias, a 0/1 mask are identical
+across unrelated models and are no evidence).
+
+:class:`CheckpointPrint` holds one checkpoint's fingerprints and the metadata lineage needs
+(format, names, shapes, dtypes, training step, declared base). :class:`Cache` keeps them per
+file (path, size and modification time of every file the checkpoint reads, or a remote etag),
+so a second run over unchanged files reads no tensor bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from inspector.adapters.model import Checkpoint, TensorEntry
+
+SCHEMA = "inspector.fingerprint/1"
+SAMPLES = 128
+MIN_NUMEL = 64
+MIN_DISTINCT = 16
+FLOAT_DTYPES_PREFIX = ("float", "bfloat", "q", "iq", "tq", "mxfp", "nvfp", "f8", "complex")
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 of each element (plain integer arithmetic: the same on every platform)."""
+    with np.errstate(over="ignore"):
+        z = (x + np.uint64(0x9E3779B97F4A7C15)) & _MASK
+        z = ((z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & _MASK
+        z = ((z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & _MASK
+        return z ^ (z >> np.uint64(31))
+
+
+def positions(numel: int, k: int = SAMPLES) -> np.ndarray:
+    """The sorted element indices sampled from a tensor of ``numel`` elements: every index when
+    there are at most ``k``, else ``k`` distinct pseudo-random ones seeded by ``numel``."""
+    if numel <= k:
+        return np.arange(numel, dtype=np.int64)
+    seed = _splitmix64(np.array([numel], dtype=np.uint64))[0]
+    with np.errstate(over="ignore"):
+        picks = _splitmix64(np.arange(4 * k, dtype=np.uint64) + seed) % np.uint64(numel)
+    _, first = np.unique(picks, return_index=True)
+    chosen = picks[np.sort(first)][:k]
+    return np.sort(chosen.astype(np.int64))
+
+
+def is_float(dtype: str | None) -> bool:
+    return bool(dtype) and str(dtype).startswith(FLOAT_DTYPES_PREFIX) and "int" not in str(dtype)
+
+
+class TensorPrint:
+    """One tensor's fingerprint (see the module docstring)."""
+
+    __slots__ = ("name", "shape", "dtype", "role", "numel", "digest", "samples")
+
+    def __init__(self, name: str, shape: tuple[int, ...], dtype: str | None, role: str,
+                 numel: int, digest: str, samples: np.ndarray) -> None:
+        self.name, self.shape, self.dtype, self.role = name, shape, dtype, role
+        self.numel, self.digest, self.samples = numel, digest, samples
+
+    @property
+    def informative(self) -> bool:
+        if not is_float(self.dtype) or self.numel < MIN_NUMEL or self.role != "parameter":
+            return False
+        s = self.samples[np.isfinite(self.samples)]
+        return len(np.unique(s)) >= MIN_DISTINCT
+
+    def __repr__(self) -> str:
+        return f"TensorPrint({self.name!r}, {self.shape}, {self.dtype}, {self.digest[:8]})"
+
+
+def tensor_print(ckpt: Checkpoint, entry: TensorEntry) -> TensorPrint:
+    """The fingerprint of one tensor, from one pass over its stored values."""
+    from inspector.values import iter_values, widen
+
+    where = positions(entry.numel)
+    samples = np.full(len(where), np.nan)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{entry.dtype}|{','.join(map(str, entry.shape))}|".encode())
+    start = 0
+    for raw in iter_values(ckpt, entry, stored=True):
+        chunk = np.ascontiguousarray(raw)
+        h.update(memoryview(chunk).cast("B"))
+        end = start + chunk.size
+        lo, hi = np.searchsorted(where, [start, end])
+        if hi > lo:
+            x = widen(chunk, entry.dtype or "")
+            picked = x.reshape(-1)[where[lo:hi] - start]
+            samples[lo:hi] = picked.real if np.iscomplexobj(picked) else picked
+        start = end
+    return TensorPrint(entry.name, tuple(entry.shape), entry.dtype, str(entry.role),
+                       entry.numel, h.hexdigest(), samples)
+
+
+class CheckpointPrint:
+    """A checkpoint's fingerprints (name -> :class:`TensorPrint`, in stored order) and what
+    lineage reads about it: ``info`` holds ``format``, ``path``, ``step`` (a training step the
+    checkpoint records), ``run`` (the directory of the run it belongs to), ``declared`` (the
+    base it names: PEFT ``base_model_name_or_path``, a model card's ``base_model``), ``adapter``
+    (PEFT ``r``, ``target_modules``, ``lora_alpha`` for an adapter), ``unreadable`` (tensors
+    whose values could not be read, with why)."""
+
+    __slots__ = ("key", "info", "tensors")
+
+    def __init__(self, key: str, info: dict[str, Any], tensors: dict[str, TensorPrint]) -> None:
+        self.key, self.info, self.tensors = key, info, tensors
+
+    @property
+    def path(self) -> str:
+        return str(self.info["path"])
+
+    @property
+    def format(self) -> str:
+        return str(self.info.get("format"))
+
+    def informative(self) -> dict[str, TensorPrint]:
+        return {n: t for n, t in self.tensors.items() if t.informative}
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The fingerprint as plain arrays (an ``.npz`` of the cache, no pickle)."""
+        ts = list(self.tensors.values())
+        width = max((len(t.samples) for t in ts), default=0)
+        samples = np.full((len(ts), width), np.nan)
+        for i, t in enumerate(ts):
+            samples[i, : len(t.samples)] = t.samples
+        meta = {
+            "schema": SCHEMA, "key": self.key, "info": self.info,
+            "tensors": [[t.name, list(t.shape), t.dtype, t.role, t.numel, t.digest,
+                         len(t.samples)] for t in ts],
+        }
+        return {"meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                "samples": samples}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> CheckpointPrint:
+        meta = json.loads(bytes(arrays["meta"]).decode())
+        if meta.get("schema") != SCHEMA:
+            raise ValueError("another fingerprint schema")
+        samples = arrays["samples"]
+        tensors = {}
+        for i, (name, shape, dtype, role, numel, digest, k) in enumerate(meta["tensors"]):
+            tensors[name] = TensorPrint(name, tuple(shape), dtype, role, numel, digest,
+                                        samples[i, :k].copy())
+        return cls(meta["key"], meta["info"], tensors)
+
+
+def file_key(ckpt: Checkpoint) -> str:
+    """What identifies the checkpoint's bytes without reading them: the path and, for every
+    file it is read from (a directory: each file in it and its sub-directories, bounded), its
+    size and modification time in nanoseconds; a remote object: its size (and etag when the
+    store gives one)."""
+    h = hashlib.sha256(SCHEMA.encode())
+    src = ckpt.source
+    h.update(str(ckpt.path).encode())
+    local = src.local_path if src is not None else None
+    if local is not None:
+        for p in _files(Path(local)):
+            st = p.stat()
+            h.update(f"|{p}|{st.st_size}|{st.st_mtime_ns}".encode())
+    elif src is not None:
+        size = 0 if src.is_dir() else src.size
+        h.update(f"|{src.where}|{size() if callable(size) else size}".encode())
+        etag = getattr(src, "etag", None)
+        if etag:
+            h.update(str(etag).encode())
+    return h.hexdigest()
+
+
+def _files(root: Path, limit: int = 10_000) -> Iterator[Path]:
+    if root.is_file():
+        yield root
+        return
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for f in sorted(filenames):
+            count += 1
+            if count > limit:
+                return
+            yield Path(dirpath) / f
+
+
+def _side_json(ckpt: Checkpoint, name: str, limit: int = 1 << 20) -> dict[str, Any] | None:
+    """A small JSON file beside the checkpoint (in its directory, or beside its file)."""
+    src = ckpt.source
+    if src is None:
+        return None
+    try:
+        d = src if src.is_dir() else src.parent_dir()
+        f = d.child(name)
+        if not f.exists() or f.is_dir():
+            return None
+        data = json.loads(f.read_text(limit))
+    except Exception:  # noqa: BLE001 - a missing or unreadable side file says nothing
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def describe(ckpt: Checkpoint) -> dict[str, Any]:
+    """The checkpoint facts lineage reads (no tensor bytes)."""
+    info: dict[str, Any] = {"path": ckpt.path, "format": ckpt.format}
+    files = {t.file for t in ckpt.values() if t.file}
+    if len(files) > 1:
+        info["shards"] = len(files)
+    state = _side_json(ckpt, "trainer_state.json")
+    if state and isinstance(state.get("global_step"), int):
+        info["step"] = state["global_step"]
+        src = ckpt.source
+        if src is not None:
+            d = src if src.is_dir() else src.parent_dir()
+            info["run"] = d.parent_dir().where
+    config = (ckpt.hyperparameters or {}).get("config")
+    if isinstance(config, dict) and config.get("peft_type"):
+        info["adapter"] = {k: config.get(k) for k in
+                           ("peft_type", "r", "lora_alpha", "target_modules",
+                            "base_model_name_or_path", "use_rslora")}
+        if config.get("base_model_name_or_path"):
+            info["declared"] = str(config["base_model_name_or_path"])
+    return info
+
+
+def fingerprint(ckpt: Checkpoint, key: str | None = None) -> CheckpointPrint:
+    """Every tensor's fingerprint (a tensor whose values cannot be read is named in
+    ``info["unreadable"]`` and left out)."""
+    from inspector.values import ValuesUnavailable
+
+    info = describe(ckpt)
+    tensors: dict[str, TensorPrint] = {}
+    unreadable: dict[str, str] = {}
+    for entry in ckpt.values():
+        try:
+            tensors[entry.name] = tensor_print(ckpt, entry)
+        except ValuesUnavailable as e:
+            unreadable[entry.name] = e.why
+    if unreadable:
+        info["unreadable"] = unreadable
+    return CheckpointPrint(key or file_key(ckpt), info, tensors)
+
+
+class Cache:
+    """Fingerprints kept per checkpoint in ``directory`` (``<key>.npz``), written atomically."""
+
+    def __init__(self, directory: str | Path | None) -> None:
+        self.dir = Path(directory) if directory else None
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def default_dir() -> Path:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                ".cache")
+        return Path(base) / "inspector" / "fingerprints"
+
+    def get(self, key: str) -> CheckpointPrint | None:
+        if self.dir is None:
+            return None
+        p = self.dir / f"{key}.npz"
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                got = CheckpointPrint.from_arrays(z)
+        except (OSError, ValueError, KeyError):
+            return None
+        self.hits += 1
+        return got
+
+    def put(self, fp: CheckpointPrint) -> None:
+        if self.dir is None:
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / f".{fp.key}.{os.getpid()}.tmp.npz"
+        np.savez(tmp, **fp.to_arrays())
+        os.replace(tmp, self.dir / f"{fp.key}.npz")
+
+    def get_json(self, key: str) -> Any:
+        if self.dir is None:
+            return None
+        try:
+            return json.loads((self.dir / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def put_json(self, key: str, value: Any) -> None:
+        if self.dir is None:
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / f".{key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(value))
+        os.replace(tmp, self.dir / f"{key}.json")
+
+
+def fingerprint_cached(ckpt: Checkpoint, cache: Cache) -> CheckpointPrint:
+    """The checkpoint's fingerprint from ``cache`` when its files are unchanged, else computed
+    (one value pass) and stored."""
+    key = file_key(ckpt)
+    got = cache.get(key)
+    if got is not None:
+        return got
+    cache.misses += 1
+    fp = fingerprint(ckpt, key)
+    cache.put(fp)
+    return fp

@@ -1,0 +1,748 @@
+"""Which checkpoint derives from which, from the bytes: ``inspector lineage``.
+
+Every checkpoint is fingerprinted once (:mod:`inspector.fingerprint`: a digest and position-
+stable samples per tensor, cached per file). Candidate pairs come from the samples through
+locality-sensitive hashing (:func:`candidates`: no pass over all pairs of bytes); each candidate
+pair is compared from the fingerprints alone (:func:`compare`), and bytes are read again only to
+confirm a kind that needs them (a LoRA merge's rank, a conversion's error, a resize's carried
+rows), with the result cached per pair.
+
+The kinds of edge, parent -> child:
+
+* ``re-save``: the same values in another dtype, format or sharding (each tensor equal, or
+  within the rounding of the lower-precision type);
+* ``conversion``: another layout of the same model, paired by a layout map
+  (:mod:`inspector.layout_map`: HF <-> GGUF, CTranslate2, DCP), every paired tensor within its
+  stored type's noise;
+* ``continued-training``: two steps of one run (``trainer_state.json``), ordered by step;
+* ``fine-tune``: some or all tensors changed, the changed ones named, the rest identical;
+* ``lora-merge``: only some matrices changed, each by a low-rank delta (the rank from a
+  randomized SVD of the delta);
+* ``adapter-of``: a PEFT adapter and the base it fits (names, shapes, ``adapter_config.json``);
+* ``resize`` / ``prune``: a changed vocabulary or removed layers, the rest carried over.
+
+Two checkpoints are related only by *informative* tensors (floating point, not constant, not a
+0/1 mask: see :attr:`~inspector.fingerprint.TensorPrint.informative`) whose samples agree:
+norms initialised to ones are identical across unrelated models and are no evidence, and
+same-architecture models from different seeds stay apart.
+
+Re-saves of one model form a *cluster*; its representative (the declared base, else the
+highest precision, else an unsharded original) is the parent of the others, and the edges
+between clusters form a maximum spanning forest of relatedness, oriented from each tree's root
+(the checkpoint most others derive from, never a later training step) or by training step.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from inspector.fingerprint import CheckpointPrint, TensorPrint
+
+SCHEMA = "inspector.lineage/1"
+KINDS = ("re-save", "conversion", "continued-training", "fine-tune", "lora-merge", "adapter-of",
+         "resize", "prune")
+RELATED = 1.0  # centred sample drift below this (correlation above ~0.5): one tensor, trained on
+MAJORITY = 0.5  # share of informative tensors that must agree for two checkpoints to relate
+BANDS, BITS = 4, 8  # LSH: bands of sign bits of random projections of the standardized samples
+CROWD, HUBS = 64, 8  # a bucket above CROWD members pairs each with HUBS hubs and neighbours
+# Unit roundoff of a stored type: a cast moves each element by at most this much, relatively.
+ROUNDOFF = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
+            "bfloat16": 2.0 ** -8, "float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
+# Relative L2 error of a block-quantized type's dequantized values (ggml: q8_0 ~ 0.4%, the
+# 4-5 bit kinds ~ 3-8%); a conversion or re-save into it is judged by this bound.
+QUANT_NOISE = {"q8_0": 0.02, "q8_1": 0.02, "q6_k": 0.05, "q5_0": 0.08, "q5_1": 0.08,
+               "q5_k": 0.08, "q4_0": 0.15, "q4_1": 0.15, "q4_k": 0.15, "q3_k": 0.3,
+               "q2_k": 0.5}
+_LAYER = re.compile(r"(?<=[._])(\d+)(?=[._]|$)")
+
+
+# ----------------------------------------------------------------------------- pair evidence
+def _noise(dtype: str | None) -> float | None:
+    """The relative error a cast into ``dtype`` may cause (None: not a known lossy cast)."""
+    d = (dtype or "").lower()
+    if d in ROUNDOFF:
+        return ROUNDOFF[d]
+    return QUANT_NOISE.get(d)
+
+
+def cast_equal(a: TensorPrint, b: TensorPrint) -> bool:
+    """The samples agree up to the rounding of the lower-precision of the two stored types."""
+    if a.dtype == b.dtype and not _noise(a.dtype) or a.dtype == b.dtype and a.dtype in ROUNDOFF:
+        return a.digest == b.digest
+    ua, ub = _noise(a.dtype), _noise(b.dtype)
+    if ua is None or ub is None:
+        return False
+    x, y = a.samples, b.samples
+    ok = np.isfinite(x) & np.isfinite(y)
+    if not ok.any():
+        return False
+    x, y = x[ok], y[ok]
+    u = max(ua, ub)
+    if (a.dtype or "").lower() in QUANT_NOISE or (b.dtype or "").lower() in QUANT_NOISE:
+        scale = float(np.max(np.abs(x))) or 1.0  # block scales: error relative to the block max
+        return bool(np.all(np.abs(x - y) <= u * scale + 1e-12))
+    # round to nearest: |x - y| <= u |x| (+ the subnormal floor of the narrower type)
+    return bool(np.all(np.abs(x - y) <= 1.01 * u * np.maximum(np.abs(x), np.abs(y)) + 1e-30))
+
+
+def drift(a: TensorPrint, b: TensorPrint) -> float:
+    """||a' - b'|| / sqrt((||a'||^2 + ||b'||^2) / 2) over the samples centred on their means
+    (so norms near one in two unrelated models do not look alike; symmetric in a and b): 0 for
+    equal samples, about sqrt(2) for independent ones; inf when they cannot be compared."""
+    x, y = a.samples, b.samples
+    if len(x) != len(y):
+        return math.inf
+    ok = np.isfinite(x) & np.isfinite(y)
+    if not ok.any():
+        return math.inf
+    x, y = x[ok] - x[ok].mean(), y[ok] - y[ok].mean()
+    den = math.sqrt((float(x @ x) + float(y @ y)) / 2)
+    num = float(np.linalg.norm(x - y))
+    return num / den if den else (0.0 if not num else math.inf)
+
+
+class Evidence:
+    """What the fingerprints say about two checkpoints (``a`` the first given)."""
+
+    __slots__ = ("a", "b", "identical", "cast", "changed", "unrelated", "carried", "reshaped",
+                 "only_a", "only_b", "drifts", "uninformative")
+
+    def __init__(self, a: CheckpointPrint, b: CheckpointPrint) -> None:
+        self.a, self.b = a, b
+        self.identical: list[str] = []  # informative, same digest
+        self.cast: list[str] = []  # informative, equal up to the cast
+        self.changed: list[str] = []  # informative, drifted but related
+        self.unrelated: list[str] = []  # informative, uncorrelated
+        self.carried: list[tuple[str, str]] = []  # b's tensor equal to a's under another name
+        self.reshaped: list[str] = []
+        self.only_a: list[str] = []
+        self.only_b: list[str] = []
+        self.drifts: dict[str, float] = {}
+        self.uninformative = 0
+
+    @property
+    def informative(self) -> int:
+        return (len(self.identical) + len(self.cast) + len(self.changed) + len(self.unrelated)
+                + len(self.carried))
+
+    @property
+    def agreeing(self) -> int:
+        return len(self.identical) + len(self.cast) + len(self.changed) + len(self.carried)
+
+    @property
+    def related(self) -> bool:
+        n = self.informative
+        return n > 0 and self.agreeing >= max(1, MAJORITY * n)
+
+    def structural(self) -> tuple[list[str], list[str]]:
+        """The parameters on one side only (a's, b's) that no renaming explains: optimizer
+        state, buffers and other non-parameters do not count (a weights-only save drops them),
+        nor tensors carried under another name."""
+        moved_a = {x for x, _ in self.carried}
+        moved_b = {y for _, y in self.carried}
+        only_a = [n for n in self.only_a
+                  if self.a.tensors[n].role == "parameter" and n not in moved_a]
+        only_b = [n for n in self.only_b
+                  if self.b.tensors[n].role == "parameter" and n not in moved_b]
+        return only_a, only_b
+
+    @property
+    def equal(self) -> bool:
+        """The same parameters (some maybe renamed), same shapes, values equal up to a cast;
+        only non-parameters (optimizer state, buffers) may be on one side only."""
+        if not self.related or self.changed or self.unrelated or self.reshaped:
+            return False
+        only_a, only_b = self.structural()
+        if self.carried:  # renamed: every informative parameter of either side accounted for
+            return not any(self.a.tensors[n].informative for n in only_a) and not any(
+                self.b.tensors[n].informative for n in only_b)
+        return not only_a and not only_b
+
+    @property
+    def distance(self) -> float:
+        """Mean relative drift over the informative tensors of either side: those compared by
+        name count their drift, those on one side only (removed, added, reshaped) count 1."""
+        alone = (sum(1 for n in self.only_a if self.a.tensors[n].informative)
+                 + sum(1 for n in self.only_b if self.b.tensors[n].informative)
+                 - len(self.carried) + len(self.reshaped))
+        total = len(self.drifts) + max(0, alone)
+        if not total:
+            return math.inf
+        return (sum(min(d, 2.0) for d in self.drifts.values()) + max(0, alone)) / total
+
+
+def compare(a: CheckpointPrint, b: CheckpointPrint) -> Evidence:
+    """The evidence of two fingerprints (no bytes read)."""
+    ev = Evidence(a, b)
+    digests_a = {t.digest: n for n, t in a.tensors.items() if t.informative}
+    for name, tb in b.tensors.items():
+        ta = a.tensors.get(name)
+        if ta is None:
+            ev.only_b.append(name)
+            if tb.informative and tb.digest in digests_a:
+                ev.carried.append((digests_a[tb.digest], name))
+            continue
+        if ta.shape != tb.shape:
+            ev.reshaped.append(name)
+            continue
+        if not (ta.informative and tb.informative):
+            ev.uninformative += 1  # a constant on either side: its agreement proves nothing
+            continue
+        if ta.digest == tb.digest:
+            ev.identical.append(name)
+            ev.drifts[name] = 0.0
+        elif cast_equal(ta, tb):
+            ev.cast.append(name)
+            ev.drifts[name] = drift(ta, tb)
+        else:
+            d = drift(ta, tb)
+            ev.drifts[name] = d
+            (ev.changed if d < RELATED else ev.unrelated).append(name)
+    ev.only_a = [n for n in a.tensors if n not in b.tensors]
+    return ev
+
+
+# ----------------------------------------------------------------------------- candidates
+def _codes(t: TensorPrint) -> list[tuple[Any, ...]]:
+    """LSH keys of one informative tensor: per band, the signs of BITS random projections of
+    its standardized samples (a cast or a small drift keeps most bands; unrelated tensors
+    share a band by chance, 1 in 2**BITS)."""
+    x = np.nan_to_num(t.samples.astype(np.float64))
+    sd = float(x.std())
+    if not sd:
+        return []
+    x = (x - x.mean()) / sd
+    rng = np.random.default_rng(len(x))  # the same projections for every tensor of this length
+    proj = rng.standard_normal((BANDS * BITS, len(x))) @ x
+    bits = (proj > 0).reshape(BANDS, BITS)
+    return [(t.shape, band, bits[band].tobytes()) for band in range(BANDS)]
+
+
+def candidates(prints: Sequence[CheckpointPrint],
+               among: Sequence[int] | None = None) -> set[tuple[int, int]]:
+    """Index pairs (i < j) of checkpoints (``among``: only these indices) sharing an LSH bucket
+    of some informative tensor, or an informative tensor digest. A bucket of more than
+    :data:`CROWD` checkpoints (one base's tensor frozen in many fine-tunes) pairs each member
+    with its neighbours in index order and with the bucket's first :data:`HUBS` members, not
+    with every other member: linear in the bucket, and still joins each member to the rest."""
+    buckets: dict[Any, set[int]] = defaultdict(set)
+    for i in range(len(prints)) if among is None else among:
+        for t in prints[i].informative().values():
+            buckets[("digest", t.digest)].add(i)
+            for code in _codes(t):
+                buckets[code].add(i)
+    pairs: set[tuple[int, int]] = set()
+    for members in buckets.values():
+        if len(members) < 2:
+            continue
+        ms = sorted(members)
+        if len(ms) <= CROWD:
+            pairs.update((ms[x], ms[y]) for x in range(len(ms)) for y in range(x + 1, len(ms)))
+            continue
+        for x in range(len(ms)):
+            for y in (*range(HUBS), *range(x + 1, min(x + 1 + HUBS, len(ms)))):
+                if y != x and y < len(ms):
+                    pairs.add((min(ms[x], ms[y]), max(ms[x], ms[y])))
+    return pairs
+
+
+def duplicates(prints: Sequence[CheckpointPrint]) -> dict[int, int]:
+    """Checkpoint index -> the first index holding exactly the same tensors (names and
+    digests): byte-identical copies, compared once."""
+    first: dict[Any, int] = {}
+    out = {}
+    for i, p in enumerate(prints):
+        sig = ("adapter" in p.info, tuple(sorted((n, t.digest) for n, t in p.tensors.items())))
+        out[i] = first.setdefault(sig, i)
+    return out
+
+
+# ----------------------------------------------------------------------------- the graph
+class Edge:
+    """One derived-from edge: ``parent`` -> ``child`` of ``kind``, with evidence."""
+
+    __slots__ = ("parent", "child", "kind", "confidence", "evidence", "direction")
+
+    def __init__(self, parent: str, child: str, kind: str, confidence: str,
+                 evidence: dict[str, Any], direction: str) -> None:
+        self.parent, self.child, self.kind = parent, child, kind
+        self.confidence, self.evidence, self.direction = confidence, evidence, direction
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"parent": self.parent, "child": self.child, "kind": self.kind,
+                "confidence": self.confidence, "direction": self.direction,
+                "evidence": self.evidence}
+
+
+class Lineage:
+    """The forest: ``nodes`` (path -> facts), ``edges``, and what stayed unresolved."""
+
+    def __init__(self, nodes: dict[str, dict[str, Any]], edges: list[Edge],
+                 unresolved: list[dict[str, Any]], errors: list[dict[str, str]]) -> None:
+        self.nodes, self.edges, self.unresolved, self.errors = nodes, edges, unresolved, errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "nodes": [dict(path=p, **n) for p, n in self.nodes.items()],
+                "edges": [e.to_dict() for e in self.edges], "unresolved": self.unresolved,
+                "errors": self.errors}
+
+    def roots(self) -> list[str]:
+        children = {e.child for e in self.edges}
+        return [p for p in self.nodes if p not in children]
+
+
+def _confidence(n: int) -> str:
+    return "high" if n >= 8 else "medium" if n >= 3 else "low"
+
+
+def _collapse(names: Sequence[str]) -> list[str]:
+    """Names with layer numbers folded: ``model.layers.#.mlp.up_proj.weight`` (x2)."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for n in names:
+        groups[_LAYER.sub("#", n)].append(n)
+    return sorted(f"{k} (x{len(v)})" if len(v) > 1 else v[0] for k, v in groups.items())
+
+
+def _precision(p: CheckpointPrint) -> float:
+    """Bits of the widest stored float type (higher: nearer an original)."""
+    widths = {"float64": 64, "float32": 32, "float16": 16, "bfloat16": 16}
+    ds = Counter(t.dtype for t in p.tensors.values() if t.informative)
+    if not ds:
+        return 0.0
+    dtype = ds.most_common(1)[0][0] or ""
+    return widths.get(dtype, 8)
+
+
+class _Union:
+    def __init__(self, n: int) -> None:
+        self.up = list(range(n))
+
+    def find(self, i: int) -> int:
+        while self.up[i] != i:
+            self.up[i] = self.up[self.up[i]]
+            i = self.up[i]
+        return i
+
+    def join(self, i: int, j: int) -> bool:
+        ri, rj = self.find(i), self.find(j)
+        if ri == rj:
+            return False
+        self.up[max(ri, rj)] = min(ri, rj)
+        return True
+
+
+def _declared_by(prints: Sequence[CheckpointPrint]) -> set[str]:
+    """Paths some other checkpoint declares as its base (by path, or by directory name)."""
+    out = set()
+    names = {p.path.rstrip("/").rsplit("/", 1)[-1]: p.path for p in prints}
+    for p in prints:
+        d = p.info.get("declared")
+        if not d:
+            continue
+        d = str(d).rstrip("/")
+        for candidate in (d, d.rsplit("/", 1)[-1]):
+            if candidate in names:
+                out.add(names[candidate])
+    return out
+
+
+def _representative(members: list[int], prints: Sequence[CheckpointPrint],
+                    declared: set[str], mtime: Callable[[str], float]) -> int:
+    def rank(i: int) -> tuple:
+        p = prints[i]
+        sharded = p.info.get("shards", 1) > 1
+        return (p.path not in declared, -_precision(p), "step" in p.info, sharded,
+                -len(p.tensors), mtime(p.path), len(p.path), p.path)
+
+    return min(members, key=rank)
+
+
+def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
+          mtime: Callable[[str], float] | None = None) -> Lineage:
+    """The lineage forest of fingerprinted checkpoints. ``confirm`` reads bytes where a kind
+    needs them (:class:`Confirm`); without it those kinds are named from fingerprints only."""
+    mtime = mtime or (lambda path: 0.0)
+    n = len(prints)
+    adapters = [i for i, p in enumerate(prints) if "adapter" in p.info]
+    dup = duplicates(prints)
+    leaders = [i for i in range(n) if dup[i] == i and i not in set(adapters)]
+    evidence: dict[tuple[int, int], Evidence] = {}
+    for i, j in sorted(candidates(prints, leaders)):
+        ev = compare(prints[i], prints[j])
+        if ev.related:
+            evidence[(i, j)] = ev
+    models = leaders
+    # conversions: another layout of one model, found from metadata and confirmed on bytes
+    conversions: dict[int, tuple[int, dict[str, Any]]] = {}
+    if confirm is not None:
+        for i in models:
+            for j in models:
+                if i == j or prints[i].format == prints[j].format:
+                    continue
+                got = confirm.conversion(prints[i], prints[j])
+                if got is not None and (j not in conversions
+                                        or got["rel_l2"] < conversions[j][1]["rel_l2"]):
+                    conversions[j] = (i, got)
+    # re-save clusters (a byte-identical copy joins its first copy's, or its conversion)
+    union = _Union(n)
+    for i in range(n):
+        if dup[i] != i and i not in adapters:
+            if dup[i] in conversions:
+                conversions[i] = conversions[dup[i]]
+            else:
+                union.join(dup[i], i)
+    for (i, j), ev in evidence.items():
+        if ev.equal and i not in conversions and j not in conversions:
+            union.join(i, j)
+    clusters: dict[int, list[int]] = defaultdict(list)
+    for i in range(n):
+        if i not in adapters and i not in conversions:
+            clusters[union.find(i)].append(i)
+    declared = _declared_by(prints)
+    rep = {c: _representative(ms, prints, declared, mtime) for c, ms in clusters.items()}
+    edges: list[Edge] = []
+    for c, ms in clusters.items():
+        r = rep[c]
+        for m in ms:
+            if m == r:
+                continue
+            ev = evidence.get((min(r, m), max(r, m))) or compare(prints[r], prints[m])
+            edges.append(_resave(prints[r], prints[m], ev, declared))
+    # between clusters: a maximum spanning forest of relatedness
+    links: dict[tuple[int, int], tuple[float, int, int]] = {}
+    for (i, j), ev in evidence.items():
+        ci, cj = union.find(i), union.find(j)
+        if ci == cj or i in conversions or j in conversions:
+            continue
+        key = (min(ci, cj), max(ci, cj))
+        # the distance between the representatives decides; an evidence pair stands in
+        ri, rj = rep[ci], rep[cj]
+        e2 = evidence.get((min(ri, rj), max(ri, rj)))
+        dist = e2.distance if e2 is not None else ev.distance + 1e-9
+        if key not in links or dist < links[key][0]:
+            links[key] = (dist, ri, rj)
+    forest = _Union(n)
+    tree_links: list[tuple[int, int]] = []
+    for _dist, ri, rj in sorted(links.values()):
+        if forest.join(ri, rj):
+            tree_links.append((ri, rj))
+    degree = Counter()
+    for (i, j) in evidence:
+        degree[union.find(i)] += 1
+        degree[union.find(j)] += 1
+    for parent, child, why in _orient(tree_links, prints, degree, union, mtime):
+        ev = evidence.get((min(parent, child), max(parent, child))) or compare(
+            prints[parent], prints[child])
+        if ev.a is not prints[parent]:
+            ev = compare(prints[parent], prints[child])
+        edges.append(_derived(prints[parent], prints[child], ev, why, confirm))
+    for j, (i, got) in sorted(conversions.items()):
+        src = rep[union.find(i)]
+        edges.append(Edge(prints[src].path, prints[j].path, "conversion",
+                          _confidence(got["tensors"]), got, "from the source layout"))
+    unresolved: list[dict[str, Any]] = []
+    for a in adapters:
+        found = _adapter_edge(prints[a], [prints[r] for r in sorted(rep.values())], confirm)
+        if isinstance(found, Edge):
+            edges.append(found)
+        elif found:
+            unresolved.append(found)
+    nodes = {p.path: {"format": p.format, "tensors": len(p.tensors),
+                      **{k: p.info[k] for k in ("step", "declared") if k in p.info}}
+             for p in prints}
+    return Lineage(nodes, sorted(edges, key=lambda e: (e.parent, e.child)), unresolved, [])
+
+
+def _orient(links: list[tuple[int, int]], prints: Sequence[CheckpointPrint], degree: Counter,
+            union: _Union, mtime: Callable[[str], float]) -> list[tuple[int, int, str]]:
+    """Each tree's links as (parent, child, why): from the root (no training step, the most
+    related checkpoint, the oldest), except two steps of one run, ordered by step."""
+    adj: dict[int, list[int]] = defaultdict(list)
+    for i, j in links:
+        adj[i].append(j)
+        adj[j].append(i)
+    seen: set[int] = set()
+    out: list[tuple[int, int, str]] = []
+    for start in sorted(adj):
+        if start in seen:
+            continue
+        comp, stack = [], [start]
+        seen.add(start)
+        while stack:
+            x = stack.pop()
+            comp.append(x)
+            for y in adj[x]:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        root = min(comp, key=lambda i: ("step" in prints[i].info, -degree[union.find(i)],
+                                        mtime(prints[i].path), prints[i].path))
+        order, parent = [root], {root: -1}
+        for x in order:
+            for y in adj[x]:
+                if y not in parent:
+                    parent[y] = x
+                    order.append(y)
+        for y in order[1:]:
+            x = parent[y]
+            sx, sy = prints[x].info.get("step"), prints[y].info.get("step")
+            same_run = prints[x].info.get("run") == prints[y].info.get("run")
+            if sx is not None and sy is not None and same_run and sx > sy:
+                out.append((y, x, "training step"))
+            elif sx is not None and sy is not None and same_run:
+                out.append((x, y, "training step"))
+            else:
+                out.append((x, y, "from the root of its tree (the checkpoint the others "
+                                  "derive from)"))
+    return out
+
+
+def _resave(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, declared: set[str]) -> Edge:
+    what = []
+    dp = Counter(t.dtype for t in p.tensors.values())
+    dc = Counter(t.dtype for t in c.tensors.values())
+    if dp != dc:
+        what.append(f"dtype {'/'.join(sorted(map(str, dp)))} -> "
+                    f"{'/'.join(sorted(map(str, dc)))}")
+    if p.format != c.format:
+        what.append(f"format {p.format} -> {c.format}")
+    if p.info.get("shards", 1) != c.info.get("shards", 1):
+        what.append(f"shards {p.info.get('shards', 1)} -> {c.info.get('shards', 1)}")
+    if ev.carried:
+        what.append(f"{len(ev.carried)} tensors renamed")
+    dropped = [n for n in ev.only_a if n not in {x for x, _ in ev.carried}]
+    added = [n for n in ev.only_b if n not in {y for _, y in ev.carried}]
+    if dropped:
+        what.append(f"left out {len(dropped)} tensors ({', '.join(_collapse(dropped)[:3])})")
+    if added:
+        what.append(f"added {len(added)} tensors ({', '.join(_collapse(added)[:3])})")
+    evidence = {"identical": len(ev.identical), "within_cast": len(ev.cast),
+                "changes": what or ["none: a byte-identical copy"],
+                "max_drift": max(ev.drifts.values(), default=0.0)}
+    direction = ("declared base" if p.path in declared else
+                 "higher precision" if _precision(p) > _precision(c) else
+                 "unknown (the same values: either could be the original)")
+    return Edge(p.path, c.path, "re-save", _confidence(ev.agreeing), evidence, direction)
+
+
+def _derived(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, why: str,
+             confirm: Any) -> Edge:
+    conf = _confidence(ev.agreeing)
+    changed = ev.changed + ev.unrelated  # within related checkpoints: trained on, or replaced
+    base: dict[str, Any] = {"identical": len(ev.identical) + len(ev.cast),
+                            "changed": len(changed), "mean_drift": round(ev.distance, 6)}
+    if ev.unrelated:
+        base["replaced"] = _collapse(ev.unrelated)
+    sp, sc = p.info.get("step"), c.info.get("step")
+    if ev.reshaped:
+        kept = ev.identical + ev.cast
+        info = {**base, "reshaped": {n: [list(p.tensors[n].shape), list(c.tensors[n].shape)]
+                                     for n in ev.reshaped}}
+        if confirm is not None:
+            info["carried_rows"] = confirm.carried_rows(p, c, ev.reshaped)
+        kind = "resize" if not changed and kept else "fine-tune"
+        return Edge(p.path, c.path, kind, conf, info, why)
+    only_a, only_b = ev.structural()
+    if not changed and (not only_a and not only_b or only_a and only_b):
+        # no value changed: the same weights, maybe stored another way (another quantization's
+        # side tensors on each side)
+        edge = _resave(p, c, ev, set())
+        edge.direction = why
+        return edge
+    if only_a and not changed and not only_b:
+        return Edge(p.path, c.path, "prune", conf,
+                    {**base, "removed": _collapse(only_a), "removed_tensors": len(only_a),
+                     "carried_by_digest": len(ev.carried)}, why)
+    if only_b and not changed and not only_a:
+        return Edge(p.path, c.path, "resize", conf,
+                    {**base, "added": _collapse(only_b)}, why)
+    if sp is not None and sc is not None and p.info.get("run") == c.info.get("run"):
+        return Edge(p.path, c.path, "continued-training", conf,
+                    {**base, "steps": [sp, sc]}, why)
+    info = {**base, "changed_tensors": _collapse(changed)}
+    if ev.only_a or ev.only_b:
+        info["removed"], info["added"] = _collapse(ev.only_a), _collapse(ev.only_b)
+    partial = bool(ev.identical or ev.cast)
+    if partial and confirm is not None:
+        ranks = confirm.lora_ranks(p, c, changed)
+        if ranks and all(r["low_rank"] for r in ranks.values()):
+            rank = max(r["rank"] for r in ranks.values())
+            modules = sorted({n.rsplit(".", 2)[-2] for n in ranks})
+            return Edge(p.path, c.path, "lora-merge", conf,
+                        {**info, "rank": rank, "target_modules": modules,
+                         "targets": _collapse(list(ranks))}, why)
+        if ranks:
+            info["delta_ranks"] = {n: r["rank"] for n, r in ranks.items()}
+    info["partial"] = partial
+    return Edge(p.path, c.path, "fine-tune", conf, info, why)
+
+
+def _lora_pairs(adapter: CheckpointPrint) -> dict[str, tuple[TensorPrint, TensorPrint]]:
+    """Target module name (as the base names it, without ``.weight``) -> (lora_A, lora_B)."""
+    out: dict[str, dict[str, TensorPrint]] = defaultdict(dict)
+    for name, t in adapter.tensors.items():
+        m = re.match(r"^(?:base_model\.model\.)?(.*)\.(lora_[AB])(?:\.[^.]+)?\.weight$", name)
+        if m:
+            out[m.group(1)][m.group(2)] = t
+    return {k: (v["lora_A"], v["lora_B"]) for k, v in out.items()
+            if "lora_A" in v and "lora_B" in v}
+
+
+def _base_weight(p: CheckpointPrint, module: str) -> TensorPrint | None:
+    for name in (f"{module}.weight", f"model.{module}.weight"):
+        if name in p.tensors:
+            return p.tensors[name]
+    stripped = module.split(".", 1)[1] if module.startswith("model.") else None
+    if stripped and f"{stripped}.weight" in p.tensors:
+        return p.tensors[f"{stripped}.weight"]
+    return None
+
+
+def fits(adapter: CheckpointPrint, base: CheckpointPrint) -> bool:
+    """Every LoRA target of the adapter has a base weight of shape (out, in) with lora_A
+    (r, in) and lora_B (out, r)."""
+    pairs = _lora_pairs(adapter)
+    if not pairs:
+        return False
+    for module, (la, lb) in pairs.items():
+        w = _base_weight(base, module)
+        if w is None or len(w.shape) != 2 or len(la.shape) != 2 or len(lb.shape) != 2:
+            return False
+        if la.shape[1] != w.shape[1] or lb.shape[0] != w.shape[0] or la.shape[0] != lb.shape[1]:
+            return False
+    return True
+
+
+def _adapter_edge(adapter: CheckpointPrint, bases: Sequence[CheckpointPrint],
+                  confirm: Any) -> Edge | dict[str, Any] | None:
+    fitting = [b for b in bases if fits(adapter, b)]
+    pairs = _lora_pairs(adapter)
+    info = adapter.info.get("adapter") or {}
+    declared = str(info.get("base_model_name_or_path") or "").rstrip("/")
+    evidence: dict[str, Any] = {"targets": len(pairs), "r": info.get("r"),
+                                "declared": declared or None}
+    if confirm is not None:  # a merged copy of base + B @ A is the strongest evidence
+        for b in fitting:
+            got = confirm.adapter_merged(adapter, b, bases)
+            if got:
+                return Edge(b.path, adapter.path, "adapter-of", "high",
+                            {**evidence, "merged_copy": got,
+                             "declaration": _agrees(declared, b.path)}, "an adapter's base")
+    named = [b for b in fitting if declared and _agrees(declared, b.path) == "agrees"]
+    if len(named) == 1:
+        return Edge(named[0].path, adapter.path, "adapter-of", "medium",
+                    {**evidence, "shapes_fit": True, "declaration": "agrees"},
+                    "an adapter's base")
+    if not fitting:
+        return {"path": adapter.path, "kind": "adapter-of",
+                "why": "no checkpoint here fits the adapter's targets", **evidence}
+    return {"path": adapter.path, "kind": "adapter-of",
+            "why": f"fits {len(fitting)} checkpoints and nothing tells them apart",
+            "fits": [b.path for b in fitting], **evidence}
+
+
+def _agrees(declared: str, path: str) -> str:
+    if not declared:
+        return "none declared"
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return "agrees" if declared in (path, last) or declared.endswith("/" + last) else \
+        f"disagrees (declared {declared!r})"
+
+
+# ----------------------------------------------------------------------------- running it
+def run(paths: Sequence[str], *, cache_dir: str | None = None, use_cache: bool = True,
+        jobs: int = 1, allow_unsafe: bool = False, mapper: Any = None,
+        progress: Any = None) -> tuple[Lineage, dict[str, int]]:
+    """Lineage of every checkpoint below ``paths`` (files, directories, prefixes, URLs):
+    fingerprints from the cache where the files are unchanged, else one value pass each (here,
+    or on a Dask cluster through ``mapper``: :mod:`inspector.inventory_dask`). Returns the
+    forest and counters (``fingerprinted``, ``cached``, ``tensor_reads``)."""
+    from inspector.adapters.errors import InspectorError
+    from inspector.adapters.registry import load
+    from inspector.fingerprint import Cache, file_key, fingerprint
+    from inspector.fleet import expand, run_ordered
+    from inspector.lineage_bytes import Confirm
+
+    cache = Cache((cache_dir or Cache.default_dir()) if use_cache else None)
+    opened: dict[str, Any] = {}
+    errors: list[dict[str, str]] = []
+
+    def head(t: Any) -> tuple[Any, str, CheckpointPrint | None]:
+        ckpt = load(t.source, allow_unsafe=allow_unsafe)
+        opened[ckpt.path] = ckpt
+        key = file_key(ckpt)
+        return ckpt, key, cache.get(key)
+
+    heads: list[tuple[Any, str, CheckpointPrint | None]] = []
+    targets = []
+    for t in expand(paths):
+        if t.error is not None:
+            errors.append({"path": t.label, "error": str(t.error)})
+        else:
+            targets.append(t)
+    for t, got in run_ordered(targets, head, jobs):
+        if isinstance(got, Exception):
+            message = str(got) if isinstance(got, InspectorError) else \
+                f"{t.label}: {type(got).__name__}: {got}"
+            errors.append({"path": t.label, "error": message})
+        else:
+            heads.append(got)
+    todo = [(ckpt, key) for ckpt, key, fp in heads if fp is None]
+    if mapper is not None:
+        from inspector.inventory_dask import remote_print
+
+        fresh = mapper(remote_print, [ckpt.path for ckpt, _ in todo], allow_unsafe)
+        done = ((ckpt, key, arrays) for (ckpt, key), arrays in zip(todo, fresh, strict=True))
+        computed = {}
+        for ckpt, key, arrays in done:
+            if isinstance(arrays, Exception):
+                errors.append({"path": ckpt.path, "error": str(arrays)})
+                continue
+            fp = CheckpointPrint.from_arrays(arrays)
+            fp.key = key
+            computed[ckpt.path] = fp
+    else:
+        computed = {}
+        for (ckpt, _key), got in run_ordered(todo, lambda ck: fingerprint(ck[0], ck[1]), jobs):
+            if isinstance(got, Exception):
+                errors.append({"path": ckpt.path, "error": str(got)})
+            else:
+                computed[ckpt.path] = got
+    prints: list[CheckpointPrint] = []
+    for ckpt, _key, fp in heads:
+        if fp is None:
+            fp = computed.get(ckpt.path)
+            if fp is None:
+                continue
+            cache.misses += 1
+            cache.put(fp)
+        prints.append(fp)
+        if progress is not None:
+            progress.advance(1)
+
+    def opener(path: str) -> Any:
+        if path not in opened:
+            opened[path] = load(path, allow_unsafe=allow_unsafe)
+        return opened[path]
+
+    confirm = Confirm(opener, cache)
+    forest = build(prints, confirm, mtime=_mtime)
+    forest.errors = errors
+    counts = {"checkpoints": len(prints), "fingerprinted": cache.misses, "cached": cache.hits,
+              "tensor_reads": confirm.reads}
+    return forest, counts
+
+
+def _mtime(path: str) -> float:
+    import os
+
+    try:
+        return os.stat(path).st_mtime
+    except (OSError, ValueError):
+        return 0.0

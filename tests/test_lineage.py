@@ -1,0 +1,123 @@
+"""``inspector lineage`` against zoos written by the real producers, with their true edges:
+
+* fixtures/lineage/zoo (transformers Trainer steps, a partial fine-tune, a peft LoRA adapter and
+  its ``merge_and_unload``, bf16 / sharded / torch.save re-saves, ``resize_token_embeddings``,
+  a pruned layer, and an unrelated same-architecture family from another seed), truth written by
+  fixtures/lineage/make_lineage.py;
+* fixtures/gguf/converted (llama.cpp's own convert_hf_to_gguf.py at f32, f16, bf16 and q8_0,
+  and a GGUF of another seed), truth from fixtures/gguf/converted/make_converted.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inspector.lineage import run
+
+ROOT = Path(__file__).resolve().parent.parent
+ZOO = ROOT / "fixtures" / "lineage" / "zoo"
+TRUTH = json.loads((ROOT / "fixtures" / "lineage" / "zoo.truth.json").read_text())
+CONVERTED = ROOT / "fixtures" / "gguf" / "converted"
+
+
+def rel(path: str, root: Path) -> str:
+    return str(Path(path).resolve().relative_to(root.resolve()))
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("fp")
+    forest, counts = run([str(ZOO)], cache_dir=str(cache))
+    return forest, counts, cache
+
+
+def test_zoo_recovers_exactly_the_true_edges(zoo):
+    forest, counts, _ = zoo
+    assert not forest.errors
+    got = {(rel(e.parent, ZOO), rel(e.child, ZOO), e.kind) for e in forest.edges}
+    want = {(e["parent"], e["child"], e["kind"]) for e in TRUTH["edges"]}
+    assert got == want
+    assert counts["checkpoints"] == len(TRUTH["num_parameters"]) + 2  # + adapter, + .pt
+
+
+def test_unrelated_seed_stays_apart(zoo):
+    forest, _, _ = zoo
+    family = {"other", "other_bf16"}
+    for e in forest.edges:
+        a, b = rel(e.parent, ZOO), rel(e.child, ZOO)
+        assert (a in family) == (b in family), (a, b, e.kind)
+
+
+def test_lora_rank_and_targets_are_the_adapters(zoo):
+    forest, _, _ = zoo
+    (edge,) = [e for e in forest.edges if e.kind == "lora-merge"]
+    assert edge.evidence["rank"] == TRUTH["lora"]["r"]
+    assert edge.evidence["target_modules"] == TRUTH["lora"]["targets"]
+    (adapter,) = [e for e in forest.edges if e.kind == "adapter-of"]
+    assert rel(adapter.evidence["merged_copy"], ZOO) == TRUTH["lora"]["checkpoint"]
+    assert adapter.evidence["declaration"] == "agrees"
+
+
+def test_partial_fine_tune_names_the_changed_tensors(zoo):
+    forest, _, _ = zoo
+    (edge,) = [e for e in forest.edges if rel(e.child, ZOO) == "ft_mlp"]
+    assert edge.evidence["partial"] is True
+    changed = set(edge.evidence["changed_tensors"])
+    assert changed == set(TRUTH["ft_mlp_changed"])
+
+
+def test_second_run_reads_no_tensor_bytes(zoo, monkeypatch):
+    _, _, cache = zoo
+    import inspector.values as values
+
+    def refuse(*a, **k):
+        raise AssertionError("a tensor's bytes were read on a cached run")
+
+    monkeypatch.setattr(values, "iter_values", refuse)
+    forest, counts = run([str(ZOO)], cache_dir=str(cache))
+    assert counts["fingerprinted"] == 0 and counts["tensor_reads"] == 0
+    assert counts["cached"] == counts["checkpoints"]
+    assert {(e.parent, e.child, e.kind) for e in forest.edges} == \
+        {(e.parent, e.child, e.kind) for e in zoo[0].edges}
+
+
+def test_conversions_hold_for_every_gguf_type_and_not_another_seed(tmp_path):
+    forest, _ = run([str(CONVERTED)], cache_dir=str(tmp_path))
+    got = {(rel(e.parent, CONVERTED), rel(e.child, CONVERTED), e.kind) for e in forest.edges}
+    want = {(f"{m}_hf", f"{m}.{t}.gguf", "conversion")
+            for m in ("llama", "mixtral") for t in ("f32", "f16", "bf16", "q8_0")}
+    assert got == want
+    for e in forest.edges:  # within the format's own noise
+        assert e.evidence["rel_l2"] < (0.02 if "q8_0" in e.child else 0.01)
+
+
+def test_cli_json_and_table(tmp_path):
+    cmd = [sys.executable, "-m", "inspector", "lineage", str(ZOO), "--cache", str(tmp_path)]
+    doc = json.loads(subprocess.run(cmd + ["--format", "json"], capture_output=True,
+                                    text=True, check=True).stdout)
+    assert doc["schema"] == "inspector.lineage/1"
+    assert {e["kind"] for e in doc["edges"]} == {e["kind"] for e in TRUTH["edges"]}
+    table = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    assert "lora-merge" in table and "rank 4" in table
+
+
+def test_report_draws_the_forest_as_html(tmp_path):
+    """The HTML tree, parsed as a browser parses it (html5lib): one list item per edge under its
+    parent, and the embedded JSON equal to ``lineage --format json``'s edges."""
+    import html5lib
+
+    out = tmp_path / "lineage.html"
+    r = subprocess.run([sys.executable, "-m", "inspector", "report", "--lineage", str(ZOO),
+                        "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = html5lib.parse(out.read_text(), namespaceHTMLElements=False)
+    kinds = [s.text for s in doc.iter("span") if "kind" in (s.get("class") or "").split()]
+    assert sorted(kinds) == sorted(e["kind"] for e in TRUTH["edges"])
+    data = json.loads(next(s for s in doc.iter("script") if s.get("id") == "report-data").text)
+    got = {(rel(e["parent"], ZOO), rel(e["child"], ZOO), e["kind"]) for e in data["edges"]}
+    assert got == {(e["parent"], e["child"], e["kind"]) for e in TRUTH["edges"]}
