@@ -4,12 +4,14 @@ decompressed from an archive, a checkpoint embedded in another file's data."""
 from __future__ import annotations
 
 import io
+from contextlib import contextmanager
 
 from .errors import FormatError
 from .source_interface import Source
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import BinaryIO
 
 
@@ -38,6 +40,10 @@ class BytesSource(Source):
 
     def open(self, mode: str = "rb") -> BinaryIO:
         return io.BytesIO(self._data)
+
+    @contextmanager
+    def view(self) -> Iterator[bytes]:
+        yield self._data
 
     def child(self, name: str) -> Source:
         raise FormatError("bytes held in memory have no children", self.where)

@@ -31,7 +31,7 @@ from .errors import FormatError, InspectorError
 from .model import Checkpoint, Finding
 from .registry import Adapter, load
 from .source import Source
-from .source_interface import BytesSource, Window
+from .source_interface import Window
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:

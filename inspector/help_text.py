@@ -5,22 +5,24 @@ size and CRC-32 recorded here makes ``--help`` run argparse instead."""
 # ruff: noqa: E501
 PYTHON = (3, 11)
 
-SOURCES = {'cli.py': (14935, 1415500705),
- 'commands/__init__.py': (389, 1711991920),
+SOURCES = {'cli.py': (15754, 3505881920),
+ 'commands/__init__.py': (413, 1292992312),
  'commands/archs.py': (2564, 3116068908),
  'commands/budget.py': (3253, 320977300),
  'commands/check.py': (3107, 3853785188),
  'commands/diff.py': (4961, 1151257763),
  'commands/formats.py': (568, 4283822920),
+ 'commands/inventory.py': (2572, 1320985099),
+ 'commands/lineage.py': (3014, 285471157),
  'commands/predict.py': (1986, 889953175),
- 'commands/report.py': (4003, 2339139493),
+ 'commands/report.py': (4848, 1692533442),
  'commands/scan.py': (2176, 744855534),
  'commands/schemes.py': (2002, 3756206900),
  'commands/show.py': (6299, 3097858341),
  'commands/stats.py': (2851, 405649793),
  'help_plain.py': (6023, 3529304718)}
 
-TEXT = "usage: inspector [-h] [--version] [--debug] [--raw-numbers] [-v]\n                 [--color {auto,always,never}]\n                 COMMAND ...\n\nWhat is inside a checkpoint, read without the framework that wrote it.\n\npositional arguments:\n  COMMAND\n    show                list every tensor with its shape, dtype, count and\n                        role\n    formats             list the supported checkpoint formats\n    schemes             list the grouping schemes used by --scheme (or show /\n                        validate one)\n    check               compare a checkpoint's tensors and group counts with\n                        the formula prediction\n    predict             expected tensors, group counts and total from\n                        hyperparameters alone (no file)\n    archs               list the architectures of check/predict with their\n                        hyperparameters and defaults\n    budget              hyperparameters whose predicted parameter count hits a\n                        target (inverse of predict)\n    diff                compare two checkpoints: added, removed, reshaped,\n                        retyped and (--values) changed tensors\n    stats               value statistics per tensor and group (NaN/Inf, zeros,\n                        norms), or across a training run\n    scan                security verdict (safe/foreign/dangerous/error) for\n                        every file under the given paths\n    report              write the audit (listing, charts, check, diff, value\n                        stats) as one self-contained HTML\n\noptions:\n  -h, --help            show this help message and exit\n  --version             show program's version number and exit\n\nglobal options (before or after the verb):\n  --debug               on error, show the traceback instead of one line\n  --raw-numbers         counts without thousands separators (42767, not\n                        42,767)\n  -v, --verbose         every hyperparameter, not only those that determine\n                        shapes\n  --color {auto,always,never}\n                        colour status words, findings and deltas (auto: only\n                        on a terminal, never with NO_COLOR set)\n\nexit codes:\n  show     0 success, 1 --globals found a dangerous global, 2 error (or an\n           unsafe pickle refused)\n  formats  0 success, 2 error\n  schemes  0 success, 2 error\n  check    0 verified, 1 mismatch (or an unsafe pickle read with\n           --allow-unsafe), 3 incomplete (--strict: 1), 2 error (or an unsafe\n           pickle refused)\n  predict  0 success, 2 error\n  archs    0 success, 2 error\n  budget   0 success, 2 error\n  diff     0 same (structure; with --values also contents), 1 different, 2\n           error (or an unsafe pickle refused)\n  stats    0 no error finding, 1 an error finding (NaN or Inf), 2 error (or an\n           unsafe pickle refused)\n  scan     0 nothing dangerous or unexamined, 1 some file is dangerous, 2 some\n           file is error (not fully examined) or usage error\n  report   0 written, 2 error (or an unsafe pickle refused)\n\nTables fit the terminal (or COLUMNS); piped output keeps full names and no\ncolour.\n"
+TEXT = "usage: inspector [-h] [--version] [--debug] [--raw-numbers] [-v]\n                 [--color {auto,always,never}] [--trust MODULE.NAME]\n                 COMMAND ...\n\nWhat is inside a checkpoint, read without the framework that wrote it.\n\npositional arguments:\n  COMMAND\n    show                list every tensor with its shape, dtype, count and\n                        role\n    formats             list the supported checkpoint formats\n    schemes             list the grouping schemes used by --scheme (or show /\n                        validate one)\n    check               compare a checkpoint's tensors and group counts with\n                        the formula prediction\n    predict             expected tensors, group counts and total from\n                        hyperparameters alone (no file)\n    archs               list the architectures of check/predict with their\n                        hyperparameters and defaults\n    budget              hyperparameters whose predicted parameter count hits a\n                        target (inverse of predict)\n    diff                compare two checkpoints: added, removed, reshaped,\n                        retyped and (--values) changed tensors\n    stats               value statistics per tensor and group (NaN/Inf, zeros,\n                        norms), or across a training run\n    scan                security verdict (safe/foreign/dangerous/error) for\n                        every file under the given paths\n    report              write the audit (listing, charts, check, diff, value\n                        stats) as one self-contained HTML\n    lineage             which checkpoint derives from which (re-save, fine-\n                        tune, LoRA merge, ...), with evidence\n    inventory           index checkpoints, tensors, findings and lineage into\n                        DuckDB or Parquet (incremental)\n\noptions:\n  -h, --help            show this help message and exit\n  --version             show program's version number and exit\n\nglobal options (before or after the verb):\n  --debug               on error, show the traceback instead of one line\n  --raw-numbers         counts without thousands separators (42767, not\n                        42,767)\n  -v, --verbose         every hyperparameter, not only those that determine\n                        shapes\n  --color {auto,always,never}\n                        colour status words, findings and deltas (auto: only\n                        on a terminal, never with NO_COLOR set)\n  --trust MODULE.NAME   vouch for a pickle global nobody vetted (repeatable),\n                        as torch's add_safe_globals does: it is safe, never a\n                        known-dangerous one (also INSPECTOR_TRUST,\n                        pyproject.toml [tool.inspector] trust)\n\nexit codes:\n  show       0 success, 1 --globals found a dangerous global, 2 error (or an\n             unsafe pickle refused)\n  formats    0 success, 2 error\n  schemes    0 success, 2 error\n  check      0 verified, 1 mismatch (or an unsafe pickle read with\n             --allow-unsafe), 3 incomplete (--strict: 1), 2 error (or an\n             unsafe pickle refused)\n  predict    0 success, 2 error\n  archs      0 success, 2 error\n  budget     0 success, 2 error\n  diff       0 same (structure; with --values also contents), 1 different, 2\n             error (or an unsafe pickle refused)\n  stats      0 no error finding, 1 an error finding (NaN or Inf), 2 error (or\n             an unsafe pickle refused)\n  scan       0 nothing dangerous or unexamined, 1 some file is dangerous, 2\n             some file is error (not fully examined) or usage error\n  report     0 written, 2 error (or an unsafe pickle refused)\n  lineage    0 every checkpoint read, 2 some could not be read (or an unsafe\n             pickle refused)\n  inventory  0 every checkpoint indexed, 2 some could not be read (rows with\n             the error are kept)\n\nTables fit the terminal (or COLUMNS); piped output keeps full names and no\ncolour.\n"
 
 # each verb's docstring as plain text (inspector.help_plain.to_blocks)
 DESCRIPTIONS = {'archs': [('text',
@@ -99,6 +101,58 @@ DESCRIPTIONS = {'archs': [('text',
              'and dtypes are compared: tensors that agree in those are "values not compared", '
              'never "unchanged".')])],
  'formats': [('text', [(0, 0, 'inspector formats: the supported checkpoint formats.')])],
+ 'inventory': [('text',
+                [(0,
+                  0,
+                  'inspector inventory PATH [PATH ...] -o store.duckdb: a model store as a '
+                  'database.')]),
+               ('text',
+                [(0,
+                  0,
+                  'Writes one row per checkpoint (format, counts, scan verdict, statistics '
+                  'findings), one per tensor (name, shape, dtype, role, group, digest, samples, '
+                  'NaN/Inf, min/max/mean/std), one per finding and one per lineage edge into '
+                  'DuckDB (-o NAME.duckdb) or Parquet files (-o DIR.parquet: a <table>.parquet per '
+                  'table). A second run over the same paths skips every checkpoint whose files are '
+                  'unchanged without reading its tensors; lineage edges are rebuilt from the '
+                  'stored fingerprints. Needs the inventory extra (DuckDB).')]),
+               ('text', [(0, 0, 'Examples:')]),
+               ('pre',
+                ['    $ inspector inventory fixtures/lineage/zoo -o zoo.duckdb',
+                 '    $ duckdb zoo.duckdb "SELECT path FROM checkpoints WHERE scan_verdict <> '
+                 '\'safe\'"',
+                 '    $ inspector inventory s3://bucket/models/ -o store.duckdb --dask '
+                 'tcp://scheduler:8786']),
+               ('text',
+                [(0,
+                  0,
+                  'Exit codes: 0 every checkpoint indexed, 2 some could not be read (their rows '
+                  'say why).')])],
+ 'lineage': [('text',
+              [(0,
+                0,
+                'inspector lineage PATH [PATH ...]: which checkpoint derives from which, with '
+                'evidence.')]),
+             ('text',
+              [(0,
+                0,
+                'Every checkpoint below the paths (files, model directories, trees, prefixes, '
+                'URLs) is fingerprinted once (a digest and position-stable samples per tensor: one '
+                'pass over its values, cached per file, so a second run over unchanged files reads '
+                'no tensor bytes). Related pairs are found from the samples, and each edge is '
+                'typed: re-save, conversion, continued-training, fine-tune (changed tensors '
+                'named), lora-merge (targets and rank), adapter-of, resize, prune. Unrelated '
+                'models get no edge, even with one architecture: identical tensors count only when '
+                'they could not match by chance (norms initialised to ones never do).')]),
+             ('text', [(0, 0, 'Examples:')]),
+             ('pre',
+              ['    $ inspector lineage fixtures/lineage/zoo',
+               '    $ inspector lineage runs/ s3://bucket/models/ --format json']),
+             ('text',
+              [(0,
+                0,
+                'Exit codes: 0 the forest was built (every checkpoint read), 2 some path could not '
+                'be read (the forest of the others is still printed).')])],
  'predict': [('text',
               [(0,
                 0,
@@ -128,7 +182,8 @@ DESCRIPTIONS = {'archs': [('text',
               '        -o report.html',
               '    $ inspector report fixtures/stats/torch/lm_nan_zero.pt --values \\',
               '        -o stats.html',
-              '    $ inspector report before.pt after.pt --values -o diff.html']),
+              '    $ inspector report before.pt after.pt --values -o diff.html',
+              '    $ inspector report --lineage fixtures/lineage/zoo -o lineage.html']),
             ('text',
              [(0,
                0,
@@ -137,8 +192,9 @@ DESCRIPTIONS = {'archs': [('text',
                'and, with two paths, their diff. --values reads the values (as inspector stats and '
                'diff --values do): per-group norms, NaN/Inf and zeros with the findings by '
                "severity, statistics columns in the listing, and with two paths the diff's value "
-               'comparison. It loads nothing from the network: attach it to a model card or a pull '
-               'request.')])],
+               'comparison. With --lineage the paths are a store and the page is its lineage '
+               'forest (inspector lineage) as a tree. It loads nothing from the network: attach it '
+               'to a model card or a pull request.')])],
  'scan': [('text',
            [(0,
              0,

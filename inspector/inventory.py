@@ -129,7 +129,7 @@ def scan_verdict(label: str) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _stats(ckpt: Any) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    from inspector import stats
+    from inspector import value_stats as stats
 
     result = stats.file_stats(ckpt)
     rows = {}

@@ -121,7 +121,7 @@ class Confirm:
         key = self._key("conversion", p.key, c.key)
 
         def compute() -> dict[str, Any] | None:
-            from inspector.diff import diff
+            from inspector.diffing import diff
 
             a, b = self.opened(p.path), self.opened(c.path)
             chosen = layout_map.choose("auto", a, b)

@@ -24,8 +24,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import PurePosixPath
 
+from ..bytes_source import BytesSource
 from ..errors import FormatError
-from ..source_interface import BytesSource, Source, Window
+from ..source_interface import Source, Window
 from .examination import DANGEROUS, ERROR, FOREIGN, MAX_PICKLE_BYTES, MAX_ZIP_MEMBERS, FileResult
 
 MAX_DEPTH = 4  # archives inside archives

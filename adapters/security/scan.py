@@ -276,11 +276,10 @@ def _archive(source: Source, head: bytes, res: FileResult) -> bool:
     if is_tar(head):
         examine_tar(source, res, examine_loose)
         return True
-    if head.startswith(COMPRESSED):
-        kind = compressed_tar(source)
-        if kind is not None:
-            examine_tar(source, res, examine_loose, kind)
-            return True
+    kind = compressed_tar(source)  # None at once unless the head is gzip, bzip2 or xz
+    if kind is not None:
+        examine_tar(source, res, examine_loose, kind)
+        return True
     return False
 
 
