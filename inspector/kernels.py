@@ -38,15 +38,16 @@ def dot(x: Any, y: Any, row: int = ROW) -> float:
 
 def sums(x: Any, row: int = SHORT_ROW) -> tuple[float, float]:
     """The sum and the sum of squares of a 1-d float32 array, as Python floats. The sum in
-    float64 (NumPy's pairwise sum of the values cast in buffers: a mean as exact as float64's,
-    which a tensor's mean, small against its values, needs); the sum of squares, all terms
+    float64 (``einsum``'s float64 accumulation, the fastest of NumPy's: a mean as exact as
+    float64's, which a tensor's mean, small against its values, needs); the sum of squares, all
+    terms
     positive, as BLAS dot products in float32 per row of ``row`` elements, rows added in
     float64 (about 1e-9 relative), the rest, shorter than a row, in float64."""
     import numpy as np
 
     n = int(x.size)
     rows = n // row
-    total = float(np.add.reduce(x, dtype=np.float64))
+    total = float(np.einsum("i->", x, dtype=np.float64))
     sumsq = 0.0
     if rows:
         a = x[: rows * row].reshape(rows, row)
