@@ -149,11 +149,11 @@ def reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial:
 
 def fast_reduce(x: Any, tiny: float | None = None, f16: bool = False) -> Partial | None:
     """:func:`reduce` of a native float16 or float32 chunk with no NaN or Inf, in few passes
-    (float16 widened exactly into this thread's scratch buffer first): min and max; the sum and
-    the sum of squares as float32 sums over rows of 1,024 elements added in float64 (about
-    1e-9 relative for the sum of squares, float32's own precision for the sum: see
-    :mod:`inspector.kernels`); the bits with the sign cleared for zeros, subnormals and float16
-    overflows, counted only when the smallest or largest magnitude says there are some. Values
+    (float16 widened exactly into this thread's scratch buffer first): min and max; the sum in
+    float64; the sum of squares as float32 sums over rows of 1,024 elements added in float64
+    (about 1e-9 relative: see :mod:`inspector.kernels`); the bits with the sign cleared for
+    zeros, subnormals and float16 overflows, counted only when the smallest or largest
+    magnitude says there are some. Values
     close to their mean (variance under 1% of the mean square) take the exact two-pass formula
     in float64. None (use :func:`reduce`) when the chunk holds NaN or Inf, or magnitudes whose
     float32 squares could overflow or vanish."""
