@@ -195,8 +195,10 @@ def report(result: dict) -> list[str]:
             out += [f"#### {title}", "", *rows.markdown(got), ""]
     vp = result.get("values_pass")
     if vp:
+        m = vp.get("measured")
+        when = f" (measured {m['date']} at {m['commit']})" if m else ""
         out += ["#### Value passes (`bench/values_pass.py`)", "",
-                f"`python {vp['command']}`", "", *vp["lines"], ""]
+                f"`python {vp['command']}`{when}", "", *vp["lines"], ""]
     return out
 
 
@@ -255,8 +257,9 @@ def main(inspector: str, py: str, frameworks: Path, mxnet: Path | None, machine:
         for row in kept:
             row.setdefault("measured", {"date": old.get("date"), "commit": old.get("commit")})
         found = [r for s in SECTIONS for r in kept + found if r["section"] == s]
-        if values is None:
-            values = old.get("values_pass")
+        if values is None and old.get("values_pass"):
+            values = {"measured": {"date": old.get("date"), "commit": old.get("commit")},
+                      **old["values_pass"]}
     result = {"date": date, "commit": commit(), "machine": machine,
               "load_average": {"start": load_start, "end": list(os.getloadavg())},
               "minutes": (time.time() - started) / 60, "rows": found, "values_pass": values}
