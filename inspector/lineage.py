@@ -34,7 +34,6 @@ between clusters form a maximum spanning forest of relatedness, oriented from ea
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -43,169 +42,19 @@ from typing import Any
 import numpy as np
 
 from inspector.fingerprint import CheckpointPrint, TensorPrint
+from inspector.lineage_evidence import (
+    Evidence,
+    compare,
+    fits,
+    lora_pairs,
+)
 
 SCHEMA = "inspector.lineage/1"
 KINDS = ("re-save", "conversion", "continued-training", "fine-tune", "lora-merge", "adapter-of",
          "resize", "prune")
-RELATED = 1.0  # centred sample drift below this (correlation above ~0.5): one tensor, trained on
-MAJORITY = 0.5  # share of informative tensors that must agree for two checkpoints to relate
 BANDS, BITS = 4, 8  # LSH: bands of sign bits of random projections of the standardized samples
 CROWD, HUBS = 64, 8  # a bucket above CROWD members pairs each with HUBS hubs and neighbours
-# Unit roundoff of a stored type: a cast moves each element by at most this much, relatively.
-ROUNDOFF = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
-            "bfloat16": 2.0 ** -8, "float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
-# Relative L2 error of a block-quantized type's dequantized values (ggml: q8_0 ~ 0.4%, the
-# 4-5 bit kinds ~ 3-8%); a conversion or re-save into it is judged by this bound.
-QUANT_NOISE = {"q8_0": 0.02, "q8_1": 0.02, "q6_k": 0.05, "q5_0": 0.08, "q5_1": 0.08,
-               "q5_k": 0.08, "q4_0": 0.15, "q4_1": 0.15, "q4_k": 0.15, "q3_k": 0.3,
-               "q2_k": 0.5}
 _LAYER = re.compile(r"(?<=[._])(\d+)(?=[._]|$)")
-
-
-# ----------------------------------------------------------------------------- pair evidence
-def _noise(dtype: str | None) -> float | None:
-    """The relative error a cast into ``dtype`` may cause (None: not a known lossy cast)."""
-    d = (dtype or "").lower()
-    if d in ROUNDOFF:
-        return ROUNDOFF[d]
-    return QUANT_NOISE.get(d)
-
-
-def cast_equal(a: TensorPrint, b: TensorPrint) -> bool:
-    """The samples agree up to the rounding of the lower-precision of the two stored types."""
-    if a.dtype == b.dtype and not _noise(a.dtype) or a.dtype == b.dtype and a.dtype in ROUNDOFF:
-        return a.digest == b.digest
-    ua, ub = _noise(a.dtype), _noise(b.dtype)
-    if ua is None or ub is None:
-        return False
-    x, y = a.samples, b.samples
-    ok = np.isfinite(x) & np.isfinite(y)
-    if not ok.any():
-        return False
-    x, y = x[ok], y[ok]
-    u = max(ua, ub)
-    if (a.dtype or "").lower() in QUANT_NOISE or (b.dtype or "").lower() in QUANT_NOISE:
-        scale = float(np.max(np.abs(x))) or 1.0  # block scales: error relative to the block max
-        return bool(np.all(np.abs(x - y) <= u * scale + 1e-12))
-    # round to nearest: |x - y| <= u |x| (+ the subnormal floor of the narrower type)
-    return bool(np.all(np.abs(x - y) <= 1.01 * u * np.maximum(np.abs(x), np.abs(y)) + 1e-30))
-
-
-def drift(a: TensorPrint, b: TensorPrint) -> float:
-    """||a' - b'|| / sqrt((||a'||^2 + ||b'||^2) / 2) over the samples centred on their means
-    (so norms near one in two unrelated models do not look alike; symmetric in a and b): 0 for
-    equal samples, about sqrt(2) for independent ones; inf when they cannot be compared."""
-    x, y = a.samples, b.samples
-    if len(x) != len(y):
-        return math.inf
-    ok = np.isfinite(x) & np.isfinite(y)
-    if not ok.any():
-        return math.inf
-    x, y = x[ok] - x[ok].mean(), y[ok] - y[ok].mean()
-    den = math.sqrt((float(x @ x) + float(y @ y)) / 2)
-    num = float(np.linalg.norm(x - y))
-    return num / den if den else (0.0 if not num else math.inf)
-
-
-class Evidence:
-    """What the fingerprints say about two checkpoints (``a`` the first given)."""
-
-    __slots__ = ("a", "b", "identical", "cast", "changed", "unrelated", "carried", "reshaped",
-                 "only_a", "only_b", "drifts", "uninformative")
-
-    def __init__(self, a: CheckpointPrint, b: CheckpointPrint) -> None:
-        self.a, self.b = a, b
-        self.identical: list[str] = []  # informative, same digest
-        self.cast: list[str] = []  # informative, equal up to the cast
-        self.changed: list[str] = []  # informative, drifted but related
-        self.unrelated: list[str] = []  # informative, uncorrelated
-        self.carried: list[tuple[str, str]] = []  # b's tensor equal to a's under another name
-        self.reshaped: list[str] = []
-        self.only_a: list[str] = []
-        self.only_b: list[str] = []
-        self.drifts: dict[str, float] = {}
-        self.uninformative = 0
-
-    @property
-    def informative(self) -> int:
-        return (len(self.identical) + len(self.cast) + len(self.changed) + len(self.unrelated)
-                + len(self.carried))
-
-    @property
-    def agreeing(self) -> int:
-        return len(self.identical) + len(self.cast) + len(self.changed) + len(self.carried)
-
-    @property
-    def related(self) -> bool:
-        n = self.informative
-        return n > 0 and self.agreeing >= max(1, MAJORITY * n)
-
-    def structural(self) -> tuple[list[str], list[str]]:
-        """The parameters on one side only (a's, b's) that no renaming explains: optimizer
-        state, buffers and other non-parameters do not count (a weights-only save drops them),
-        nor tensors carried under another name."""
-        moved_a = {x for x, _ in self.carried}
-        moved_b = {y for _, y in self.carried}
-        only_a = [n for n in self.only_a
-                  if self.a.tensors[n].role == "parameter" and n not in moved_a]
-        only_b = [n for n in self.only_b
-                  if self.b.tensors[n].role == "parameter" and n not in moved_b]
-        return only_a, only_b
-
-    @property
-    def equal(self) -> bool:
-        """The same parameters (some maybe renamed), same shapes, values equal up to a cast;
-        only non-parameters (optimizer state, buffers) may be on one side only."""
-        if not self.related or self.changed or self.unrelated or self.reshaped:
-            return False
-        only_a, only_b = self.structural()
-        if self.carried:  # renamed: every informative parameter of either side accounted for
-            return not any(self.a.tensors[n].informative for n in only_a) and not any(
-                self.b.tensors[n].informative for n in only_b)
-        return not only_a and not only_b
-
-    @property
-    def distance(self) -> float:
-        """Mean relative drift over the informative tensors of either side: those compared by
-        name count their drift, those on one side only (removed, added, reshaped) count 1."""
-        alone = (sum(1 for n in self.only_a if self.a.tensors[n].informative)
-                 + sum(1 for n in self.only_b if self.b.tensors[n].informative)
-                 - len(self.carried) + len(self.reshaped))
-        total = len(self.drifts) + max(0, alone)
-        if not total:
-            return math.inf
-        return (sum(min(d, 2.0) for d in self.drifts.values()) + max(0, alone)) / total
-
-
-def compare(a: CheckpointPrint, b: CheckpointPrint) -> Evidence:
-    """The evidence of two fingerprints (no bytes read)."""
-    ev = Evidence(a, b)
-    digests_a = {t.digest: n for n, t in a.tensors.items() if t.informative}
-    for name, tb in b.tensors.items():
-        ta = a.tensors.get(name)
-        if ta is None:
-            ev.only_b.append(name)
-            if tb.informative and tb.digest in digests_a:
-                ev.carried.append((digests_a[tb.digest], name))
-            continue
-        if ta.shape != tb.shape:
-            ev.reshaped.append(name)
-            continue
-        if not (ta.informative and tb.informative):
-            ev.uninformative += 1  # a constant on either side: its agreement proves nothing
-            continue
-        if ta.digest == tb.digest:
-            ev.identical.append(name)
-            ev.drifts[name] = 0.0
-        elif cast_equal(ta, tb):
-            ev.cast.append(name)
-            ev.drifts[name] = drift(ta, tb)
-        else:
-            d = drift(ta, tb)
-            ev.drifts[name] = d
-            (ev.changed if d < RELATED else ev.unrelated).append(name)
-    ev.only_a = [n for n in a.tensors if n not in b.tensors]
-    return ev
 
 
 # ----------------------------------------------------------------------------- candidates
@@ -583,46 +432,10 @@ def _derived(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, why: str,
     return Edge(p.path, c.path, "fine-tune", conf, info, why)
 
 
-def _lora_pairs(adapter: CheckpointPrint) -> dict[str, tuple[TensorPrint, TensorPrint]]:
-    """Target module name (as the base names it, without ``.weight``) -> (lora_A, lora_B)."""
-    out: dict[str, dict[str, TensorPrint]] = defaultdict(dict)
-    for name, t in adapter.tensors.items():
-        m = re.match(r"^(?:base_model\.model\.)?(.*)\.(lora_[AB])(?:\.[^.]+)?\.weight$", name)
-        if m:
-            out[m.group(1)][m.group(2)] = t
-    return {k: (v["lora_A"], v["lora_B"]) for k, v in out.items()
-            if "lora_A" in v and "lora_B" in v}
-
-
-def _base_weight(p: CheckpointPrint, module: str) -> TensorPrint | None:
-    for name in (f"{module}.weight", f"model.{module}.weight"):
-        if name in p.tensors:
-            return p.tensors[name]
-    stripped = module.split(".", 1)[1] if module.startswith("model.") else None
-    if stripped and f"{stripped}.weight" in p.tensors:
-        return p.tensors[f"{stripped}.weight"]
-    return None
-
-
-def fits(adapter: CheckpointPrint, base: CheckpointPrint) -> bool:
-    """Every LoRA target of the adapter has a base weight of shape (out, in) with lora_A
-    (r, in) and lora_B (out, r)."""
-    pairs = _lora_pairs(adapter)
-    if not pairs:
-        return False
-    for module, (la, lb) in pairs.items():
-        w = _base_weight(base, module)
-        if w is None or len(w.shape) != 2 or len(la.shape) != 2 or len(lb.shape) != 2:
-            return False
-        if la.shape[1] != w.shape[1] or lb.shape[0] != w.shape[0] or la.shape[0] != lb.shape[1]:
-            return False
-    return True
-
-
 def _adapter_edge(adapter: CheckpointPrint, bases: Sequence[CheckpointPrint],
                   confirm: Any) -> Edge | dict[str, Any] | None:
     fitting = [b for b in bases if fits(adapter, b)]
-    pairs = _lora_pairs(adapter)
+    pairs = lora_pairs(adapter)
     info = adapter.info.get("adapter") or {}
     declared = str(info.get("base_model_name_or_path") or "").rstrip("/")
     evidence: dict[str, Any] = {"targets": len(pairs), "r": info.get("r"),

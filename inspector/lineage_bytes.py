@@ -52,7 +52,7 @@ def numerical_rank(s: np.ndarray, noise: float) -> int:
 
 
 def _roundoff(dtype: str | None) -> float:
-    from inspector.lineage import ROUNDOFF
+    from inspector.lineage_evidence import ROUNDOFF
 
     return ROUNDOFF.get(dtype or "", 2.0 ** -24)
 
@@ -169,12 +169,12 @@ class Confirm:
                        others: Sequence[CheckpointPrint]) -> str | None:
         """The path of a checkpoint equal to ``base`` + scale * B @ A on every target (and to
         ``base`` elsewhere), or None."""
-        from inspector.lineage import _base_weight, _lora_pairs, compare
+        from inspector.lineage_evidence import base_weight, compare, lora_pairs
 
-        pairs = _lora_pairs(adapter)
+        pairs = lora_pairs(adapter)
         targets = {}
         for module in pairs:
-            w = _base_weight(base, module)
+            w = base_weight(base, module)
             if w is None:
                 return None
             targets[module] = w.name
@@ -207,7 +207,7 @@ class Confirm:
 
 
 def _conversion_noise(dtype: str | None) -> float:
-    from inspector.lineage import QUANT_NOISE, ROUNDOFF
+    from inspector.lineage_evidence import QUANT_NOISE, ROUNDOFF
 
     d = (dtype or "").lower()
     if d in ROUNDOFF:

@@ -66,7 +66,9 @@ FORMATS = {
                     {"inspector.adapters.safetensors", "inspector.adapters.dtypes",
                      "inspector.adapters.roles"}),
     "mxnet": ("mxnet/mxnet-1.9.1/gluon_save_parameters.params", {"inspector.adapters.mxnet"}),
-    "gguf": ("gguf/tiny_llama.gguf", {"inspector.adapters.gguf", "inspector.adapters.dtypes"}),
+    # a GGUF that stores a chat template (llama.cpp renders it): its sandbox check is GGUF's own
+    "gguf": ("gguf/tiny_llama.gguf", {"inspector.adapters.gguf", "inspector.adapters.dtypes",
+                                     "inspector.adapters.security.chat_template"}),
     "onnx": ("onnx/transformer_dynamo.onnx",
              {"inspector.adapters.onnx", "inspector.adapters.onnx_graph",
               "inspector.adapters.onnx_values", "inspector.adapters.protobuf",

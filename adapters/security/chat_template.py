@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 
-from .examination import DANGEROUS, ERROR
+DANGEROUS, ERROR = "dangerous", "error"  # examination's levels (that module is heavy to import)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

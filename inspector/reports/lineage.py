@@ -9,7 +9,7 @@ from typing import Any
 from inspector.reports.render import sanitize
 
 
-def _common(paths: list[str]) -> str:
+def common_root(paths: list[str]) -> str:
     if len(paths) < 2:
         return os.path.dirname(paths[0]) if paths else ""
     try:
@@ -55,7 +55,7 @@ def summary(edge: Any) -> str:
 
 def render_table(forest: Any, counts: dict[str, int]) -> str:
     paths = list(forest.nodes)
-    root_dir = _common(paths)
+    root_dir = common_root(paths)
     children = defaultdict(list)
     for e in forest.edges:
         children[e.parent].append(e)

@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 from inspector.reports.html import CSP, CSS, script_json
-from inspector.reports.lineage import _common, short, summary
+from inspector.reports.lineage import common_root, short, summary
 
 TREE_CSS = """
 ul.tree{list-style:none;padding-left:1.2em;border-left:1px solid #ccc;margin:.2em 0}
@@ -23,7 +23,7 @@ ul.tree.top{border-left:none;padding-left:0}
 
 def to_html(forest: Any, counts: dict[str, int], version: str) -> str:
     paths = list(forest.nodes)
-    root = _common(paths)
+    root = common_root(paths)
     children: dict[str, list[Any]] = defaultdict(list)
     for e in forest.edges:
         children[e.parent].append(e)
