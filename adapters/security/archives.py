@@ -382,6 +382,7 @@ def _walk_tar(source: Source, res: FileResult, examine: Examine) -> None:
                         "not examined")
                 return
             if info is None:
+                _check_end(source, tar.offset, seen, res)
                 return
             seen += 1
             label = nested_name(res, info.name)
@@ -415,6 +416,19 @@ def _walk_tar(source: Source, res: FileResult, examine: Examine) -> None:
                 return
             member = Window(source, info.offset_data, info.size, info.name)
             examine_member(_Named(member, label), info.name, res, examine)
+
+
+def _check_end(source: Source, offset: int, seen: int, res: FileResult) -> None:
+    """tarfile ends its walk quietly at a header it cannot read past the first: a tar cut
+    inside a header, or a damaged header, is an error here (members may follow unexamined)."""
+    left = source.size - offset
+    if left <= 0:
+        return
+    block = source.read(offset, min(left, 512))
+    if left < 512 or block.strip(b"\0"):
+        res.add(ERROR, f"the tar breaks off after member {seen} (offset {offset:,}: "
+                f"{'a cut header' if left < 512 else 'a header tarfile cannot read'}): the "
+                "rest not examined")
 
 
 class _Named(Source):
