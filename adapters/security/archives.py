@@ -170,7 +170,7 @@ def is_tar(head: bytes) -> bool:
 
 def compressed_tar(source: Source) -> str | None:
     """'gzip', 'bzip2' or 'xz' for a compressed stream whose first 512 decompressed bytes are
-    a tar header."""
+    a tar header; ``"broken KIND: why"`` for one that breaks off before them."""
     head = source.head(8)
     kind = next((k for magic, k in TAR_COMPRESSIONS.items() if head.startswith(magic)), None)
     if kind is None:
@@ -178,8 +178,8 @@ def compressed_tar(source: Source) -> str | None:
     try:
         with source.open() as f, _decompressing(f, kind) as stream:
             first = stream.read(512)
-    except Exception:  # noqa: BLE001 - not a readable stream of that kind: not a tar
-        return None
+    except Exception as e:  # noqa: BLE001 - a stream of that kind that breaks off
+        return f"broken {kind}: {type(e).__name__}: {e}"
     return kind if is_tar(first) else None
 
 

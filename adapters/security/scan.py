@@ -268,6 +268,11 @@ def _archive(source: Source, head: bytes, res: FileResult) -> bool:
         return True
     if head.startswith(COMPRESSED):
         kind = compressed_tar(source)
+        if kind is not None and kind.startswith("broken "):
+            res.kind = "compressed"
+            res.add(ERROR, f"the {kind[7:].split(':')[0]} stream breaks off "
+                    f"({kind.split(': ', 1)[1]}): not examined")
+            return True
         if kind is not None:
             examine_tar(source, res, examine_loose, kind)
             return True
