@@ -1,23 +1,28 @@
-"""Run a call on hostile input in a forked child with a wall-clock budget.
+"""Run a call on hostile input in a forked child with a processor-time budget.
 
 Some libraries trust the file more than they should: libhdf5 can loop forever in C on a corrupt
-global heap, holding the GIL, where no signal handler runs. The call goes to a child process; the
-parent waits for its JSON answer at most ``seconds`` and kills it after that, so a hang becomes
-one :class:`~inspector.adapters.errors.FormatError`. Only plain JSON crosses back (never a
-pickle): the child's answer is data made by our own code, but it read hostile bytes.
+global heap, holding the GIL, where no signal handler runs. The call goes to a child process
+whose processor time is capped (``RLIMIT_CPU`` at ``seconds``): a file on which the library
+loops burns it and is stopped, and a sound file is never stopped because other work slowed the
+machine. A wall-clock limit of :data:`WALL_FACTOR` times the budget backs it up (a child that
+blocks without computing). Either way a hang becomes one
+:class:`~inspector.adapters.errors.FormatError`. Only plain JSON crosses back (never a pickle):
+the child's answer is data made by our own code, but it read hostile bytes.
 
 Calls made at once from several threads (``scan --jobs N``) are independent: each has its own
-child, its own clock (started when its child starts) and its own pipe. A child must hold no
-other call's pipe: the parent reads its answer until end of file, and a write end kept open in
-a hanging sibling would make a finished call wait out its budget (one hostile file turning its
-neighbours' verdicts into time-outs). So a pipe is made, the child forked and the parent's write
-end closed under one lock, and each child closes the ends of every other call in flight.
+child, budget and pipe. A child must hold no other call's pipe: the parent reads its answer
+until end of file, and a write end kept open in a hanging sibling would make a finished call
+wait out its budget (one hostile file turning its neighbours' verdicts into time-outs). So a
+pipe is made, the child forked and the parent's write end closed under one lock, and each
+child closes the ends of every other call in flight.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import resource
 import select
 import signal
 import threading
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_ANSWER_BYTES = 1 << 30
+WALL_FACTOR = 6
 _FORKING = threading.Lock()
 _IN_FLIGHT: set[int] = set()  # the read ends of calls whose child is still running
 
@@ -61,6 +67,7 @@ def call_isolated(fn: Callable[[], Any], seconds: float, where: str, what: str) 
         try:
             for fd in (r, *_IN_FLIGHT):
                 _close_quietly(fd)
+            _limit_cpu(seconds)
             try:
                 parts = _encoded({"value": fn()})
             except FormatError as e:
@@ -73,12 +80,13 @@ def call_isolated(fn: Callable[[], Any], seconds: float, where: str, what: str) 
             status = 1
         finally:
             os._exit(status)
+    status = 0
     try:
-        data = _read_until(r, time.monotonic() + seconds, where)
+        data = _read_until(r, time.monotonic() + seconds * WALL_FACTOR, where)
     except TimeoutError:
         raise FormatError(
-            f"{what} did not finish within {seconds:.0f} s (a corrupt file can make it loop); "
-            "stopped",
+            f"{what} did not finish within {seconds * WALL_FACTOR:.0f} s (it stopped "
+            "computing: a corrupt file can make it wait forever); stopped",
             where,
         ) from None
     finally:
@@ -89,14 +97,29 @@ def call_isolated(fn: Callable[[], Any], seconds: float, where: str, what: str) 
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        os.waitpid(pid, 0)
+        status = os.waitpid(pid, 0)[1]
     if not data:
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL):
+            raise FormatError(
+                f"{what} did not finish within {seconds:.0f} s of processor time (a corrupt "
+                "file can make it loop); stopped",
+                where,
+            )
         raise FormatError(f"{what} ended without an answer (the process crashed)", where)
     answer = json.loads(data)
     if "error" in answer:
         message, path, at = answer["error"]
         raise FormatError(message, path or where, at)
     return answer["value"]
+
+
+def _limit_cpu(seconds: float) -> None:
+    """The child's processor-time budget: SIGXCPU at ``seconds``, SIGKILL a second later."""
+    soft = max(1, math.ceil(seconds))
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+    except (ValueError, OSError):
+        pass  # a lower hard limit already applies
 
 
 def _close_quietly(fd: int) -> None:

@@ -344,3 +344,17 @@ def test_an_unknown_op_is_named_never_safe(tmp_path):
     (d / "saved_model.pb").write_bytes(bytes(data))
     r = scan_file(d / "saved_model.pb")
     assert r.verdict == "foreign" and "Rulu" in r.items[0].text
+
+
+@pytest.mark.parametrize("cut", [600, 3000, 5000])
+def test_a_cut_archive_is_an_error_never_safe(tmp_path, cut):
+    """Cut inside a header or a member: tarfile's walk ends quietly there; scan says error
+    (or dangerous when the payload was already read)."""
+    data = (ARCHIVES / "payload.tar").read_bytes()[:cut]
+    path = tmp_path / "cut.tar"
+    path.write_bytes(data)
+    assert scan_file(path).verdict in ("error", "dangerous")
+    gz = (ARCHIVES / "payload.tar.gz").read_bytes()
+    path = tmp_path / "cut.tar.gz"
+    path.write_bytes(gz[: len(gz) * cut // 6000])
+    assert scan_file(path).verdict in ("error", "dangerous")

@@ -38,12 +38,22 @@ def test_no_child_holds_another_calls_pipe():
         time.sleep(60)
 
     with ThreadPoolExecutor(8) as pool:
-        hanging = pool.submit(call_isolated, hang, 3.0, "hang", "the test call")
+        hanging = pool.submit(call_isolated, hang, 0.5, "hang", "the test call")
         counts = list(pool.map(lambda _: call_isolated(_pipes, 30.0, "q", "the test call"),
                                range(40)))
-        with pytest.raises(FormatError, match="did not finish within 3 s"):
+        with pytest.raises(FormatError, match="did not finish within 3 s .it stopped computing"):
             hanging.result()
     assert counts == [before + 1] * 40  # its own answer pipe only
+
+
+def test_a_loop_is_stopped_by_its_own_processor_time():
+    """The budget is the child's processor time: a loop is stopped at it, whatever the load."""
+    def spin() -> None:
+        while True:
+            pass
+
+    with pytest.raises(FormatError, match="did not finish within 1 s of processor time"):
+        call_isolated(spin, 1.0, "spin", "the test call")
 
 
 def test_a_crash_is_its_own_error():

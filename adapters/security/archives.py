@@ -171,7 +171,7 @@ def is_tar(head: bytes) -> bool:
 
 def compressed_tar(source: Source) -> str | None:
     """'gzip', 'bzip2' or 'xz' for a compressed stream whose first 512 decompressed bytes are
-    a tar header."""
+    a tar header; ``"broken KIND: why"`` for one that breaks off before them."""
     head = source.head(8)
     kind = next((k for magic, k in TAR_COMPRESSIONS.items() if head.startswith(magic)), None)
     if kind is None:
@@ -179,8 +179,8 @@ def compressed_tar(source: Source) -> str | None:
     try:
         with source.open() as f, _decompressing(f, kind) as stream:
             first = stream.read(512)
-    except Exception:  # noqa: BLE001 - not a readable stream of that kind: not a tar
-        return None
+    except Exception as e:  # noqa: BLE001 - a stream of that kind that breaks off
+        return f"broken {kind}: {type(e).__name__}: {e}"
     return kind if is_tar(first) else None
 
 
@@ -383,6 +383,7 @@ def _walk_tar(source: Source, res: FileResult, examine: Examine) -> None:
                         "not examined")
                 return
             if info is None:
+                _check_end(source, tar.offset, seen, res)
                 return
             seen += 1
             label = nested_name(res, info.name)
@@ -416,6 +417,19 @@ def _walk_tar(source: Source, res: FileResult, examine: Examine) -> None:
                 return
             member = Window(source, info.offset_data, info.size, info.name)
             examine_member(_Named(member, label), info.name, res, examine)
+
+
+def _check_end(source: Source, offset: int, seen: int, res: FileResult) -> None:
+    """tarfile ends its walk quietly at a header it cannot read past the first: a tar cut
+    inside a header, or a damaged header, is an error here (members may follow unexamined)."""
+    left = source.size - offset
+    if left <= 0:
+        return
+    block = source.read(offset, min(left, 512))
+    if left < 512 or block.strip(b"\0"):
+        res.add(ERROR, f"the tar breaks off after member {seen} (offset {offset:,}: "
+                f"{'a cut header' if left < 512 else 'a header tarfile cannot read'}): the "
+                "rest not examined")
 
 
 class _Named(Source):

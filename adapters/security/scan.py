@@ -277,6 +277,11 @@ def _archive(source: Source, head: bytes, res: FileResult) -> bool:
         examine_tar(source, res, examine_loose)
         return True
     kind = compressed_tar(source)  # None at once unless the head is gzip, bzip2 or xz
+    if kind is not None and kind.startswith("broken "):
+        res.kind = "compressed"
+        res.add(ERROR, f"the {kind[7:].split(':')[0]} stream breaks off "
+                f"({kind.split(': ', 1)[1]}): not examined")
+        return True
     if kind is not None:
         examine_tar(source, res, examine_loose, kind)
         return True
