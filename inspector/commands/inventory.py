@@ -10,8 +10,9 @@ rebuilt from the stored fingerprints. Needs the ``inventory`` extra (DuckDB).
 Examples::
 
     $ inspector inventory fixtures/lineage/zoo -o zoo.duckdb
-    $ duckdb zoo.duckdb "SELECT path FROM checkpoints WHERE scan_verdict <> 'safe'"
-    $ inspector inventory s3://bucket/models/ -o store.duckdb --dask tcp://scheduler:8786
+    $ duckdb zoo.duckdb "SELECT path, scan_verdict FROM checkpoints"
+    $ inspector inventory s3://bucket/models/ -o store.duckdb \
+        --dask tcp://scheduler:8786
 
 Exit codes: 0 every checkpoint indexed, 2 some could not be read (their rows say why).
 """

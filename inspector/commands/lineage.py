@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         doc["counts"] = counts
         sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(render_table(forest, counts))
+        sys.stdout.write(render_table(forest, counts, getattr(args, "style", None) and
+                                      args.style.width))
     for e in forest.errors:
         sys.stderr.write(f"inspector: {e['error']}\n")
     return 2 if forest.errors else 0

@@ -53,7 +53,8 @@ def summary(edge: Any) -> str:
     return f"changed {what}"
 
 
-def render_table(forest: Any, counts: dict[str, int]) -> str:
+def render_table(forest: Any, counts: dict[str, int], width: int | None = None) -> str:
+    """The forest as an indented tree; each line cut to ``width`` (a terminal's) when given."""
     paths = list(forest.nodes)
     root_dir = common_root(paths)
     children = defaultdict(list)
@@ -83,4 +84,8 @@ def render_table(forest: Any, counts: dict[str, int]) -> str:
         walk(r, "")
     for u in forest.unresolved:
         lines.append(f"unresolved: {short(u['path'], root_dir)}: {u['kind']} {u['why']}")
-    return "\n".join(sanitize(x) for x in lines) + "\n"
+    return "\n".join(_clip(sanitize(x), width) for x in lines) + "\n"
+
+
+def _clip(line: str, width: int | None) -> str:
+    return line if not width or len(line) <= width else line[:width - 1] + "…"
