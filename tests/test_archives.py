@@ -292,14 +292,14 @@ def test_torchserve_archives():
         f = files[name]
         assert f["verdict"] in ("foreign", "dangerous"), f  # code a server runs: never safe
         assert any("handler.py" in i["text"] for i in f["findings"])
-    handler = [i["text"] for i in files["handler_system.mar"]["findings"]
-               if i["text"].startswith("handler ")]
-    assert handler and "TorchServe imports and runs" in handler[0]
+    for name in ("handler_system.mar", "handler_system.tar.gz"):  # zip or --archive-format tgz
+        handler = [i["text"] for i in files[name]["findings"] if i["text"].startswith("handler ")]
+        assert handler and "TorchServe imports and runs" in handler[0]
     assert files["benign.mar"]["verdict"] != "dangerous"
     assert files["eager.mar"]["verdict"] == "foreign" and any(
         "modelFile model.py" in i["text"] for i in files["eager.mar"]["findings"])
     for name in MAR_TRUTH:
-        assert files[name]["kind"] in ("torchserve-mar", "tar.gzip")
+        assert files[name]["kind"] in ("torchserve-mar", "torchserve-tar.gzip")
         with pytest.raises(InspectorError):
             load(SERVING / name)
 

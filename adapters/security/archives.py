@@ -369,6 +369,7 @@ def _spool(source: Source, kind: str, spool: io.BufferedIOBase, res: FileResult)
 def _walk_tar(source: Source, res: FileResult, examine: Examine) -> None:
     size = source.size
     seen = 0
+    regular: dict[str, Source] = {}
     try:
         tar = tarfile.open(fileobj=_HeaderReads(source), mode="r:")  # type: ignore[arg-type]
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
@@ -384,6 +385,7 @@ def _walk_tar(source: Source, res: FileResult, examine: Examine) -> None:
                 return
             if info is None:
                 _check_end(source, tar.offset, seen, res)
+                _manifest(source, regular, res)
                 return
             seen += 1
             label = nested_name(res, info.name)
@@ -416,7 +418,23 @@ def _walk_tar(source: Source, res: FileResult, examine: Examine) -> None:
             if not _count(res, info.name, info.size):
                 return
             member = Window(source, info.offset_data, info.size, info.name)
+            regular[info.name] = member
             examine_member(_Named(member, label), info.name, res, examine)
+
+
+def _manifest(source: Source, regular: dict[str, Source], res: FileResult) -> None:
+    """A TorchServe archive written as a tar (``--archive-format tgz``): its manifest's parts,
+    named relative to the folder that holds ``MAR-INF/``."""
+    from .torchserve import MANIFEST, MAX_MANIFEST, examine_manifest
+
+    for name, member in regular.items():
+        if name == MANIFEST or name.endswith("/" + MANIFEST):
+            prefix = name[: -len(MANIFEST)]
+            names = [n[len(prefix):] for n in regular if n.startswith(prefix)]
+            kind = res.kind
+            examine_manifest(member.read(0, min(member.size, MAX_MANIFEST + 1)), names, res)
+            res.kind = f"torchserve-{kind}"
+            return
 
 
 def _check_end(source: Source, offset: int, seen: int, res: FileResult) -> None:
