@@ -25,6 +25,8 @@ PENDING: dict[str, str] = {
     "(checked by tests/test_scan.py)",
     "code_config": "configurations that carry code: their truths record what the real loader "
     "ran, not tensors (checked by tests/test_code_config.py)",
+    "lineage": "a store of checkpoints: its truth records the derivation edges and the "
+    "producer's num_parameters() (checked by tests/test_lineage.py, test_inventory.py)",
 }
 # Single truths that describe no listing.
 NOT_LISTINGS: dict[str, str] = {

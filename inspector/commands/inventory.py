@@ -11,7 +11,7 @@ Examples::
 
     $ inspector inventory fixtures/lineage/zoo -o zoo.duckdb
     $ duckdb zoo.duckdb "SELECT path, scan_verdict FROM checkpoints"
-    $ inspector inventory s3://bucket/models/ -o store.duckdb \
+    $ inspector inventory s3://bucket/models/ -o store.duckdb \\
         --dask tcp://scheduler:8786
 
 Exit codes: 0 every checkpoint indexed, 2 some could not be read (their rows say why).
