@@ -8,7 +8,7 @@ Python; their benign twins; and the benign files under ``fixtures/security``.
 
     python3 -m venv /work/venvs/peers
     /work/venvs/peers/bin/pip install modelaudit==0.2.54 modelscan==0.8.8 picklescan==1.0.5
-    python bench/peers.py [--peers /work/venvs/peers/bin] [--timeout 60]
+    python bench/peers.py [--peers /work/venvs/peers/bin] [--timeout 60] [--tools inspector ...]
 
 Prints a Markdown table: per tool, malicious flagged, benign flagged, wall time, and per file.
 """
@@ -64,8 +64,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--peers", type=Path, default=Path("/work/venvs/peers/bin"))
     ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--tools", nargs="+", choices=list(commands(Path())),
+                    help="run only these tools (default: all four)")
     args = ap.parse_args()
-    tools = commands(args.peers)
+    tools = {t: c for t, c in commands(args.peers).items() if not args.tools or t in args.tools}
     rows: dict[str, dict[str, bool | None]] = {}
     totals = {t: [0, 0, 0.0] for t in tools}
     for group, files in (("malicious", MALICIOUS), ("benign", BENIGN)):
