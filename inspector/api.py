@@ -120,14 +120,16 @@ def diff(a: CheckpointLike, b: CheckpointLike, *, all: bool = False, match: str 
 
 
 def scan(paths: PathLike | Sequence[PathLike], *, jobs: int = 8, progress: bool = False,
-         on_file: Callable[[Mapping[str, Any]], None] | None = None) -> ScanResult:
+         on_file: Callable[[Mapping[str, Any]], None] | None = None,
+         trust: Sequence[str] = ()) -> ScanResult:
     """A security verdict for every file under ``paths`` (files, directories, URLs), as
     ``inspector scan`` gives it; nothing from a file is imported or run.
 
     ``jobs``: files examined at once; ``on_file``: called with each file's record (an item of
     ``to_dict()["files"]``) as soon as it is examined, in order; ``progress``: a bar on a
-    terminal's stderr. :attr:`ScanResult.exit_code` is picklescan's: 1 if any file is dangerous,
-    else 2 if any could not be fully examined, else 0.
+    terminal's stderr; ``trust``: names the user vouches for (``MODULE.NAME``, as ``--trust``).
+    :attr:`ScanResult.exit_code` is picklescan's: 1 if any file is dangerous, else 2 if any
+    could not be fully examined, else 0.
     """
     from inspector.adapters.security.scan import SCHEMA, collect, scan_file, summary
     from inspector.fleet import run_ordered
@@ -139,9 +141,14 @@ def scan(paths: PathLike | Sequence[PathLike], *, jobs: int = 8, progress: bool 
     missing = [p for p in names if not _exists(p)]
     if missing:
         raise NotFoundError("no such file or directory", missing[0])
+    from contextlib import nullcontext
+
     files, notes = collect(names)
     results = []
-    with _progress(progress, len(files), "scan", unit="file") as bar:
+    if trust:
+        from inspector.adapters.security.trust import trusting
+    with trusting(list(trust)) if trust else nullcontext(), \
+            _progress(progress, len(files), "scan", unit="file") as bar:
         for _, r in run_ordered(files, scan_file, jobs):
             if isinstance(r, Exception):  # scan_file turns bad files into results: a bug
                 raise r

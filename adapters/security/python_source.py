@@ -49,6 +49,10 @@ ORDINARY = frozenset({
     "sys.modules.get", "sys.version.", "sys.platform.", "sys.argv.", "sys.byteorder.",
     "sys.maxsize", "sys.float_info.", "sys.executable.",
     "shutil.copyfile", "shutil.copy", "shutil.copy2",
+    # writers: serialising the program's own objects loads nothing (the readers stay listed)
+    "pickle.dump", "pickle.dumps", "_pickle.dump", "_pickle.dumps", "pickle.Pickler",
+    "dill.dump", "dill.dumps", "cloudpickle.dump", "cloudpickle.dumps", "joblib.dump",
+    "marshal.dump", "marshal.dumps",
 })
 
 

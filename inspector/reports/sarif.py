@@ -40,19 +40,23 @@ NOT_EXAMINED = "INS005"
 RULES: dict[str, tuple[str, str, str, str, str]] = {
     DANGEROUS_GLOBAL: (
         "dangerous-global", "error", "9.8",
-        "A pickle names a callable that a loader would run and that can run code",
+        "A pickle makes a loader call, construct or give state to a global that can run code "
+        "or that nobody vetted",
         "Loading this file with pickle, torch.load(weights_only=False), joblib or NumPy "
-        "(allow_pickle=True) imports and calls this global: it can run commands, evaluate "
-        "code, write files or change the interpreter. Nothing was run by the scan. Do not load "
-        "the file; re-export the weights as safetensors from a trusted copy.",
+        "(allow_pickle=True) imports this global and calls it, or builds an object of it and "
+        "gives it the file's data: a listed global runs commands, evaluates code, writes files "
+        "or changes the interpreter; an unvetted class runs its own __new__, __setstate__ or "
+        "__del__ with the file's data. Nothing was run by the scan. Do not load the file; "
+        "re-export the weights as safetensors from a trusted copy, or vouch for a class you "
+        "wrote with --trust MODULE.NAME.",
     ),
     FOREIGN_GLOBAL: (
         "foreign-global", "warning", "5.0",
-        "A pickle names a callable that is not on the allowlist of inert ones",
-        "A loader would import this global and construct or call it. It is not known to run "
-        "code, but its module's code runs on import and the object may do anything it was "
-        "written to do. Check that you trust the module (a training script's class, a "
-        "library's config object) or load the weights only (torch.load(weights_only=True)).",
+        "A pickle references a global that is not vetted, without invoking it",
+        "A loader would import this global's module (its import-time code runs) but never "
+        "call or construct the global itself: it is named only (a type argument, a dict key). "
+        "Check that you trust the module, or load the weights only "
+        "(torch.load(weights_only=True)).",
     ),
     DANGEROUS_CONTENT: (
         "dangerous-content", "error", "9.8",

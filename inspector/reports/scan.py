@@ -26,7 +26,10 @@ def line(r: FileResult | Mapping[str, Any], width: int | None = None) -> str:
         text += f"; ... {len(shown) - 5} more"
     if not text:
         n = len(d["globals"])
-        text = f"{n} global{'s' * (n != 1)}, all vetted" if n else "no code found"
+        trusted = sum(1 for g in d["globals"] if str(g.get("why", "")).startswith("trusted"))
+        text = (f"{n} global{'s' * (n != 1)}: {n - trusted} vetted, {trusted} trusted by the "
+                "user" if trusted else f"{n} global{'s' * (n != 1)}, all vetted"
+                ) if n else "no code found"
     path = sanitize(d["path"])
     lead = f"{d['verdict']:<9}  "
     kind = f"  [{d['kind']}]  "
