@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 
+from .ast_parse import parse
 from .directory import file_in
 from .errors import FormatError, InspectorError
 from .model import Checkpoint
@@ -80,7 +81,7 @@ def _returned_call(tree: ast.Module) -> ast.Call | None:
 def parse_description(text: str) -> dict[str, Any]:
     """What a model description says, as data (see the module docstring); never runs it."""
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
         return {"unparsed": f"not Python ({type(e).__name__})"}
     call = _returned_call(tree)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from inspector.adapters.ast_parse import parse
 from inspector.adapters.errors import UsageError
 from inspector.formulas import core
 
@@ -106,7 +107,7 @@ def parse_tie(text: str) -> tuple[str, str]:
 def tie_names(expr: str) -> set[str]:
     """The hyperparameter names an expression reads (and a check of its syntax)."""
     try:
-        tree = ast.parse(expr, mode="eval")
+        tree = parse(expr, mode="eval")
     except SyntaxError:
         raise UsageError(f"--tie: {expr!r} is not an expression") from None
     names: set[str] = set()
@@ -143,7 +144,7 @@ def evaluate(expr: str, values: Mapping[str, Any]) -> int:
         raise UsageError(f"--tie: cannot evaluate {ast.dump(node)}")
 
     try:
-        return ev(ast.parse(expr, mode="eval"))
+        return ev(parse(expr, mode="eval"))
     except ZeroDivisionError:
         raise ValueError(f"tie {expr} divides by zero") from None
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 
+from ..ast_parse import parse
 from . import verdicts as V
 from .examination import DANGEROUS, ERROR, FOREIGN
 
@@ -63,7 +64,7 @@ def examine_source(data: bytes, label: str) -> list[tuple[str, str]]:
         return [(ERROR, f"Python source of {len(data):,} bytes (limit {MAX_SOURCE_BYTES:,}): "
                         "not parsed")]
     try:
-        tree = ast.parse(data, filename=label)
+        tree = parse(data, filename=label)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         line = getattr(e, "lineno", None)
         at = f" (line {line})" if line else ""

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from inspector.adapters.ast_parse import parse
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
 from inspector.adapters.side_files import HF_CONFIG
@@ -52,7 +53,7 @@ _CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast
 
 @cache
 def _parse(expr: str) -> ast.expr:
-    return ast.parse(expr, mode="eval").body
+    return parse(expr, mode="eval").body
 
 
 def evaluate(expr: str | int | bool, env: Mapping[str, Any]) -> Any:

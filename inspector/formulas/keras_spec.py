@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from inspector.adapters.ast_parse import parse
 from inspector.adapters.errors import FormatError, UsageError
 
 from .keras_graph import LAYERS, Shape, tuple_of
@@ -98,7 +99,7 @@ def parse_layers(spec: str, variables: Mapping[str, int | None] | None = None
     """Layer configs from ``"Dense(32),LSTM(4, return_sequences=True)"``; names as Keras
     would give them in a fresh session (``dense``, ``dense_1``, ...)."""
     try:
-        tree = ast.parse(spec.strip(), mode="eval").body
+        tree = parse(spec.strip(), mode="eval").body
     except SyntaxError as e:
         raise UsageError(f"layers={spec!r}: not a layer list ({e.msg})") from None
     calls = tree.elts if isinstance(tree, ast.Tuple | ast.List) else [tree]
@@ -143,7 +144,7 @@ def parse_input_shape(text: str, variables: Mapping[str, int | None] | None = No
     """``"100"``, ``"(40, 3)"``, ``"None,3"``: an input shape without the batch dimension."""
     what = f"input_shape={text!r}"
     try:
-        v = _literal(ast.parse(text.strip(), mode="eval").body, variables or {}, what) \
+        v = _literal(parse(text.strip(), mode="eval").body, variables or {}, what) \
             if text.strip() else ()
     except SyntaxError:
         raise UsageError(f"{what}: expected e.g. 100, (40,3) or None,3") from None

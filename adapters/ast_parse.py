@@ -1,0 +1,18 @@
+"""``ast.parse`` behind one lock. CPython 3.11's AST constructor keeps its recursion depth in
+interpreter-wide state, so two threads parsing at once can fail with ``SystemError: AST
+constructor recursion depth mismatch`` (seen under ``scan --jobs``); parsing is fast, so the
+tool's parses take turns."""
+
+from __future__ import annotations
+
+import ast
+import threading
+from typing import Any
+
+_LOCK = threading.Lock()
+
+
+def parse(source: str | bytes, filename: str = "<unknown>", mode: str = "exec") -> Any:
+    """:func:`ast.parse`, one thread at a time."""
+    with _LOCK:
+        return ast.parse(source, filename=filename, mode=mode)
