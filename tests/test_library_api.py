@@ -100,7 +100,7 @@ def test_scan_record_by_record_as_scanned(tmp_path):
     seen = []
     r = inspector.scan(FIXTURES / "security", on_file=seen.append, jobs=2)
     assert seen == r.to_dict()["files"]
-    # a whole pickled module of a user's class and the generator scripts are dangerous there
+    # a whole pickled module of a user's class (whole_module_legacy.pt) is dangerous there
     assert r.verdict == "dangerous" and r.exit_code == 1
 
 
