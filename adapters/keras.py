@@ -300,7 +300,7 @@ def h5_value_reader(source: Source, archive: bool) -> ValueReader:
                 if member is None:
                     raise FormatError("no single .h5 member in the archive", source.where)
                 h5 = stack.enter_context(
-                    h5py.File(stack.enter_context(open_member(z, member)), "r"))
+                    h5py.File(stack.enter_context(open_member(z, member, source.where)), "r"))
             else:
                 local = source.local_path
                 target = os.fspath(local) if local else stack.enter_context(source.open())
@@ -387,7 +387,7 @@ def _open_archive(source: Source) -> Checkpoint:
                     where,
                 )
             else:
-                with open_member(z, info) as member:
+                with open_member(z, info, where) as member:
                     facts = read_h5(member, member_where, info.file_size, base=None)
                 facts.findings.append(
                     Finding("info", f"{KERAS_WEIGHTS_MEMBER} is compressed: no byte offsets")
@@ -410,7 +410,7 @@ def _json_member(z: zipfile.ZipFile, infos: dict, name: str, where: str) -> Any:
     if info.file_size > MAX_JSON_MEMBER:
         raise FormatError(f"{name} is {info.file_size} bytes (cap {MAX_JSON_MEMBER})", where)
     try:
-        with open_member(z, info) as f:
+        with open_member(z, info, where) as f:
             return json.loads(f.read(MAX_JSON_MEMBER + 1))
     except (ValueError, UnicodeDecodeError) as e:
         raise FormatError(f"{name} is not valid JSON ({e})", where) from None

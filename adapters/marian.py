@@ -67,7 +67,7 @@ def read_config(source: Source) -> tuple[dict[str, Any], int]:
             if info.file_size > MAX_CONFIG_BYTES:
                 raise FormatError(f"{CONFIG_ITEM} holds {info.file_size:,} bytes (more than "
                                   f"{MAX_CONFIG_BYTES:,} for a YAML configuration)", member)
-            with open_member(z, info) as f:
+            with open_member(z, info, source.where) as f:
                 dtype, shape, _, _ = numpy_npy.parse_header(f, member)
                 if dtype not in ("int8", "uint8") or len(shape) != 1:
                     raise FormatError(f"{CONFIG_ITEM} is a {dtype} array of shape "

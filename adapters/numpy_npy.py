@@ -158,7 +158,7 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
         for info in infos:
             member = f"{where}:{info.filename}"
             try:
-                with open_member(z, info) as f:
+                with open_member(z, info, where) as f:
                     dtype, shape, itemsize, hinfo = parse_header(f, member)
             except FormatError:  # first: a FormatError is also a ValueError, one of ZIP_ERRORS
                 # mxnet 2.0.0b1 writes a broken header for a sparse array's format.npy
@@ -177,7 +177,7 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
 
                 if info.file_size > MAX_PICKLE_BYTES:
                     raise FormatError(f"object member of {info.file_size} bytes", member)
-                with open_member(z, info) as f:
+                with open_member(z, info, where) as f:
                     raw_member = f.read()
                 key = info.filename[: -len(".npy")]
                 body = raw_member[hinfo["header_bytes"] :]
@@ -249,7 +249,7 @@ def _sparse_entry(
     if s_dtype not in ("int64", "int32") or len(s_shape) != 1 or s_shape[0] > 64:
         raise FormatError(f"sparse array {base!r}: shape.npy is not a short integer vector", where)
     # The logical shape is data, not metadata: read its few bytes (at most 64 integers).
-    with open_member(z, f"{base}/shape.npy") as f:
+    with open_member(z, f"{base}/shape.npy", where) as f:
         _, _, _, info = parse_header(f, f"{where}:{base}/shape.npy")
         raw = f.read(s_shape[0] * s_size)
     shape = struct.unpack(f"<{s_shape[0]}{'q' if s_size == 8 else 'i'}", raw)
@@ -291,7 +291,7 @@ def _values(source: Source, npz: bool) -> ValueReader:
         z = stack.enter_context(zipfile.ZipFile(raw))
         name = entry.stored_name + ".npy"
         try:
-            return stack.enter_context(open_member(z, name))
+            return stack.enter_context(open_member(z, name, source.where))
         except KeyError:
             raise FormatError(f"no zip member {name!r}", source.where) from None
 

@@ -362,7 +362,10 @@ def open_member(z: Any, member: Any, where: str = "") -> Any:
     info = z.getinfo(member) if isinstance(member, str) else member
     refusal = unsupported_method(info.compress_type)
     if refusal is not None:
-        archive = where or getattr(z, "filename", None) or ""
+        # a ZipFile over an open file names it by that file's ``name``, which is the
+        # descriptor (an int) for files opened by descriptor: name the file from ``where``
+        name = getattr(z, "filename", None)
+        archive = where or (name if isinstance(name, str) else "")
         raise FormatError(f"uses {refusal}", f"{archive}:{info.filename}" if archive
                           else info.filename)
     return z.open(info)

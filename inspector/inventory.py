@@ -242,9 +242,11 @@ class Store:
 
 
 def build(paths: Sequence[str], out: str | Path, *, jobs: int = 2, allow_unsafe: bool = False,
-          mapper: Callable[..., Any] | None = None, progress: Any = None) -> dict[str, int]:
+          mapper: Callable[..., Any] | None = None, progress: Any = None,
+          on_error: Callable[[str], None] | None = None) -> dict[str, int]:
     """Index every checkpoint below ``paths`` into ``out`` (incremental) and rebuild the
     lineage edges; returns counts (``indexed``, ``skipped``, ``errors``, ``edges``).
+    ``on_error(message)``: each checkpoint that could not be read (its row keeps the error).
     ``mapper(fn, labels)``: where the per-checkpoint work runs (default: threads here; a Dask
     client's map with ``--dask``)."""
     from inspector.adapters.errors import InspectorError
@@ -262,6 +264,8 @@ def build(paths: Sequence[str], out: str | Path, *, jobs: int = 2, allow_unsafe:
             if t.error is not None:
                 store.replace({"path": t.label, "error": str(t.error), "scan_verdict": "error"})
                 errors += 1
+                if on_error is not None:
+                    on_error(str(t.error))
                 continue
             if t.source is not None and t.source.where in known:
                 try:
@@ -283,6 +287,8 @@ def build(paths: Sequence[str], out: str | Path, *, jobs: int = 2, allow_unsafe:
             store.replace(doc)
             errors += bool(doc.get("error"))
             indexed += not doc.get("error")
+            if doc.get("error") and on_error is not None:
+                on_error(doc["error"])
             if progress is not None:
                 progress.advance(1)
         opened: dict[str, Any] = {}

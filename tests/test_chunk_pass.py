@@ -14,7 +14,8 @@ import sys
 import pytest
 
 import inspector
-from inspector import chunk_pass, kernels, stats, values
+from inspector import chunk_pass, kernels, values
+from inspector import value_stats as stats
 from inspector.diffing import align, compare_values
 from inspector.partial import Partial, fast_reduce, reduce
 

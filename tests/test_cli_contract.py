@@ -118,6 +118,10 @@ def test_exit_code_table_is_what_each_verb_returns(tmp_path: Path, run_here) -> 
         "formats": [((), 0)], "archs": [((), 0)], "schemes": [((), 0)],
         "budget": [(("--arch", "rau-lstm", "--set", "vocab_size=64", "--set", "num_layers=3",
                      "--target", "103360", "--solve", "hidden_units"), 0)],
+        "lineage": [((GRU, str(other), "--no-cache"), 0),
+                    ((str(unsafe), GRU, "--no-cache"), 2)],
+        "inventory": [((GRU, "-o", str(tmp_path / "i.duckdb")), 0),
+                      ((str(unsafe), GRU, "-o", str(tmp_path / "u.duckdb")), 2)],
     }
     table = _exit_table()
     assert sorted(table) == sorted(runs)

@@ -12,10 +12,20 @@
 
 from __future__ import annotations
 
-from ..security.examination import FOREIGN, FileResult, examine_pickles, examine_stream
+from typing import Any
+
+from ..security.examination import (
+    ERROR,
+    FOREIGN,
+    FileResult,
+    examine_pickles,
+    examine_stream,
+    one_line,
+)
 from ..security.trust import vetted_here
 from ..source import Source
-from .zip_archive import walk_zip
+from ..zip_container import read_member
+from .zip_archive import MAX_EXTRA, walk_zip
 from .zip_members import container_notes, examine_member, examine_others
 
 
@@ -49,20 +59,33 @@ def examine_zip(source: Source, res: FileResult) -> None:
             res.kind = "torchscript"
             res.add(FOREIGN, f"TorchScript code: {len(code)} file(s) under code/ (torch.jit.load "
                     "compiles and runs them; they cannot call Python)")
-        with vetted_here(script_classes(tz.root, names)):
+        with vetted_here(script_classes(mm, size, tz, where, res)):
             examine_member(mm, size, tz.pkl, tz.pkl.name, where, res)
             examine_others(mm, size, tz, where, res)
 
 
-def script_classes(root: str, names: list[str]) -> dict[str, str]:
+def script_classes(mm: Any, size: int, tz: Any, where: str, res: FileResult) -> dict[str, str]:
     """The ``__torch__.<module>.`` prefixes whose classes a loader takes from the archive's own
     TorchScript code -> why: only in an archive ``torch.load`` hands to ``torch.jit.load`` (one
     with ``constants.pkl``: ``_is_torchscript_zip``), whose unpickler resolves ``__torch__`` names
-    in the compiled ``code/`` (TorchScript, which cannot call Python), never by importing."""
-    if root + "constants.pkl" not in names:
+    in the compiled ``code/`` (TorchScript, which cannot call Python), never by importing. Each
+    source is read as the listing reads it (for the class declarations); one that does not read
+    is an error naming it, and vets nothing."""
+    root = tz.root
+    if root + "constants.pkl" not in tz.directory.names():
         return {}
     prefix = root + "code/"
-    return {name[len(prefix):-3].replace("/", ".") + ".": "a TorchScript class compiled from "
-            f"the archive's own {name[len(root):]} (TorchScript cannot call Python)"
-            for name in names
-            if name.startswith(prefix + "__torch__") and name.endswith(".py")}
+    out: dict[str, str] = {}
+    for m in tz.directory.members:
+        name = m.name
+        if not (name.startswith(prefix + "__torch__") and name.endswith(".py")):
+            continue
+        try:
+            read_member(mm, size, m, where, MAX_EXTRA)
+        except Exception as e:  # noqa: BLE001 - one member's damage is that member's error
+            res.add(ERROR, one_line(e), name)
+            continue
+        out[name[len(prefix):-3].replace("/", ".") + "."] = (
+            "a TorchScript class compiled from the archive's own "
+            f"{name[len(root):]} (TorchScript cannot call Python)")
+    return out

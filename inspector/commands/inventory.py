@@ -49,12 +49,15 @@ def run(args: argparse.Namespace) -> int:
 
         mapper = dask_mapper(args.dask, args.allow_unsafe)
     try:
+        failed: list[str] = []
         counts = build(args.paths, args.output, jobs=args.jobs,
-                       allow_unsafe=args.allow_unsafe, mapper=mapper)
+                       allow_unsafe=args.allow_unsafe, mapper=mapper, on_error=failed.append)
     finally:
         if mapper is not None:
             mapper.close()
     sys.stdout.write(f"inventory {args.output}: {counts['indexed']} indexed, "
                      f"{counts['skipped']} unchanged, {counts['errors']} unreadable, "
                      f"{counts['edges']} lineage edges\n")
+    for message in failed:  # one line each, as every verb names a file it cannot read
+        sys.stderr.write(f"inspector: {message}\n")
     return 2 if counts["errors"] else 0
