@@ -6,10 +6,20 @@ tool's parses take turns."""
 from __future__ import annotations
 
 import ast
+import os
 import threading
 from typing import Any
 
 _LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _LOCK
+    _LOCK = threading.Lock()  # a lock held by another thread at fork time is never released
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def parse(source: str | bytes, filename: str = "<unknown>", mode: str = "exec") -> Any:

@@ -5,6 +5,7 @@ pickle reader so that the HDF5 child does not import it."""
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 
 try:  # imported here, not in the block: a forked child must not need the import system
@@ -35,6 +36,19 @@ def _vm_size() -> int | None:
 # overlapping blocks could restore each other's cap and leave the process capped for good.
 _LOCK = threading.Lock()
 _STATE: dict[str, object] = {"active": 0, "saved": None}
+
+
+def _after_fork_in_child() -> None:
+    """A child forked while another thread held the lock (the isolated HDF5 examination forks
+    from scan's threads) would wait for it forever: the child starts with a free lock and no
+    open block (it keeps whatever limit it was forked under)."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    _STATE["active"], _STATE["saved"] = 0, None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @contextlib.contextmanager
