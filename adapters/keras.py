@@ -168,7 +168,7 @@ def sniff(head: bytes, source: Source) -> str | None:
     if not head.startswith(ZIP_LOCAL_MAGIC):
         # A remote file that opens as a pickle (torch's legacy format, a plain pickle) is not
         # searched past its first cached block: each further read is a request.
-        far = source.local_path is not None or not _pickle_head(head)
+        far = source.is_local or not _pickle_head(head)
         limit = source.size if far else REMOTE_SEARCH
         if superblock_offset(head, min(source.size, limit), source.read) is not None:
             return "hdf5"
@@ -225,7 +225,7 @@ def _names_keras_members(source: Source) -> bool:
     end = start + at
     first = max(0, end - cd_size)
     names = (KERAS_CONFIG_MEMBER.encode(), KERAS_WEIGHTS_MEMBER.encode())
-    if source.local_path is not None:
+    if source.is_local:
         import mmap
 
         with source.view() as mm:  # searched in place: a 50,000-member directory is ~4 MB

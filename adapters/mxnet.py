@@ -154,7 +154,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
     if variant != "list":
         raise FormatError(f"unsupported MXNet variant {variant!r}", source.where)
     # A local file's memory map unpacks in place; other sources are read.
-    local = source.local_path is not None and source.size > 0
+    local = source.is_local and source.size > 0
     with source.open() as f, (source.view() if local else nullcontext()) as view:
         r = _Reader(f, source.size, source.where, view)
         magic, _reserved, n = r.unpack("<QQQ", "list header")

@@ -441,12 +441,12 @@ class RemoteSource(Source):
         yield RemoteView(self._b)
 
     def child(self, name: str) -> RemoteSource:
-        rel = check_relative(name, self.where)
+        parts = check_relative(name, self.where).split("/")
         url = self.url
-        for part in rel.parts:
+        for part in parts:
             url = self.t.join(url, part)
         child = RemoteSource(url, self.t)
-        if self._entries is not None and rel.parts[0] not in self._entries:
+        if self._entries is not None and parts[0] not in self._entries:
             with _blobs_lock:  # not in the listing: known missing, no request
                 if child._b.kind is None and not child._b.claimed:
                     child._b.kind = "missing"

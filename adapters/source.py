@@ -18,7 +18,6 @@ import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from .errors import FormatError, InspectorError, NotFoundError, PermissionDeniedError
 from .source_interface import (  # the interface, importable from here as before
@@ -28,10 +27,12 @@ from .source_interface import (  # the interface, importable from here as before
     WindowFile,
     check_relative,
     is_url,
+    pure_text,
 )
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import BinaryIO
 
 __all__ = ["SNIFF_BYTES", "LocalSource", "RangeFile", "Source", "WindowFile", "as_source",
@@ -46,46 +47,62 @@ class LocalSource(Source, os.PathLike):
     resolving symlinks); it is the source's own directory unless given.
     """
 
-    def __init__(self, path: str | os.PathLike[str], root: Path | None = None) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike[str],
+                 root: str | os.PathLike[str] | None = None) -> None:
+        self._where = pure_text(os.fspath(path))
+        self._path: Path | None = None
         self._root = root
         self._size: int | None = None
 
     @property
+    def path(self) -> Path:
+        """The path as a :class:`pathlib.Path` (pathlib, with urllib.parse and ipaddress behind
+        it, is imported when first asked for: a listing of one file does not need it)."""
+        if self._path is None:
+            from pathlib import Path
+
+            self._path = Path(self._where)
+        return self._path
+
+    @property
     def where(self) -> str:
-        return str(self.path)
+        return self._where
 
     @property
     def name(self) -> str:
-        return self.path.name
+        return "" if self._where == "." else self._where.rpartition("/")[2]
 
     @property
     def local_path(self) -> Path:
         return self.path
 
+    @property
+    def is_local(self) -> bool:
+        return True
+
     def __fspath__(self) -> str:
-        return os.fspath(self.path)
+        return self._where
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, LocalSource) and other.path == self.path
+        return isinstance(other, LocalSource) and other._where == self._where
 
     def __hash__(self) -> int:
-        return hash(self.path)
+        return hash(self._where)
 
     def exists(self) -> bool:
-        return self.path.exists()
+        return os.path.exists(self._where)
 
     def is_dir(self) -> bool:
-        return self.path.is_dir()
+        return os.path.isdir(self._where)
 
     def is_file(self) -> bool:
-        return self.path.is_file()
+        return os.path.isfile(self._where)
 
     @property
     def size(self) -> int:
         if self._size is None:
             try:
-                st = self.path.stat()
+                st = os.stat(self._where)
             except OSError as e:
                 raise _os_error(e, self.where) from None
             refuse_special(st.st_mode, self.where)
@@ -104,10 +121,10 @@ class LocalSource(Source, os.PathLike):
         if mode != "rb":
             raise ValueError("sources are read-only")
         try:
-            refuse_special(os.stat(self.path).st_mode, self.where)  # a socket cannot be opened
+            refuse_special(os.stat(self._where).st_mode, self.where)  # a socket cannot be opened
             # O_NONBLOCK: a FIFO opened for reading would wait for a writer; checked again on
             # what was opened, in case the name changed in between
-            fd = os.open(self.path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(self._where, os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except OSError as e:
             raise _os_error(e, self.where) from None
         try:
@@ -131,30 +148,34 @@ class LocalSource(Source, os.PathLike):
             finally:
                 mm.close()
 
-    def _base(self) -> Path:
-        return (self._root if self._root is not None else self.path).resolve()
+    def _base(self) -> str:
+        return os.path.realpath(self._root if self._root is not None else self._where)
 
     def child(self, name: str) -> LocalSource:
-        rel = check_relative(name, self.where)
-        candidate = self.path / rel
+        candidate = os.path.join(self._where, check_relative(name, self.where))
         base = self._base()
-        resolved = candidate.resolve()
-        if resolved != base and base not in resolved.parents:
+        resolved = os.path.realpath(candidate)
+        if resolved != base and not resolved.startswith(base.rstrip(os.sep) + os.sep):
             raise FormatError(f"refusing {name!r}: it resolves outside {base}", self.where)
         return LocalSource(candidate, root=base)
 
     def parent_dir(self) -> LocalSource:
-        parent = self.path.parent
-        return LocalSource(parent, root=self._root if self._root is not None else None)
+        return LocalSource(self._parent(), root=self._root)
 
     def sibling(self, name: str) -> LocalSource:
-        parent = self.path.parent
-        base = self._root if self._root is not None else parent.resolve()
+        parent = self._parent()
+        base = self._root if self._root is not None else os.path.realpath(parent)
         return LocalSource(parent, root=base).child(name)
+
+    def _parent(self) -> str:
+        """The parent directory's path, as :attr:`pathlib.PurePath.parent`."""
+        if self._where in (".", ".."):
+            return "."
+        return pure_text(os.path.dirname(self._where))
 
     def list(self) -> list[str]:
         try:
-            return sorted(p.name for p in self.path.iterdir())
+            return sorted(os.listdir(self._where))
         except OSError as e:
             raise _os_error(e, self.where) from None
 

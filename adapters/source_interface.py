@@ -17,7 +17,6 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import PurePosixPath
 
 from .errors import FormatError
 
@@ -45,16 +44,26 @@ class Source(ABC):
     @property
     def name(self) -> str:
         """The last component, as :attr:`pathlib.PurePath.name`."""
-        return PurePosixPath(self.where.rstrip("/")).name
+        text = pure_text(self.where.rstrip("/"), posix=True)
+        return "" if text == "." else text.rpartition("/")[2]
 
     @property
     def suffix(self) -> str:
-        return PurePosixPath(self.name).suffix
+        """The last dot-suffix of :attr:`name`, as :attr:`pathlib.PurePath.suffix`."""
+        name = self.name
+        i = name.rfind(".")
+        return name[i:] if 0 < i < len(name) - 1 else ""
 
     @property
     def local_path(self) -> Path | None:
         """A local file-system path for libraries that need one, None for remote sources."""
         return None
+
+    @property
+    def is_local(self) -> bool:
+        """Whether this is a file on the local file system (:attr:`local_path` is not None),
+        asked without making the path."""
+        return self.local_path is not None
 
     def __str__(self) -> str:
         return self.where
@@ -202,14 +211,30 @@ class WindowFile(RangeFile):
         super().close()
 
 
-def check_relative(name: str, where: str) -> PurePosixPath:
-    """``name`` as a relative path that stays inside its directory, or a FormatError."""
+def pure_text(path: str, posix: bool = False) -> str:
+    """``str(PurePath(path))`` (``PurePosixPath`` with ``posix``) without pathlib: repeated
+    and trailing separators and ``.`` components dropped, ``..`` kept, two leading slashes
+    kept as POSIX allows; elsewhere than POSIX, pathlib's own answer."""
+    if not posix and os.name != "posix":
+        from pathlib import PurePath
+
+        return str(PurePath(path))
+    root = ""
+    if path.startswith("/"):
+        root = "//" if path.startswith("//") and not path.startswith("///") else "/"
+    text = root + "/".join(part for part in path.split("/") if part and part != ".")
+    return text or "."
+
+
+def check_relative(name: str, where: str) -> str:
+    """``name`` as a relative path that stays inside its directory (its ``/``-separated parts,
+    empty and ``.`` parts dropped), or a FormatError."""
     if not name or "\\" in name or "\x00" in name or name.startswith("/") or os.path.isabs(name):
         raise FormatError(f"refusing the path {name!r}: it is not a plain relative name", where)
-    rel = PurePosixPath(name)
-    if ".." in rel.parts:
+    parts = [part for part in name.split("/") if part and part != "."]
+    if ".." in parts:
         raise FormatError(f"refusing the path {name!r}: it leaves the directory", where)
-    return rel
+    return "/".join(parts) or "."
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 

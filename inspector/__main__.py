@@ -1,4 +1,4 @@
-from .cli import console_main
+from .entry import console_main
 
 if __name__ == "__main__":  # importing the module (documentation tools do) runs nothing
     console_main()

@@ -60,18 +60,26 @@ def _parser_class() -> type[argparse.ArgumentParser]:
 
 def _formatter(prog: str) -> argparse.HelpFormatter:
     """argparse's help formatter at the width it would find itself; descriptions and epilogs
-    are plain text (:mod:`inspector.help_plain`): prose wrapped, examples as written."""
-    import argparse
+    are plain text (:mod:`inspector.help_plain`): prose wrapped, examples as written. argparse
+    makes one for every argument it adds: the class is made once, the text conversion imported
+    only when a help text is written."""
+    cls = _PLAIN_FORMATTER
+    if not cls:
+        import argparse
 
-    from .help_plain import render, to_blocks
+        class _Plain(argparse.RawDescriptionHelpFormatter):
+            def _fill_text(self, text: str, width: int, indent: str) -> str:
+                from .help_plain import render, to_blocks
 
-    class _Plain(argparse.RawDescriptionHelpFormatter):
-        def _fill_text(self, text: str, width: int, indent: str) -> str:
-            blocks = getattr(text, "blocks", None) or to_blocks(text, docstring=False)
-            return "\n".join(indent + line if line else line
-                             for line in render(blocks, width - len(indent)).split("\n"))
+                blocks = getattr(text, "blocks", None) or to_blocks(text, docstring=False)
+                return "\n".join(indent + line if line else line
+                                 for line in render(blocks, width - len(indent)).split("\n"))
 
-    return _Plain(prog, width=_terminal_width() - 2)
+        cls.append(_Plain)
+    return cls[0](prog, width=_terminal_width() - 2)
+
+
+_PLAIN_FORMATTER: list[type[argparse.HelpFormatter]] = []
 
 
 class _Described(str):
@@ -131,10 +139,17 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     from .commands import MODULES
 
-    modules = [import_module(f"{__package__}.commands.{name}") for name in MODULES]
+    args = sys.argv[1:] if argv is None else argv
+    verb = _verb(args)
+    # A known verb without --help parses with its own parser alone: the other verbs' modules
+    # (their names, help lines and exit codes) are only for the top-level help and errors.
+    alone = verb in MODULES and not {"-h", "--help"} & set(args[:args.index(verb)])
+    modules = [import_module(f"{__package__}.commands.{name}")
+               for name in ((verb,) if alone else MODULES)]
     width = max(len(m.NAME) for m in modules)
     exits = "\n".join(f"  {m.NAME:<{width}}  {getattr(m, 'EXITS', DEFAULT_EXITS)}"
                       for m in modules)
+    _english_argparse()
     parser_class = _parser_class()
     p = parser_class(
         prog="inspector",
@@ -146,17 +161,45 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     _global_options(p, after_verb=False)
     sub = p.add_subparsers(dest="command", required=True, parser_class=parser_class,
                            metavar="COMMAND")
-    verb = _verb(sys.argv[1:] if argv is None else argv)
-    stored = _stored_blocks() if verb else None
+    helping = {"-h", "--help"} & set(args)
+    stored = _stored_blocks() if verb and helping else None
     for module in modules:
-        description = _description(module.NAME, module.__doc__, stored) if module.NAME == verb \
-            else module.__doc__
+        description = _description(module.NAME, module.__doc__, stored) \
+            if module.NAME == verb and helping else module.__doc__
         cmd = sub.add_parser(module.NAME, help=module.HELP, description=description)
         if module.NAME == verb:
             module.add_arguments(cmd)
             _global_options(cmd, after_verb=True)
         cmd.set_defaults(_run=module.run)
     return p
+
+
+def _english() -> bool:
+    """Whether the messages' language is English or unset (LANGUAGE, LC_ALL, LC_MESSAGES,
+    LANG: the first one set decides, as gettext reads them)."""
+    for var in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+        lang = os.environ.get(var, "")
+        if lang.split("_")[0].split(".")[0] not in _ENGLISH:
+            return False
+        if lang:
+            break
+    return True
+
+
+def _english_argparse() -> None:
+    """In an English or unset locale, argparse's messages untranslated without asking gettext:
+    argparse looks each one up (the environment, locale names, catalogue files) as it builds
+    every parser and argument, some 40 lookups per command line that all find nothing."""
+    import argparse
+    import gettext  # (imported by argparse)
+
+    if _english() and argparse._ is gettext.gettext:  # type: ignore[attr-defined]
+        argparse._ = str  # type: ignore[attr-defined]
+        argparse.ngettext = _ngettext  # type: ignore[attr-defined]
+
+
+def _ngettext(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural
 
 
 HELP_MODULE = "help_text.py"
@@ -185,14 +228,8 @@ def _stored_help() -> str | None:
     """``inspector --help`` as argparse prints it, from ``inspector/help_text.py``, when that
     applies here: the same Python minor version and width, an English (or unset) locale and
     every source file unchanged since it was generated; else None (argparse runs)."""
-    if _terminal_width() != HELP_WIDTH:
+    if _terminal_width() != HELP_WIDTH or not _english():
         return None
-    for var in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
-        lang = os.environ.get(var, "")
-        if lang.split("_")[0].split(".")[0] not in _ENGLISH:
-            return None
-        if lang:
-            break
     try:
         from inspector import help_text as gen
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import functools
 import operator
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Role, TensorEntry
@@ -580,14 +580,21 @@ SCHEMES_DIR = "schemes"
 COMPILED_MODULE = "builtin_schemes.py"  # in the package, next to schemes/
 
 
-def _builtin_dir() -> Any:
-    """The directory of the built-in scheme files (a Path when the package is on disk)."""
-    here = Path(__file__).resolve().parent / SCHEMES_DIR
-    if here.is_dir():
-        return here
+def _read_builtins() -> dict[str, bytes]:
+    """Built-in scheme name -> the bytes of its YAML file, read from the package directory
+    (through importlib.resources when the package is not on disk as files)."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), SCHEMES_DIR)
+    if os.path.isdir(here):
+        texts = {}
+        for name in os.listdir(here):
+            if name.endswith(".yaml"):
+                with open(os.path.join(here, name), "rb") as f:
+                    texts[name[: -len(".yaml")]] = f.read()
+        return texts
     from importlib.resources import files
 
-    return files("inspector") / SCHEMES_DIR
+    return {p.name[: -len(".yaml")]: p.read_bytes()
+            for p in (files("inspector") / SCHEMES_DIR).iterdir() if p.name.endswith(".yaml")}
 
 
 _builtin_cache: dict[tuple[str, tuple], Scheme] = {}
@@ -599,8 +606,7 @@ def _texts() -> dict[str, bytes]:
     """Built-in scheme name -> the bytes of its YAML file."""
     global _builtin_texts
     if _builtin_texts is None:
-        _builtin_texts = {p.name[: -len(".yaml")]: p.read_bytes()
-                          for p in _builtin_dir().iterdir() if p.name.endswith(".yaml")}
+        _builtin_texts = _read_builtins()
     return _builtin_texts
 
 
@@ -696,6 +702,8 @@ def compile_builtins() -> str:
 
 def write_builtins() -> None:
     """Write :func:`compile_builtins` to ``inspector/builtin_schemes.py``."""
+    from pathlib import Path
+
     target = Path(__file__).resolve().parent / COMPILED_MODULE
     target.write_text(compile_builtins(), encoding="utf-8")
 
@@ -715,6 +723,8 @@ def get_scheme(name_or_path: str, params: Mapping[str, int] | None = None) -> Sc
                 scheme.source = "built-in"
             _builtin_cache[key] = scheme
         return _builtin_cache[key]
+    from pathlib import Path
+
     path = Path(name_or_path)
     if not path.is_file():
         raise UsageError(

@@ -38,8 +38,7 @@ print(json.dumps({"rc": rc, "modules": sorted(set(sys.modules) - base)}))
 # The CLI and the listing, whatever the format: the verbs' argument parsers (each verb module
 # imports argparse only; its work loads in run()), the report, the registry and the source.
 CLI = {
-    "inspector", "inspector.cli", "inspector.help_plain", "inspector.help_text",
-    "inspector.builtin_schemes", "inspector.compare", "inspector.grouping",
+    "inspector", "inspector.cli", "inspector.builtin_schemes", "inspector.compare", "inspector.grouping",
     "inspector.reports", "inspector.reports.listing", "inspector.reports.render",
     "inspector.reports.strict_json", "inspector.reports.text",
     "inspector.adapters", "inspector.adapters.errors", "inspector.adapters.model",
@@ -56,9 +55,7 @@ STDLIB = {
     "__future__", "argparse", "atexit", "collections.abc", "contextlib", "contextvars",
     "_contextvars", "errno", "gc", "gettext", "locale", "_locale", "math", "mmap", "struct",
     "_struct", "warnings", "binascii", "importlib", "importlib.util", "importlib._abc",
-    "importlib._bootstrap", "importlib._bootstrap_external", "fnmatch",
-    # pathlib (LocalSource.path, Source.name) and what it imports on Python 3.11-3.13
-    "pathlib", "ntpath", "urllib", "urllib.parse", "ipaddress",
+    "importlib._bootstrap", "importlib._bootstrap_external",
 }
 # format -> (a fixture, the modules its reader brings beyond the CLI's)
 FORMATS = {
@@ -76,6 +73,11 @@ FORMATS = {
 }
 # Named so that a failure says what it is about: never on these listings' path.
 FORBIDDEN = (
+    # pathlib brings urllib.parse and ipaddress (5 ms): a listing works on the path's text;
+    # locale comes with gettext's lookups of argparse's messages in an English locale;
+    # the help text's conversion only when a help text is printed
+    "pathlib", "urllib", "ipaddress", "fnmatch", "locale",
+    "inspector.help_plain", "inspector.help_text",
     "dataclasses", "inspect", "typing", "ast", "pickle", "zipfile", "tarfile", "tokenize",
     "inspector.adapters.quantized", "inspector.adapters.redaction",
     "inspector.adapters.torch", "inspector.adapters.security.restricted_pickle",
@@ -110,15 +112,43 @@ def test_listing_imports_only_its_budget(fmt, table):
     result = _probe(*argv)
     assert result["rc"] == 0
     got = set(result["modules"])
-    allowed = CLI | STDLIB | own | (TABLE if table else set())
-    extra = sorted(m for m in got - allowed
-                   if not (m == VERBS or m.startswith(VERBS + ".")) and not m.startswith("_"))
+    # the verb's own module and its shared options: the other verbs are not parsed
+    verbs = {VERBS, f"{VERBS}.show", f"{VERBS}.options"}
+    allowed = CLI | STDLIB | own | verbs | (TABLE if table else set())
+    extra = sorted(m for m in got - allowed if not m.startswith("_"))
     forbidden = sorted(m for m in got if m in FORBIDDEN or any(
         m.startswith(f + ".") for f in FORBIDDEN))
     assert forbidden == [], forbidden
     assert extra == [], extra
     # the probe saw the listing: the format's own reader was imported
     assert own - {"array"} <= got, sorted(own - got)
+
+
+ENTRY_PROBE = """
+import json, os, sys
+sys.path[1:1] = sys.argv[1].split(os.pathsep)
+base = set(sys.modules)
+sys.argv[1:] = ["--version"]
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+import atexit
+atexit.register(lambda: os.write(2, json.dumps(sorted(set(sys.modules) - base)).encode()))
+from inspector.entry import console_main
+console_main()
+"""
+
+
+def test_the_command_answers_version_before_the_cli():
+    """``inspector --version`` (the installed command's entry point) imports the package and
+    the entry module only: not the command line module, argparse or any reader."""
+    paths = [str(ROOT), *site.getsitepackages()]
+    proc = subprocess.run([sys.executable, "-S", "-c", ENTRY_PROBE, ":".join(paths)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    modules = set(json.loads(proc.stderr))
+    ours = {m for m in modules if m.startswith("inspector")}
+    # (inspector.adapters: the source tree maps its adapters/ directory in at import)
+    assert ours <= {"inspector", "inspector.entry", "inspector.adapters"}, sorted(ours)
+    assert not {"argparse", "pathlib", "re", "json", "typing"} & modules, sorted(modules)
 
 
 def test_version_imports_nothing_but_the_cli():
