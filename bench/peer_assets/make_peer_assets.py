@@ -290,7 +290,8 @@ MA_ASSETS: list[tuple[str, str, str, str]] = [
 PS = "mmaitre314/picklescan"
 PS_BENIGN = {"benign0_v0.pkl", "benign0_v3.pkl", "benign0_v4.pkl", "benign_password_protected.zip",
              "pytorch_model.bin", "new_pytorch_model.bin", "bad_pytorch.pt", "not_a_pickle.bin",
-             "broken_model.pkl"}
+             "broken_model.pkl", "int_array.npy", "object_array.npy", "int_arrays.npz",
+             "object_arrays.npz", "int_arrays_compressed.npz", "object_arrays_compressed.npz"}
 
 
 def _git(gitdir: str, *args: str) -> bytes:
@@ -315,7 +316,8 @@ def copy_modelaudit(gitdir: str, out: Path) -> list[dict[str, Any]]:
 
 def copy_picklescan(gitdir: str, out: Path) -> list[dict[str, Any]]:
     """Every committed file of ``tests/data`` and ``tests/data2``; ``tests/test_scanner.py``
-    expects an infected file in each but the benign ones named in ``PS_BENIGN``."""
+    expects an infected file in each but the benign ones named in ``PS_BENIGN`` (``test_scan_numpy``
+    and ``test_scan_file_path_npz`` expect the NumPy arrays clean)."""
     commit = _git(gitdir, "rev-parse", "HEAD").decode().strip()
     rows = []
     for line in _git(gitdir, "ls-tree", "-r", "-l", "HEAD", "tests/data", "tests/data2"
@@ -328,12 +330,16 @@ def copy_picklescan(gitdir: str, out: Path) -> list[dict[str, Any]]:
         dest = out / rel.removeprefix("tests/")
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
-        name = Path(rel).name
-        label = "benign" if name in PS_BENIGN else "malicious"
-        rows.append({"path": f"picklescan/{rel.removeprefix('tests/')}", "label": label,
-                     "source": f"{PS}@{commit[:12]}", "test": "tests/test_scanner.py",
-                     "why": "expected clean" if label == "benign" else "expected infected"})
+        rows.append(_ps_label({"path": f"picklescan/{rel.removeprefix('tests/')}",
+                               "source": f"{PS}@{commit[:12]}", "test": "tests/test_scanner.py"}))
     return rows
+
+
+def _ps_label(row: dict[str, Any]) -> dict[str, Any]:
+    benign = Path(row["path"]).name in PS_BENIGN
+    row.update(label="benign" if benign else "malicious",
+               why="expected clean" if benign else "expected infected")
+    return row
 
 
 # -- the real loaders ------------------------------------------------------------------------
@@ -395,7 +401,8 @@ def main() -> None:
                "numpy": [sys.executable], "joblib": [sys.executable],
                "keras": [args.keras_python]}
     if args.verify_only:
-        rows = json.loads(labels.read_text())["files"]
+        rows = [_ps_label(r) if r["source"].startswith(PS) else r
+                for r in json.loads(labels.read_text())["files"]]
     else:
         rows = make_modelscan(HERE / "modelscan")
         if args.keras_python:

@@ -61,6 +61,9 @@ def warm_up(kind: str) -> None:
         import numpy as np
         np.save("warm.npy", np.array([{"a": 1}], dtype=object))
         np.load("warm.npy", allow_pickle=True)
+        np.savez("warm.npz", a=np.zeros(2), b=np.array([{"a": 1}], dtype=object))
+        with np.load("warm.npz", allow_pickle=True) as z:
+            [z[n] for n in z.files]
     elif kind == "joblib":
         import joblib
         joblib.dump({"a": [1]}, "warm.joblib")
