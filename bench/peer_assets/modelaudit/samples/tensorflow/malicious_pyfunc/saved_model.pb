@@ -1,0 +1,5 @@
+!
+
+ConstConst
+
+badPyFunc
