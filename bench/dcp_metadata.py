@@ -1,6 +1,7 @@
 """Benchmark: listing a torch Distributed Checkpoint against torch's own metadata reader.
 
     python bench/dcp_metadata.py [--torch-python /work/venvs/torch/bin/python] [--runs 5]
+                                 [--keep DIR]
 
 Checkpoints, written by torch itself (``--torch-python``, torch 2.13):
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -170,14 +172,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tensors", type=int, default=1000)
     ap.add_argument("--ranks", type=int, default=100)
     ap.add_argument("--json", help="write the result rows (bench/rows.py schema) here")
+    ap.add_argument("--keep", help="write the checkpoint here and keep it (reused when present)")
     a = ap.parse_args(argv)
     py = sys.executable
     json_rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        big = os.path.join(tmp, "chunks")
+        big = os.path.join(a.keep or tmp, f"chunks-{a.tensors}x{a.ranks}")
         cases = {"fsdp2 (fixture)": str(REPO / "fixtures" / "dcp" / "fsdp2")}
         if rows.python_ok(a.torch_python):
-            run([a.torch_python, "-c", WRITE, big, str(a.tensors), str(a.ranks)])
+            if not os.path.exists(os.path.join(big, ".metadata")):
+                for old in (big, big + ".part"):
+                    shutil.rmtree(old, ignore_errors=True)
+                run([a.torch_python, "-c", WRITE, big + ".part", str(a.tensors), str(a.ranks)])
+                os.replace(big + ".part", big)
             cases[f"{a.tensors * a.ranks:,} chunks"] = big
         print("| checkpoint | .metadata | way | inside: wall (ms) | inside: CPU (ms) | "
               "whole process (ms) | tensors chunks |")

@@ -8,7 +8,8 @@ section is left sparse (the header, key/values and tensor infos are the writer's
 file is then extended to its full size with ``truncate``), so it costs no disk.
 
 Each way runs as a whole process (least of ``--runs`` after a warm-up, the ways alternating;
-peak RSS from ``wait4``) and prints its tensor count, which is checked:
+peak RSS from ``wait4``) and prints its tensor count, which is checked (with ``--quick``,
+``gguf-reader``, seconds a run and not part of the target, is timed by its warm-up run only):
 
 - ``inspector``: ``inspector show --format json FILE`` (the tool's venv);
 - ``gguf-reader``: ``gguf.GGUFReader(FILE)`` and each tensor's name, shape and type (producer venv);
@@ -153,19 +154,27 @@ def _count(way: str, out: str) -> int:
     return int(out.split()[-1])
 
 
-def time_ways(path: str, producer: str, runs: int) -> dict[str, tuple[float, int, int]]:
+def time_ways(path: str, producer: str, runs: int,
+              once: tuple[str, ...] = ()) -> dict[str, tuple[float, int, int]]:
+    """The least wall time, peak RSS and tensor count of each way; the ways in ``once`` are
+    timed by their first (checking) run only."""
     argvs = {
         "inspector": [*_inspector(), "show", "--format", "json", path],
         "gguf-reader": [producer, "-c", WAYS["gguf-reader"], path],
         "floor": [sys.executable, "-c", WAYS["floor"], path],
         "floor-json": [sys.executable, "-c", WAYS["floor"], path, "json"],
     }
-    counts = {w: _count(w, run_once(a)[2]) for w, a in argvs.items()}  # warm-up + check
+    first = {w: run_once(a) for w, a in argvs.items()}  # warm-up + check
+    counts = {w: _count(w, r[2]) for w, r in first.items()}
     if len(set(counts.values())) != 1:
         raise SystemExit(f"the ways disagree on the tensor count: {counts}")
     got: dict[str, list[tuple[float, int]]] = {w: [] for w in argvs}
+    for w in once:
+        got[w].append(first[w][:2])
     for _ in range(runs):
         for w, argv in argvs.items():
+            if w in once:
+                continue
             wall, rss, _ = run_once(argv)
             got[w].append((wall, rss))
     return {w: (min(t for t, _ in r), max(m for _, m in r), counts[w])
@@ -201,7 +210,8 @@ def main() -> None:
     p.add_argument("--keep", help="write the files here and keep them (reused when present)")
     p.add_argument("--http", action="store_true", help="also count HTTP range requests")
     p.add_argument("--json", help="write the result rows (bench/rows.py schema) here")
-    p.add_argument("--quick", action="store_true", help="the --many file only")
+    p.add_argument("--quick", action="store_true",
+                   help="the --many file only, gguf.GGUFReader timed by one run")
     a = p.parse_args()
     name = f"GGUF {a.many:,} tensors: show --format json vs floor + json.dumps"
     if not rows.python_ok(a.producer):
@@ -219,7 +229,9 @@ def main() -> None:
         for case, (kind, path) in files.items():
             if not os.path.exists(path):
                 subprocess.run([a.producer, "-c", WRITE, kind, path, str(a.many)], check=True)
-            rows_.append((case, os.path.getsize(path), time_ways(path, a.producer, a.runs)))
+            # --quick: GGUFReader (seconds a run, beside the target, not in it) runs once
+            once = ("gguf-reader",) if a.quick else ()
+            rows_.append((case, os.path.getsize(path), time_ways(path, a.producer, a.runs, once)))
         ways = ("inspector", "gguf-reader", "floor", "floor-json")
         print("| file | tensors | " + " | ".join(ways) + " | inspector / floor "
               "| gguf-reader / inspector |")

@@ -127,16 +127,36 @@ def startup_rows(inspector: str, py: str, frameworks: Path, mxnet: Path | None, 
     return out
 
 
+CACHE = HERE / "out" / "files"
+
+
+def cached(script: str, producer: str) -> str:
+    """Where ``script`` keeps the files its producer wrote, from one run to the next: a
+    directory named by a hash of the script's text and of the producer's python, so an
+    edited script (its generator) or another producer writes afresh. Writing is most of a
+    format row's cost (torch.onnx.export, TensorFlow, torch pickling 100,000 chunks); what is
+    timed, reading the files, is the same either way. ``rm -r bench/out/files`` starts over."""
+    import hashlib
+
+    h = hashlib.sha256((HERE / script).read_bytes())
+    h.update(producer.encode())
+    return str(CACHE / f"{Path(script).stem}-{h.hexdigest()[:12]}")
+
+
 def format_rows(py: str, producers: Path, runs: int) -> tuple[list[dict], list[str]]:
     """Each format script's rows (and its printed table)."""
     def venv(name: str) -> str:
         return str(producers / name / "bin" / "python")
 
     scripts = [
-        ("dcp_metadata.py", ["--torch-python", venv("torch"), "--runs", str(runs)]),
-        ("gguf_list.py", ["--producer", venv("gguf"), "--runs", str(runs), "--quick"]),
-        ("onnx_list.py", ["--producer", venv("onnx"), "--python", py, "--runs", str(runs)]),
-        ("tf_list.py", ["--producer", venv("tf"), "--runs", str(runs)]),
+        ("dcp_metadata.py", ["--torch-python", venv("torch"), "--runs", str(runs),
+                             "--keep", cached("dcp_metadata.py", venv("torch"))]),
+        ("gguf_list.py", ["--producer", venv("gguf"), "--runs", str(runs), "--quick",
+                          "--keep", cached("gguf_list.py", venv("gguf"))]),
+        ("onnx_list.py", ["--producer", venv("onnx"), "--python", py, "--runs", str(runs),
+                          "--keep", cached("onnx_list.py", venv("onnx"))]),
+        ("tf_list.py", ["--producer", venv("tf"), "--runs", str(runs),
+                        "--keep", cached("tf_list.py", venv("tf"))]),
         ("deepspeed_list.py", ["--ds-python", venv("ds-hf"), "--runs", str(runs), "--quick"]),
         ("megatron_list.py", ["--producer", venv("megatron"), "--runs", str(runs)]),
     ]

@@ -2,7 +2,7 @@
 timed inside its own process after its imports (TensorFlow's import is not counted).
 
     python bench/tf_list.py [--producer /work/venvs/tf/bin/python] [--vars 5000] [--runs 5]
-                            [--json rows.json]
+                            [--json rows.json] [--keep DIR]
 
 The checkpoint is written by TensorFlow itself (``--producer``): ``tf.train.Checkpoint`` of a
 ``tf.Module`` holding ``--vars`` float32 variables of shape [64, 64] in blocks of 8 (the
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vars", type=int, default=5000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json", help="write the result rows (bench/rows.py schema) here")
+    ap.add_argument("--keep", help="write the checkpoint here and keep it (reused when present)")
     a = ap.parse_args(argv)
     name = f"TF checkpoint, {a.vars:,} variables + Adam slots: registry.load vs " \
            "tf.train.load_checkpoint"
@@ -86,10 +88,19 @@ def main(argv: list[str] | None = None) -> int:
         rows.write(a.json, [rows.missing("formats", name, "at least as fast as the producer")])
         return 0
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    with tempfile.TemporaryDirectory() as tmp:
-        prefix = subprocess.run([a.producer, "-c", WRITE, tmp, str(a.vars)], check=True,
-                                capture_output=True, text=True, env=env
-                                ).stdout.strip().splitlines()[-1]
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = os.path.join(a.keep, f"vars{a.vars}") if a.keep else scratch
+        made = os.path.join(tmp, "prefix.txt")  # written last: the checkpoint is whole
+        if not os.path.exists(made):
+            shutil.rmtree(tmp, ignore_errors=True)
+            os.makedirs(tmp)
+            prefix = subprocess.run([a.producer, "-c", WRITE, tmp, str(a.vars)], check=True,
+                                    capture_output=True, text=True, env=env
+                                    ).stdout.strip().splitlines()[-1]
+            with open(made, "w") as f:
+                f.write(os.path.basename(prefix))
+        with open(made) as f:
+            prefix = os.path.join(tmp, f.read())
         ours, (n_ours,) = rows.min_inner([sys.executable, "-c", INSPECTOR_WAY, tmp], a.runs)
         theirs, (n_tf,) = rows.min_inner([a.producer, "-c", TF_WAY, prefix], a.runs, env)
     print("| way | entries | CPU inside the process (min) |\n|---|---:|---:|")
