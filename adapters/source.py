@@ -50,6 +50,10 @@ class LocalSource(Source, os.PathLike):
         self.path = Path(path)
         self._root = root
         self._size: int | None = None
+        self._real: Path | None = None  # _base(), resolved once per source
+        # the path itself is known to resolve inside the base: the source's own directory, or
+        # a child() checked so
+        self._inside = root is None
 
     @property
     def where(self) -> str:
@@ -132,16 +136,25 @@ class LocalSource(Source, os.PathLike):
                 mm.close()
 
     def _base(self) -> Path:
-        return (self._root if self._root is not None else self.path).resolve()
+        # Resolved once: a directory listing asks for dozens of children, and each resolve is
+        # an lstat per path component. The candidate child is still resolved every time.
+        if self._real is None:
+            self._real = (self._root if self._root is not None else self.path).resolve()
+        return self._real
 
     def child(self, name: str) -> LocalSource:
         rel = check_relative(name, self.where)
         candidate = self.path / rel
         base = self._base()
-        resolved = candidate.resolve()
-        if resolved != base and base not in resolved.parents:
-            raise FormatError(f"refusing {name!r}: it resolves outside {base}", self.where)
-        return LocalSource(candidate, root=base)
+        if not (self._inside and len(rel.parts) == 1 and _not_link(candidate)):
+            # (one name that is not a symlink, in a directory inside the base, stays inside)
+            resolved = candidate.resolve()
+            if resolved != base and base not in resolved.parents:
+                raise FormatError(f"refusing {name!r}: it resolves outside {base}", self.where)
+        out = LocalSource(candidate, root=base)
+        out._real = base  # already resolved
+        out._inside = True
+        return out
 
     def parent_dir(self) -> LocalSource:
         parent = self.path.parent
@@ -157,6 +170,16 @@ class LocalSource(Source, os.PathLike):
             return sorted(p.name for p in self.path.iterdir())
         except OSError as e:
             raise _os_error(e, self.where) from None
+
+
+def _not_link(path: Path) -> bool:
+    """``path`` is no symlink: it is missing or names a file or directory itself."""
+    try:
+        return not stat.S_ISLNK(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
