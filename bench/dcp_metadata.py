@@ -177,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     py = sys.executable
     json_rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        big = os.path.join(a.keep or tmp, f"chunks-{a.tensors}x{a.ranks}")
+        big = os.path.join(rows.kept(a.keep, WRITE, str(a.tensors), str(a.ranks),
+                                     a.torch_python) if a.keep else tmp, "chunks")
         cases = {"fsdp2 (fixture)": str(REPO / "fixtures" / "dcp" / "fsdp2")}
         if rows.python_ok(a.torch_python):
             if not os.path.exists(os.path.join(big, ".metadata")):

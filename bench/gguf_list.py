@@ -207,7 +207,8 @@ def main() -> None:
                    help="a python with the gguf package (writes the files, runs GGUFReader)")
     p.add_argument("--many", type=int, default=50_000)
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--keep", help="write the files here and keep them (reused when present)")
+    p.add_argument("--keep", help="write the files here and keep them (reused when present: "
+                   "under a directory named by the generator and the producer)")
     p.add_argument("--http", action="store_true", help="also count HTTP range requests")
     p.add_argument("--json", help="write the result rows (bench/rows.py schema) here")
     p.add_argument("--quick", action="store_true",
@@ -218,7 +219,8 @@ def main() -> None:
         print(f"{name}: {rows.NA}")
         rows.write(a.json, [rows.missing("formats", name, "<= 2x floor")])
         return
-    out = a.keep or tempfile.mkdtemp(prefix="gguf_list.")
+    out = rows.kept(a.keep, WRITE, a.producer) if a.keep else tempfile.mkdtemp(
+        prefix="gguf_list.")
     os.makedirs(out, exist_ok=True)
     files = {"llama-3.2-1B-shaped (Q8_0, 128k vocab)": ("llama", os.path.join(out, "llama.gguf")),
              f"{a.many:,} tensors": ("many", os.path.join(out, f"many{a.many}.gguf"))}

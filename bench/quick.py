@@ -130,17 +130,13 @@ def startup_rows(inspector: str, py: str, frameworks: Path, mxnet: Path | None, 
 CACHE = HERE / "out" / "files"
 
 
-def cached(script: str, producer: str) -> str:
-    """Where ``script`` keeps the files its producer wrote, from one run to the next: a
-    directory named by a hash of the script's text and of the producer's python, so an
-    edited script (its generator) or another producer writes afresh. Writing is most of a
-    format row's cost (torch.onnx.export, TensorFlow, torch pickling 100,000 chunks); what is
-    timed, reading the files, is the same either way. ``rm -r bench/out/files`` starts over."""
-    import hashlib
-
-    h = hashlib.sha256((HERE / script).read_bytes())
-    h.update(producer.encode())
-    return str(CACHE / f"{Path(script).stem}-{h.hexdigest()[:12]}")
+def cached(script: str) -> str:
+    """Where ``script`` keeps the files its producer wrote, from one run to the next (under
+    it, the script names each set by a hash of its generator's code, its arguments and the
+    producer: ``rows.kept``). Writing is most of a format row's cost (torch.onnx.export,
+    TensorFlow, torch pickling 100,000 chunks); what is timed, reading them, is the same either
+    way. ``rm -r bench/out/files`` starts over."""
+    return str(CACHE / Path(script).stem)
 
 
 def format_rows(py: str, producers: Path, runs: int) -> tuple[list[dict], list[str]]:
@@ -150,13 +146,13 @@ def format_rows(py: str, producers: Path, runs: int) -> tuple[list[dict], list[s
 
     scripts = [
         ("dcp_metadata.py", ["--torch-python", venv("torch"), "--runs", str(runs),
-                             "--keep", cached("dcp_metadata.py", venv("torch"))]),
+                             "--keep", cached("dcp_metadata.py")]),
         ("gguf_list.py", ["--producer", venv("gguf"), "--runs", str(runs), "--quick",
-                          "--keep", cached("gguf_list.py", venv("gguf"))]),
+                          "--keep", cached("gguf_list.py")]),
         ("onnx_list.py", ["--producer", venv("onnx"), "--python", py, "--runs", str(runs),
-                          "--keep", cached("onnx_list.py", venv("onnx"))]),
+                          "--keep", cached("onnx_list.py")]),
         ("tf_list.py", ["--producer", venv("tf"), "--runs", str(runs),
-                        "--keep", cached("tf_list.py", venv("tf"))]),
+                        "--keep", cached("tf_list.py")]),
         ("deepspeed_list.py", ["--ds-python", venv("ds-hf"), "--runs", str(runs), "--quick"]),
         ("megatron_list.py", ["--producer", venv("megatron"), "--runs", str(runs)]),
     ]
