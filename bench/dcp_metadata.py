@@ -12,8 +12,9 @@ Checkpoints, written by torch itself (``--torch-python``, torch 2.13):
   chunks of [64, 64] spread over 100 rank files (sparse files of the right sizes): 100,000
   chunk entries.
 
-Ways, each in its own process (the time inside the process after its imports and one
-warm-up load, median and least of ``--runs``, and the whole process's wall time):
+Ways, each in its own process: the time inside the process after its imports and one
+warm-up load, median and least of ``--runs`` loads in that process; ``inspector show`` as
+``--runs`` whole processes, against torch's import and first load timed inside its process:
 
 * ``inspector``: ``registry.load(DIR)``: the restricted unpickler, every item, chunk and
   storage entry checked, each file's size checked, the bytes items read.
@@ -73,26 +74,34 @@ for name, size in ends.items():
         f.truncate(size)
 """
 
+# The in-process ways: a warm-up load, then argv[2] timed loads in the same process, one line
+# each (wall, CPU, facts); torch's first line is its import and first load, for the
+# whole-process comparison.
 TORCH_WAY = r"""
 import sys, time
 t0 = time.perf_counter()
 from torch.distributed.checkpoint import FileSystemReader
 FileSystemReader(sys.argv[1]).read_metadata()  # warm-up: lazy imports, caches
-t1, c1 = time.perf_counter(), time.process_time()
-md = FileSystemReader(sys.argv[1]).read_metadata()
-t2, c2 = time.perf_counter(), time.process_time()
-n = sum(len(getattr(v, "chunks", ())) for v in md.state_dict_metadata.values())
-print(t2 - t1, c2 - c1, len(md.state_dict_metadata), n)
+print("first", time.perf_counter() - t0)
+for _ in range(int(sys.argv[2])):
+    t1, c1 = time.perf_counter(), time.process_time()
+    md = FileSystemReader(sys.argv[1]).read_metadata()
+    t2, c2 = time.perf_counter(), time.process_time()
+    n = sum(len(getattr(v, "chunks", ())) for v in md.state_dict_metadata.values())
+    print(t2 - t1, c2 - c1, len(md.state_dict_metadata), n, flush=True)
+    del md
 """
 
 INSPECTOR_WAY = r"""
 import sys, time
 from inspector.adapters.registry import load
 load(sys.argv[1])  # warm-up: lazy imports, caches
-t1, c1 = time.perf_counter(), time.process_time()
-ckpt = load(sys.argv[1])
-t2, c2 = time.perf_counter(), time.process_time()
-print(t2 - t1, c2 - c1, len(ckpt.tensors), ckpt.metadata["chunks"])
+for _ in range(int(sys.argv[2])):
+    t1, c1 = time.perf_counter(), time.process_time()
+    ckpt = load(sys.argv[1])
+    t2, c2 = time.perf_counter(), time.process_time()
+    print(t2 - t1, c2 - c1, len(ckpt.tensors), ckpt.metadata["chunks"], flush=True)
+    del ckpt
 """
 
 FLOOR_WAY = r"""
@@ -114,22 +123,29 @@ class Floor(pickle.Unpickler):
 class Props:
     def __setstate__(self, state): self.state = state
 
-t1, c1 = time.perf_counter(), time.process_time()
-with open(sys.argv[1] + "/.metadata", "rb") as f:
-    md = Floor(f).load()
-top = md.__dict__
-files = {(k.fqn, k.__dict__.get("offset")): (v.relative_path, v.offset, v.length)
-         for k, v in top["storage_data"].items()}
-rows = []
-n = 0
-for fqn, item in top["state_dict_metadata"].items():
-    if not hasattr(item, "chunks"):
-        continue
-    chunks = [(c.offsets, c.sizes, files[(fqn, c.offsets)]) for c in item.chunks]
-    n += len(chunks)
-    rows.append((fqn, item.size, item.properties.state[0], chunks))
-t2, c2 = time.perf_counter(), time.process_time()
-print(t2 - t1, c2 - c1, len(rows), n)
+def floor():
+    with open(sys.argv[1] + "/.metadata", "rb") as f:
+        md = Floor(f).load()
+    top = md.__dict__
+    files = {(k.fqn, k.__dict__.get("offset")): (v.relative_path, v.offset, v.length)
+             for k, v in top["storage_data"].items()}
+    rows = []
+    n = 0
+    for fqn, item in top["state_dict_metadata"].items():
+        if not hasattr(item, "chunks"):
+            continue
+        chunks = [(c.offsets, c.sizes, files[(fqn, c.offsets)]) for c in item.chunks]
+        n += len(chunks)
+        rows.append((fqn, item.size, item.properties.state[0], chunks))
+    return rows, n
+
+floor()  # warm-up, as for the other ways
+for _ in range(int(sys.argv[2])):
+    t1, c1 = time.perf_counter(), time.process_time()
+    rows, n = floor()
+    t2, c2 = time.perf_counter(), time.process_time()
+    print(t2 - t1, c2 - c1, len(rows), n, flush=True)
+    del rows
 """
 
 
@@ -143,18 +159,26 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
 
 
 def measure(label: str, cmd: list[str], runs: int) -> dict:
+    """``inspector show``: ``runs`` whole processes. The in-process ways: one process of a
+    warm-up load and ``runs`` timed ones (its whole-process figure: torch's import and first
+    load, timed inside it; the others' process wall)."""
     inner, cpu, walls, facts = [], [], [], ""
-    for _ in range(runs):
-        wall, out = run(cmd)
+    if label == "inspector show":
+        for _ in range(runs):
+            wall, out = run(cmd)
+            walls.append(wall)
+            facts = f"{len(json.loads(out)['tensors'])}"
+    else:
+        wall, out = run([*cmd, str(runs)])
         walls.append(wall)
-        if label != "inspector show":
-            t, c, *rest = out.split()
+        for line in out.splitlines():
+            if line.startswith("first "):
+                walls[-1] = float(line.split()[1])
+                continue
+            t, c, *rest = line.split()
             inner.append(float(t))
             cpu.append(float(c))
             facts = " ".join(rest)
-        else:
-            report = json.loads(out)
-            facts = f"{len(report['tensors'])}"
     return {
         "way": label,
         "inside_ms": statistics.median(inner) * 1000 if inner else None,
