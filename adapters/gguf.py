@@ -335,23 +335,27 @@ def _read_infos(rd: _Reader, n: int) -> list[tuple[str, tuple[int, ...], int, in
     out = []
     u32 = rd.u32.unpack_from
     u64 = rd.u64.unpack_from
-    tail = struct.Struct(rd.order + "IQ").unpack_from
     order = rd.order
+    # n_dims -> one unpack of the dims, the ggml type and the offset
+    infos = {k: struct.Struct(f"{order}{k}QIQ").unpack_from for k in range(5)}
     buf, pos = cur.buf, cur.pos
+    blen = len(buf)
     for i in range(n):
         at = cur.base + pos
-        if pos + 8 > len(buf):
+        if pos + 8 > blen:
             cur.pos = pos
             cur.need(8, f"tensor {i}'s name")
             buf, pos = cur.buf, cur.pos
+            blen = len(buf)
         (length,) = u64(buf, pos)
-        if pos + 12 + length > len(buf):
+        if pos + 12 + length > blen:
             cur.pos = pos
             if length > cur.left():
                 raise FormatError(f"tensor {i}'s name: string length {length} runs past the end "
                                   "of the file", cur.where, f"offset {at}")
             cur.need(12 + length, f"tensor {i}'s name")
             buf, pos = cur.buf, cur.pos
+            blen = len(buf)
         raw = buf[pos + 8:pos + 8 + length]
         try:
             name = raw.decode("utf-8")
@@ -362,18 +366,20 @@ def _read_infos(rd: _Reader, n: int) -> list[tuple[str, tuple[int, ...], int, in
         (n_dims,) = u32(buf, pos)
         pos += 4
         need = 8 * n_dims + 12
-        if pos + need > len(buf):
+        if pos + need > blen:
             cur.pos = pos
             if need > cur.left():
                 raise FormatError(f"tensor {name!r}: n_dims {n_dims} runs past the end of the "
                                   "file", cur.where, f"offset {cur.offset - 4}")
             cur.need(need, f"tensor {name!r}'s dims")
             buf, pos = cur.buf, cur.pos
-        ne = struct.unpack_from(f"{order}{n_dims}Q", buf, pos)
-        pos += 8 * n_dims
-        gtype, offset = tail(buf, pos)
-        pos += 12
-        out.append((name, ne, gtype, offset, at))
+            blen = len(buf)
+        unpack = infos.get(n_dims)
+        if unpack is None:
+            unpack = struct.Struct(f"{order}{n_dims}QIQ").unpack_from
+        got = unpack(buf, pos)
+        pos += need
+        out.append((name, got[:-2], got[-2], got[-1], at))
     cur.pos = pos
     return out
 

@@ -53,6 +53,10 @@ class LocalSource(Source, os.PathLike):
         self._path: Path | None = None
         self._root = root
         self._size: int | None = None
+        self._real: str | None = None  # _base(), resolved once per source
+        # the path itself is known to resolve inside the base: the source's own directory, or
+        # a child() checked so
+        self._inside = root is None
 
     @property
     def path(self) -> Path:
@@ -149,15 +153,25 @@ class LocalSource(Source, os.PathLike):
                 mm.close()
 
     def _base(self) -> str:
-        return os.path.realpath(self._root if self._root is not None else self._where)
+        # Resolved once: a directory listing asks for dozens of children, and each resolve is
+        # an lstat per path component. The candidate child is still resolved every time.
+        if self._real is None:
+            self._real = os.path.realpath(self._root if self._root is not None else self._where)
+        return self._real
 
     def child(self, name: str) -> LocalSource:
-        candidate = os.path.join(self._where, check_relative(name, self.where))
+        rel = check_relative(name, self.where)
+        candidate = os.path.join(self._where, rel)
         base = self._base()
-        resolved = os.path.realpath(candidate)
-        if resolved != base and not resolved.startswith(base.rstrip(os.sep) + os.sep):
-            raise FormatError(f"refusing {name!r}: it resolves outside {base}", self.where)
-        return LocalSource(candidate, root=base)
+        if not (self._inside and "/" not in rel and _not_link(candidate)):
+            # (one name that is not a symlink, in a directory inside the base, stays inside)
+            resolved = os.path.realpath(candidate)
+            if resolved != base and not resolved.startswith(base.rstrip(os.sep) + os.sep):
+                raise FormatError(f"refusing {name!r}: it resolves outside {base}", self.where)
+        out = LocalSource(candidate, root=base)
+        out._real = base  # already resolved
+        out._inside = True
+        return out
 
     def parent_dir(self) -> LocalSource:
         return LocalSource(self._parent(), root=self._root)
@@ -178,6 +192,16 @@ class LocalSource(Source, os.PathLike):
             return sorted(os.listdir(self._where))
         except OSError as e:
             raise _os_error(e, self.where) from None
+
+
+def _not_link(path: str) -> bool:
+    """``path`` is no symlink: it is missing or names a file or directory itself."""
+    try:
+        return not stat.S_ISLNK(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)

@@ -308,12 +308,22 @@ def _plain_entry(value: bytes) -> tuple[int, list[int], int, int, int] | None:
         if tag not in (0x08, 0x18, 0x20, 0x28) or i >= n:
             return None
         v = value[i]
-        if v < 0x80:
-            i += 1
-        else:
-            v, i = _uvarint(value, i, n)
-            if v < 0 or v >= 1 << 63:
+        i += 1
+        if v >= 0x80:  # inline: offsets and sizes take 2 to 5 bytes
+            v &= 0x7F
+            shift = 7
+            while True:
+                if i >= n or shift > 63:
+                    return None
+                b = value[i]
+                i += 1
+                v |= (b & 0x7F) << shift
+                if b < 0x80:
+                    break
+                shift += 7
+            if v & 0xFFFF_FFFF_FFFF_FFFF >= 1 << 63:
                 return None
+            v &= 0xFFFF_FFFF_FFFF_FFFF
         if tag == 0x08:
             dtype = v
         elif tag == 0x18:
@@ -354,13 +364,13 @@ def _entry(stored: str, value: bytes, where: str, shards: int, prefix: str) -> T
         elif number == 7 and wire == 2:
             slices += 1
     dtype = DTYPES.get(dtype_code, f"tf-dtype-{dtype_code}")
-    if unknown_rank or any(d < 0 for d in dims):
+    if plain is None and (unknown_rank or any(d < 0 for d in dims)):  # plain: sized dims
         raise FormatError(f"tensor {stored!r}: shape of unknown size {dims}", where)
     if not 0 <= shard < shards or offset < 0 or size < 0:
         raise FormatError(f"tensor {stored!r}: shard {shard} of {shards}, offset {offset}, "
                           f"size {size}", where)
     name = stored[: -len(TF2_SUFFIX)] if stored.endswith(TF2_SUFFIX) else stored
-    role = next((r for rx, r in ROLE_RULES if rx.search(name)), Role.PARAMETER)
+    role = _role(name)
     extra: dict = {"shard": shard}
     if slices:
         extra["partitioned"] = slices  # the parts live under encoded keys: values not located
@@ -377,6 +387,19 @@ def _entry(stored: str, value: bytes, where: str, shards: int, prefix: str) -> T
     return TensorEntry(stored, name, shape, dtype, role, nbytes=size,
                        offset=offset if item is not None else None,
                        file=_shard_file(prefix, shard, shards), extra=extra)
+
+
+def _role(name: str) -> Role:
+    """The first of ROLE_RULES that matches ``name`` (quick tests first: the first two rules,
+    a TF2 slot variable or the optimizer's own, both OPTIMIZER; a name no rule matches)."""
+    if name.startswith(("optimizer/", ".OPTIMIZER_SLOT/")) or "/.OPTIMIZER_SLOT/" in name:
+        return Role.OPTIMIZER
+    if _ANY_RULE.search(name) is None:
+        return Role.PARAMETER
+    return next((r for rx, r in ROLE_RULES if rx.search(name)), Role.PARAMETER)
+
+
+_ANY_RULE = re.compile("|".join(f"(?:{rx.pattern})" for rx, _ in ROLE_RULES))
 
 
 @functools.lru_cache(maxsize=256)

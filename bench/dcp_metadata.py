@@ -1,6 +1,7 @@
 """Benchmark: listing a torch Distributed Checkpoint against torch's own metadata reader.
 
     python bench/dcp_metadata.py [--torch-python /work/venvs/torch/bin/python] [--runs 5]
+                                 [--keep DIR]
 
 Checkpoints, written by torch itself (``--torch-python``, torch 2.13):
 
@@ -11,8 +12,9 @@ Checkpoints, written by torch itself (``--torch-python``, torch 2.13):
   chunks of [64, 64] spread over 100 rank files (sparse files of the right sizes): 100,000
   chunk entries.
 
-Ways, each in its own process (the time inside the process after its imports and one
-warm-up load, median and least of ``--runs``, and the whole process's wall time):
+Ways, each in its own process: the time inside the process after its imports and one
+warm-up load, median and least of ``--runs`` loads in that process; ``inspector show`` as
+``--runs`` whole processes, against torch's import and first load timed inside its process:
 
 * ``inspector``: ``registry.load(DIR)``: the restricted unpickler, every item, chunk and
   storage entry checked, each file's size checked, the bytes items read.
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -71,26 +74,34 @@ for name, size in ends.items():
         f.truncate(size)
 """
 
+# The in-process ways: a warm-up load, then argv[2] timed loads in the same process, one line
+# each (wall, CPU, facts); torch's first line is its import and first load, for the
+# whole-process comparison.
 TORCH_WAY = r"""
 import sys, time
 t0 = time.perf_counter()
 from torch.distributed.checkpoint import FileSystemReader
 FileSystemReader(sys.argv[1]).read_metadata()  # warm-up: lazy imports, caches
-t1, c1 = time.perf_counter(), time.process_time()
-md = FileSystemReader(sys.argv[1]).read_metadata()
-t2, c2 = time.perf_counter(), time.process_time()
-n = sum(len(getattr(v, "chunks", ())) for v in md.state_dict_metadata.values())
-print(t2 - t1, c2 - c1, len(md.state_dict_metadata), n)
+print("first", time.perf_counter() - t0)
+for _ in range(int(sys.argv[2])):
+    t1, c1 = time.perf_counter(), time.process_time()
+    md = FileSystemReader(sys.argv[1]).read_metadata()
+    t2, c2 = time.perf_counter(), time.process_time()
+    n = sum(len(getattr(v, "chunks", ())) for v in md.state_dict_metadata.values())
+    print(t2 - t1, c2 - c1, len(md.state_dict_metadata), n, flush=True)
+    del md
 """
 
 INSPECTOR_WAY = r"""
 import sys, time
 from inspector.adapters.registry import load
 load(sys.argv[1])  # warm-up: lazy imports, caches
-t1, c1 = time.perf_counter(), time.process_time()
-ckpt = load(sys.argv[1])
-t2, c2 = time.perf_counter(), time.process_time()
-print(t2 - t1, c2 - c1, len(ckpt.tensors), ckpt.metadata["chunks"])
+for _ in range(int(sys.argv[2])):
+    t1, c1 = time.perf_counter(), time.process_time()
+    ckpt = load(sys.argv[1])
+    t2, c2 = time.perf_counter(), time.process_time()
+    print(t2 - t1, c2 - c1, len(ckpt.tensors), ckpt.metadata["chunks"], flush=True)
+    del ckpt
 """
 
 FLOOR_WAY = r"""
@@ -112,22 +123,29 @@ class Floor(pickle.Unpickler):
 class Props:
     def __setstate__(self, state): self.state = state
 
-t1, c1 = time.perf_counter(), time.process_time()
-with open(sys.argv[1] + "/.metadata", "rb") as f:
-    md = Floor(f).load()
-top = md.__dict__
-files = {(k.fqn, k.__dict__.get("offset")): (v.relative_path, v.offset, v.length)
-         for k, v in top["storage_data"].items()}
-rows = []
-n = 0
-for fqn, item in top["state_dict_metadata"].items():
-    if not hasattr(item, "chunks"):
-        continue
-    chunks = [(c.offsets, c.sizes, files[(fqn, c.offsets)]) for c in item.chunks]
-    n += len(chunks)
-    rows.append((fqn, item.size, item.properties.state[0], chunks))
-t2, c2 = time.perf_counter(), time.process_time()
-print(t2 - t1, c2 - c1, len(rows), n)
+def floor():
+    with open(sys.argv[1] + "/.metadata", "rb") as f:
+        md = Floor(f).load()
+    top = md.__dict__
+    files = {(k.fqn, k.__dict__.get("offset")): (v.relative_path, v.offset, v.length)
+             for k, v in top["storage_data"].items()}
+    rows = []
+    n = 0
+    for fqn, item in top["state_dict_metadata"].items():
+        if not hasattr(item, "chunks"):
+            continue
+        chunks = [(c.offsets, c.sizes, files[(fqn, c.offsets)]) for c in item.chunks]
+        n += len(chunks)
+        rows.append((fqn, item.size, item.properties.state[0], chunks))
+    return rows, n
+
+floor()  # warm-up, as for the other ways
+for _ in range(int(sys.argv[2])):
+    t1, c1 = time.perf_counter(), time.process_time()
+    rows, n = floor()
+    t2, c2 = time.perf_counter(), time.process_time()
+    print(t2 - t1, c2 - c1, len(rows), n, flush=True)
+    del rows
 """
 
 
@@ -141,18 +159,26 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
 
 
 def measure(label: str, cmd: list[str], runs: int) -> dict:
+    """``inspector show``: ``runs`` whole processes. The in-process ways: one process of a
+    warm-up load and ``runs`` timed ones (its whole-process figure: torch's import and first
+    load, timed inside it; the others' process wall)."""
     inner, cpu, walls, facts = [], [], [], ""
-    for _ in range(runs):
-        wall, out = run(cmd)
+    if label == "inspector show":
+        for _ in range(runs):
+            wall, out = run(cmd)
+            walls.append(wall)
+            facts = f"{len(json.loads(out)['tensors'])}"
+    else:
+        wall, out = run([*cmd, str(runs)])
         walls.append(wall)
-        if label != "inspector show":
-            t, c, *rest = out.split()
+        for line in out.splitlines():
+            if line.startswith("first "):
+                walls[-1] = float(line.split()[1])
+                continue
+            t, c, *rest = line.split()
             inner.append(float(t))
             cpu.append(float(c))
             facts = " ".join(rest)
-        else:
-            report = json.loads(out)
-            facts = f"{len(report['tensors'])}"
     return {
         "way": label,
         "inside_ms": statistics.median(inner) * 1000 if inner else None,
@@ -170,14 +196,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tensors", type=int, default=1000)
     ap.add_argument("--ranks", type=int, default=100)
     ap.add_argument("--json", help="write the result rows (bench/rows.py schema) here")
+    ap.add_argument("--keep", help="write the checkpoint here and keep it (reused when present)")
     a = ap.parse_args(argv)
     py = sys.executable
     json_rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        big = os.path.join(tmp, "chunks")
+        big = os.path.join(rows.kept(a.keep, WRITE, str(a.tensors), str(a.ranks),
+                                     a.torch_python) if a.keep else tmp, "chunks")
         cases = {"fsdp2 (fixture)": str(REPO / "fixtures" / "dcp" / "fsdp2")}
         if rows.python_ok(a.torch_python):
-            run([a.torch_python, "-c", WRITE, big, str(a.tensors), str(a.ranks)])
+            if not os.path.exists(os.path.join(big, ".metadata")):
+                for old in (big, big + ".part"):
+                    shutil.rmtree(old, ignore_errors=True)
+                run([a.torch_python, "-c", WRITE, big + ".part", str(a.tensors), str(a.ranks)])
+                os.replace(big + ".part", big)
             cases[f"{a.tensors * a.ranks:,} chunks"] = big
         print("| checkpoint | .metadata | way | inside: wall (ms) | inside: CPU (ms) | "
               "whole process (ms) | tensors chunks |")

@@ -8,7 +8,8 @@ section is left sparse (the header, key/values and tensor infos are the writer's
 file is then extended to its full size with ``truncate``), so it costs no disk.
 
 Each way runs as a whole process (least of ``--runs`` after a warm-up, the ways alternating;
-peak RSS from ``wait4``) and prints its tensor count, which is checked:
+peak RSS from ``wait4``) and prints its tensor count, which is checked (with ``--quick``,
+``gguf-reader``, seconds a run and not part of the target, is timed by its warm-up run only):
 
 - ``inspector``: ``inspector show --format json FILE`` (the tool's venv);
 - ``gguf-reader``: ``gguf.GGUFReader(FILE)`` and each tensor's name, shape and type (producer venv);
@@ -131,8 +132,8 @@ def _inspector() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "inspector"]
 
 
-def run_once(argv: list[str]) -> tuple[float, int, str]:
-    """Wall seconds, peak RSS (bytes) and stdout of one process."""
+def run_once(argv: list[str]) -> tuple[float, int, str, float]:
+    """Wall seconds, peak RSS (bytes), stdout and CPU seconds (user + system) of one process."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = proc.stdout.read()
@@ -142,7 +143,7 @@ def run_once(argv: list[str]) -> tuple[float, int, str]:
         raise SystemExit(f"{argv[:3]} failed: {proc.stderr.read().decode()[-2000:]}")
     proc.stdout.close()
     proc.stderr.close()
-    return wall, usage.ru_maxrss * 1024, out.decode()
+    return wall, usage.ru_maxrss * 1024, out.decode(), usage.ru_utime + usage.ru_stime
 
 
 def _count(way: str, out: str) -> int:
@@ -153,23 +154,32 @@ def _count(way: str, out: str) -> int:
     return int(out.split()[-1])
 
 
-def time_ways(path: str, producer: str, runs: int) -> dict[str, tuple[float, int, int]]:
+def time_ways(path: str, producer: str, runs: int,
+              once: tuple[str, ...] = ()) -> dict[str, tuple[float, int, int, float]]:
+    """The least wall time, peak RSS, tensor count and least CPU time of each way; the ways
+    in ``once`` are timed by their first (checking) run only."""
     argvs = {
         "inspector": [*_inspector(), "show", "--format", "json", path],
         "gguf-reader": [producer, "-c", WAYS["gguf-reader"], path],
         "floor": [sys.executable, "-c", WAYS["floor"], path],
         "floor-json": [sys.executable, "-c", WAYS["floor"], path, "json"],
     }
-    counts = {w: _count(w, run_once(a)[2]) for w, a in argvs.items()}  # warm-up + check
+    first = {w: run_once(a) for w, a in argvs.items()}  # warm-up + check
+    counts = {w: _count(w, r[2]) for w, r in first.items()}
     if len(set(counts.values())) != 1:
         raise SystemExit(f"the ways disagree on the tensor count: {counts}")
-    got: dict[str, list[tuple[float, int]]] = {w: [] for w in argvs}
+    got: dict[str, list[tuple[float, int, float]]] = {w: [] for w in argvs}
+    for w in once:
+        wall, rss, _, cpu = first[w]
+        got[w].append((wall, rss, cpu))
     for _ in range(runs):
         for w, argv in argvs.items():
-            wall, rss, _ = run_once(argv)
-            got[w].append((wall, rss))
-    return {w: (min(t for t, _ in r), max(m for _, m in r), counts[w])
-            for w, r in got.items()}
+            if w in once:
+                continue
+            wall, rss, _, cpu = run_once(argv)
+            got[w].append((wall, rss, cpu))
+    return {w: (min(t for t, _, _ in r), max(m for _, m, _ in r), counts[w],
+                min(c for _, _, c in r)) for w, r in got.items()}
 
 
 def http_counts(paths: dict[str, str]) -> dict[str, tuple[int, int]]:
@@ -198,17 +208,20 @@ def main() -> None:
                    help="a python with the gguf package (writes the files, runs GGUFReader)")
     p.add_argument("--many", type=int, default=50_000)
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--keep", help="write the files here and keep them (reused when present)")
+    p.add_argument("--keep", help="write the files here and keep them (reused when present: "
+                   "under a directory named by the generator and the producer)")
     p.add_argument("--http", action="store_true", help="also count HTTP range requests")
     p.add_argument("--json", help="write the result rows (bench/rows.py schema) here")
-    p.add_argument("--quick", action="store_true", help="the --many file only")
+    p.add_argument("--quick", action="store_true",
+                   help="the --many file only, gguf.GGUFReader timed by one run")
     a = p.parse_args()
     name = f"GGUF {a.many:,} tensors: show --format json vs floor + json.dumps"
     if not rows.python_ok(a.producer):
         print(f"{name}: {rows.NA}")
         rows.write(a.json, [rows.missing("formats", name, "<= 2x floor")])
         return
-    out = a.keep or tempfile.mkdtemp(prefix="gguf_list.")
+    out = rows.kept(a.keep, WRITE, a.producer) if a.keep else tempfile.mkdtemp(
+        prefix="gguf_list.")
     os.makedirs(out, exist_ok=True)
     files = {"llama-3.2-1B-shaped (Q8_0, 128k vocab)": ("llama", os.path.join(out, "llama.gguf")),
              f"{a.many:,} tensors": ("many", os.path.join(out, f"many{a.many}.gguf"))}
@@ -219,23 +232,29 @@ def main() -> None:
         for case, (kind, path) in files.items():
             if not os.path.exists(path):
                 subprocess.run([a.producer, "-c", WRITE, kind, path, str(a.many)], check=True)
-            rows_.append((case, os.path.getsize(path), time_ways(path, a.producer, a.runs)))
+            # --quick: GGUFReader (seconds a run, beside the target, not in it) runs once
+            once = ("gguf-reader",) if a.quick else ()
+            rows_.append((case, os.path.getsize(path), time_ways(path, a.producer, a.runs, once)))
         ways = ("inspector", "gguf-reader", "floor", "floor-json")
-        print("| file | tensors | " + " | ".join(ways) + " | inspector / floor "
-              "| gguf-reader / inspector |")
+        print("| file | tensors | " + " | ".join(ways) + " | inspector / floor-json "
+              "(wall, CPU) | gguf-reader / inspector |")
         print("|---|---|" + "---|" * (len(ways) + 2))
         for case, size, res in rows_:
-            cells = [f"{res[w][0] * 1000:.0f} ms, {res[w][1] >> 20} MB" for w in ways]
+            cells = [f"{res[w][0] * 1000:.0f} ms [CPU {res[w][3] * 1000:.0f} ms], "
+                     f"{res[w][1] >> 20} MB" for w in ways]
             print(f"| {case}, {size / 2**30:.2f} GiB | {res['inspector'][2]:,} | "
                   + " | ".join(cells)
-                  + f" | {res['inspector'][0] / res['floor'][0]:.2f}x"
+                  + f" | {res['inspector'][0] / res['floor-json'][0]:.2f}x, "
+                  f"{res['inspector'][3] / res['floor-json'][3]:.2f}x"
                   f" | {res['gguf-reader'][0] / res['inspector'][0]:.1f}x |")
         rows_by_case = {case: res for case, _, res in rows_}
         many = rows_by_case[f"{a.many:,} tensors"]
         rows.write(a.json, [rows.at_most_floor(
             "formats", name, many["inspector"][0], many["floor-json"][0], 2,
             "whole processes, min of runs; floor: struct parse + json.dumps of the rows "
-            f"({many['floor'][0] * 1000:.0f} ms without the dumps)",
+            f"({many['floor'][0] * 1000:.0f} ms without the dumps); CPU time "
+            f"{many['inspector'][3] * 1000:.0f} ms against {many['floor-json'][3] * 1000:.0f} ms "
+            f"({many['inspector'][3] / many['floor-json'][3]:.2f}x)",
             producer=many["gguf-reader"][0])])
         if a.http:
             print("\n| file over HTTP | requests | bytes |\n|---|---|---|")

@@ -127,16 +127,32 @@ def startup_rows(inspector: str, py: str, frameworks: Path, mxnet: Path | None, 
     return out
 
 
+CACHE = HERE / "out" / "files"
+
+
+def cached(script: str) -> str:
+    """Where ``script`` keeps the files its producer wrote, from one run to the next (under
+    it, the script names each set by a hash of its generator's code, its arguments and the
+    producer: ``rows.kept``). Writing is most of a format row's cost (torch.onnx.export,
+    TensorFlow, torch pickling 100,000 chunks); what is timed, reading them, is the same either
+    way. ``rm -r bench/out/files`` starts over."""
+    return str(CACHE / Path(script).stem)
+
+
 def format_rows(py: str, producers: Path, runs: int) -> tuple[list[dict], list[str]]:
     """Each format script's rows (and its printed table)."""
     def venv(name: str) -> str:
         return str(producers / name / "bin" / "python")
 
     scripts = [
-        ("dcp_metadata.py", ["--torch-python", venv("torch"), "--runs", str(runs)]),
-        ("gguf_list.py", ["--producer", venv("gguf"), "--runs", str(runs), "--quick"]),
-        ("onnx_list.py", ["--producer", venv("onnx"), "--python", py, "--runs", str(runs)]),
-        ("tf_list.py", ["--producer", venv("tf"), "--runs", str(runs)]),
+        ("dcp_metadata.py", ["--torch-python", venv("torch"), "--runs", str(runs),
+                             "--keep", cached("dcp_metadata.py")]),
+        ("gguf_list.py", ["--producer", venv("gguf"), "--runs", str(runs), "--quick",
+                          "--keep", cached("gguf_list.py")]),
+        ("onnx_list.py", ["--producer", venv("onnx"), "--python", py, "--runs", str(runs),
+                          "--keep", cached("onnx_list.py")]),
+        ("tf_list.py", ["--producer", venv("tf"), "--runs", str(runs),
+                        "--keep", cached("tf_list.py")]),
         ("deepspeed_list.py", ["--ds-python", venv("ds-hf"), "--runs", str(runs), "--quick"]),
         ("megatron_list.py", ["--producer", venv("megatron"), "--runs", str(runs)]),
     ]

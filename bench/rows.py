@@ -154,6 +154,15 @@ def min_inner(argv: list[str], runs: int, env: dict | None = None) -> tuple[floa
     return best, rest
 
 
+def kept(keep: str, *made_by: str) -> str:
+    """The directory under ``keep`` for files made by ``made_by`` (the generator's code, its
+    arguments, the producer): named by their hash, so other code or arguments write afresh."""
+    import hashlib
+
+    h = hashlib.sha256("\0".join(made_by).encode()).hexdigest()[:12]
+    return os.path.join(keep, h)
+
+
 def python_ok(python: str | None) -> bool:
     return bool(python) and os.path.exists(python)
 

@@ -43,9 +43,8 @@ class RestrictedNames:
         # id of an allowed object handed out -> its dotted name (a BUILD aimed at it changes it)
         self.handed_out: dict[int, str] = {}
         self._wrapped: dict[str, Callable[..., Any]] = {}
-        self._defaults = {
-            id(f): f.__defaults__ for f in allowed.values() if isinstance(f, types.FunctionType)
-        }
+        # id of an allowed function handed out -> its __defaults__ then (before any BUILD)
+        self._defaults: dict[int, Any] = {}
 
     def find_class(self, module: str, name: str) -> Any:
         written = f"{module}.{name}"
@@ -65,6 +64,8 @@ class RestrictedNames:
             if dotted in NESTED_LOADERS:  # a stand-in too is judged by the bytes it loads
                 return self._examining(dotted, found)
             self.handed_out[id(found)] = dotted
+            if isinstance(found, types.FunctionType):
+                self._defaults.setdefault(id(found), found.__defaults__)
             if dotted in CALLS_ARGUMENT and not isinstance(found, type):
                 return self._calling(dotted, found)
             return found
