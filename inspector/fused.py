@@ -78,20 +78,25 @@ def stats(x: Any, dtype: str, tiny: float | None, f16: bool) -> Partial | None:
     if got is None:
         return None
     raw, half = got
-    s, ss, lo_key, hi_key, small = k.moments(raw, half)
+    tiny_bits = _bits(tiny) if tiny is not None else 0
+    limits = np.int32(max(tiny_bits, 1)), np.int32(_F16_OVER)
+    counted = None
+    if half:
+        s, ss, lo_key, hi_key, *counted = k.moments_counted(raw, half, *limits)
+        small = 0
+    else:
+        s, ss, lo_key, hi_key, small = k.moments(raw, half)
     lo_bits, hi_bits = _unkey(int(lo_key)), _unkey(int(hi_key))
     if (hi_bits & 0x7FFFFFFF) >= _INF32 or (lo_bits & 0x7FFFFFFF) >= _INF32:
         return None  # NaN or Inf (a NaN's key lies beyond the infinities)
     lo, hi = _float(lo_bits), _float(hi_bits)
     top = max(-lo, hi)
-    tiny_bits = _bits(tiny) if tiny is not None else 0
     over = f16 and top >= F16_OVERFLOW
     mean = s / n
     m2 = ss - s * mean
     zeros = subnormal = overflow = 0
-    if int(small) < max(tiny_bits, 1) or over:
-        got = k.counts(raw, half, np.int32(max(tiny_bits, 1)), np.int32(_F16_OVER))
-        zeros, below, above = (int(c) for c in got)
+    if counted is not None or int(small) < max(tiny_bits, 1) or over:
+        zeros, below, above = (int(c) for c in counted or k.counts(raw, half, *limits))
         if tiny is not None:
             subnormal = below - zeros
         if over:

@@ -80,6 +80,32 @@ def moments(raw: Any, half: bool) -> Any:
 
 
 @_jit
+def moments_counted(raw: Any, half: bool, tiny: Any, over: Any) -> Any:
+    """:func:`moments` with :func:`counts` in the same pass (for float16, whose subnormals
+    are common in weights: one pass costs less than two)."""
+    s = 0.0
+    ss = 0.0
+    lo = _BIG
+    hi = np.int32(-_BIG)
+    zeros = np.int32(0)
+    below = np.int32(0)
+    above = np.int32(0)
+    for i in range(raw.size):
+        k = _widen(raw, i, half)
+        d = np.float64(np.int32(k).view(np.float32))
+        s += d
+        ss += d * d
+        a = np.int32(k & _M)
+        zeros = np.int32(zeros + np.int32(a == 0))
+        below = np.int32(below + np.int32(a < tiny))
+        above = np.int32(above + np.int32(a >= over))
+        k = np.int32(k ^ np.int32(np.int32(k >> _S) & _M))
+        lo = min(lo, k)
+        hi = max(hi, k)
+    return s, ss, lo, hi, zeros, below, above
+
+
+@_jit
 def deviation(raw: Any, half: bool, mean: float) -> Any:
     """The sum of squared deviations from ``mean`` of the chunk, in float64."""
     m2 = 0.0
