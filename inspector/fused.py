@@ -23,6 +23,22 @@ _F16_OVER = 0x477FF000  # float32 bits of F16_OVERFLOW (65520)
 TYPES = ("float32", "bfloat16", "float16")
 
 
+def installed() -> bool:
+    """Whether the kernels will be used: numba installed and not turned off (numba is not
+    imported to tell)."""
+    if _KERNELS:
+        return _KERNELS[0] is not None
+    if _off():
+        return False
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
+
+
+def _off() -> bool:
+    return os.environ.get("INSPECTOR_NUMBA", "1").strip().lower() in ("0", "no", "false", "off")
+
+
 def kernels() -> Any:
     """The compiled kernels module, or None (numba not installed, or turned off)."""
     if not _KERNELS:
@@ -33,11 +49,7 @@ def kernels() -> Any:
 
 
 def _load() -> Any:
-    if os.environ.get("INSPECTOR_NUMBA", "1").strip().lower() in ("0", "no", "false", "off"):
-        return None
-    import importlib.util
-
-    if importlib.util.find_spec("numba") is None:
+    if not installed():
         return None
     try:
         from inspector import fused_kernels
