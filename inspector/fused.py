@@ -94,10 +94,16 @@ def stats(x: Any, dtype: str, tiny: float | None, f16: bool) -> Partial | None:
     limits = np.int32(max(tiny_bits, 1)), np.int32(_F16_OVER)
     counted = None
     if half:
-        s, ss, lo_key, hi_key, *counted = k.moments_counted(raw, half, *limits)
+        got = _call(k.moments_counted, raw, half, *limits)
+        if got is None:
+            return None
+        s, ss, lo_key, hi_key, *counted = got
         small = 0
     else:
-        s, ss, lo_key, hi_key, small = k.moments(raw, half)
+        got = _call(k.moments, raw, half)
+        if got is None:
+            return None
+        s, ss, lo_key, hi_key, small = got
     lo_bits, hi_bits = _unkey(int(lo_key)), _unkey(int(hi_key))
     if (hi_bits & 0x7FFFFFFF) >= _INF32 or (lo_bits & 0x7FFFFFFF) >= _INF32:
         return None  # NaN or Inf (a NaN's key lies beyond the infinities)
@@ -129,13 +135,27 @@ def difference(xa: Any, xb: Any, dtype: str) -> tuple[float, float, float, float
     ga, gb = _raw(xa, dtype), _raw(xb, dtype)
     if ga is None or gb is None:
         return None
-    top, ss_d, ss_a, ss_b, ss_ab = k.difference(ga[0], gb[0], ga[1])
+    got = _call(k.difference, ga[0], gb[0], ga[1])
+    if got is None:
+        return None
+    top, ss_d, ss_a, ss_b, ss_ab = got
     if int(top) >= _INF64:
         return None
     import struct
 
     top_f = struct.unpack("<d", struct.pack("<q", int(top)))[0]
     return top_f, float(ss_d), float(ss_a), float(ss_b), float(ss_ab)
+
+
+def _call(kernel: Any, *args: Any) -> Any:
+    """``kernel(*args)``; None, and the kernels off for the rest of the process, when it cannot
+    compile or load here (a numba that does not work with this NumPy or this CPU)."""
+    try:
+        return kernel(*args)
+    except Exception:
+        with _LOCK:
+            _KERNELS[:] = [None]
+        return None
 
 
 def _unkey(key: int) -> int:
