@@ -114,13 +114,19 @@ def stats(x: Any, dtype: str, tiny: float | None, f16: bool) -> Partial | None:
     m2 = ss - s * mean
     zeros = subnormal = overflow = 0
     if counted is not None or int(small) < max(tiny_bits, 1) or over:
-        zeros, below, above = (int(c) for c in counted or k.counts(raw, half, *limits))
+        counted = counted or _call(k.counts, raw, half, *limits)
+        if counted is None:
+            return None
+        zeros, below, above = (int(c) for c in counted)
         if tiny is not None:
             subnormal = below - zeros
         if over:
             overflow = above
     if m2 < 1e-2 * ss:  # values close to their mean: the deviations summed in a second pass
-        m2 = float(k.deviation(raw, half, mean))
+        dev = _call(k.deviation, raw, half, mean)
+        if dev is None:
+            return None
+        m2 = float(dev)
     return Partial(n, n, mean, max(m2, 0.0), float(ss), lo, hi, 0, 0, 0, zeros, subnormal,
                    overflow)
 
