@@ -109,6 +109,8 @@ def stats(x: Any, dtype: str, tiny: float | None, f16: bool) -> Partial | None:
         return None  # NaN or Inf (a NaN's key lies beyond the infinities)
     lo, hi = _float(lo_bits), _float(hi_bits)
     top = max(-lo, hi)
+    if half and top >= 65536.0:
+        return None  # a float16 NaN or Inf (widened to 65536 and above)
     over = f16 and top >= F16_OVERFLOW
     mean = s / n
     m2 = ss - s * mean

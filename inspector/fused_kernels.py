@@ -23,8 +23,8 @@ _M = np.int32(0x7FFFFFFF)
 _S = np.int32(31)
 _BIG = np.int32(0x7FFFFFFF)
 _HALF_SCALE = np.float32(2.0**112)
-_F16_EXP = np.int32(0x0F800000)  # float16's exponent bits once moved into place
 _INF = np.int32(0x7F800000)
+_F16_EXP = np.int32(0x0F800000)  # float16's exponent bits once moved into place
 
 
 def _jit(fn: Any) -> Any:
@@ -46,8 +46,22 @@ def _widen(raw: Any, i: int, half: bool) -> Any:
     """Element ``i`` as float32 bits: float32 as is, bfloat16 shifted into the upper half,
     float16 (``half``) by its bits: the 15 bits below the sign moved into float32's exponent
     and mantissa place (sign repeated, bits 28-30 cleared), the product with 2**112 restoring
-    the exponent exactly (see :func:`inspector.kernels.half_to_float32`), and NaN and Inf (all
-    five exponent bits set) given float32's all-ones exponent, so they stay NaN and Inf."""
+    the exponent exactly (see :func:`inspector.kernels.half_to_float32`). float16 NaN and Inf
+    come out as finite numbers of magnitude 65536 and above, which no finite float16 reaches:
+    the caller looks at the largest magnitude."""
+    if raw.itemsize == 4:
+        return np.int32(raw[i])
+    if half:
+        k = np.int32(np.int32(np.int32(np.int32(raw[i]) << np.int32(16)) >> np.int32(3))
+                     & np.int32(-0x70002000))
+        return np.float32(k.view(np.float32) * _HALF_SCALE).view(np.int32)
+    return np.int32(np.int32(raw[i]) << np.int32(16))
+
+
+@_inline
+def _widen_ieee(raw: Any, i: int, half: bool) -> Any:
+    """:func:`_widen` with float16 NaN and Inf given float32's all-ones exponent, so that they
+    stay NaN and Inf (and so does a difference with them)."""
     if raw.itemsize == 4:
         return np.int32(raw[i])
     if half:
@@ -141,8 +155,8 @@ def difference(raw_a: Any, raw_b: Any, half: bool) -> Any:
     ss_b = 0.0
     ss_ab = 0.0
     for i in range(raw_a.size):
-        a = np.float64(np.int32(_widen(raw_a, i, half)).view(np.float32))
-        b = np.float64(np.int32(_widen(raw_b, i, half)).view(np.float32))
+        a = np.float64(np.int32(_widen_ieee(raw_a, i, half)).view(np.float32))
+        b = np.float64(np.int32(_widen_ieee(raw_b, i, half)).view(np.float32))
         d = a - b
         top = max(top, np.float64(abs(d)).view(np.int64))
         ss_d += d * d
