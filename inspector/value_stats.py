@@ -205,6 +205,10 @@ def stored_chunk_result(x: Any, y: Any, dtype: str, k: str, tiny: float | None, 
     part = fused.stats(x, dtype, tiny, f16) if k == "float" else None
     if part is not None and y is None:
         return part, None
+    if part is not None:  # the sum of squared differences in one compiled pass too
+        got = fused.difference(x, y, dtype)
+        if got is not None:  # (None: NaN or Inf on either side, which NumPy places)
+            return part, got[1]
     wy = widened(y, dtype, slots[1]) if y is not None else None
     return chunk_result(widened(x, dtype, slots[0]), wy, k, tiny, f16, part)
 

@@ -177,3 +177,13 @@ def test_diff_values_agree_with_and_without_numba(pair, monkeypatch):
             else:
                 assert x == pytest.approx(y, rel=1e-6, abs=1e-12), key
     assert compared
+
+
+def test_a_run_agrees_with_and_without_numba(monkeypatch):
+    """Per-group norms and relative changes (sums of squared differences) either way."""
+    run = sorted((FIXTURES / "stats/sockeye1_run").glob("params.0000?"))
+    assert len(run) >= 2
+    with_numba = stats.run_report(stats.run_stats(run, chunk=64, threads=2))
+    monkeypatch.setattr(fused, "_KERNELS", [None])
+    without = stats.run_report(stats.run_stats(run, chunk=64, threads=2))
+    _close(with_numba, without)
