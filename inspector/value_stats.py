@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inspector import fused
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
 from inspector.grouping import numbered_layer
 from inspector.partial import Partial, fast_reduce, merge_all, reduce
@@ -34,7 +35,10 @@ from inspector.partial import Partial, fast_reduce, merge_all, reduce
 SCHEMA = "inspector.stats/1"
 RUN_SCHEMA = "inspector.stats-run/1"
 ERROR, WARNING = "error", "warning"
-CHUNK = 1 << 18  # elements per chunk: 1 MiB of float32, 2 MiB as float64 (see chunk_pass)
+# Elements per chunk: 1 MiB of float32, 2 MiB as float64 (see chunk_pass); 4 MiB of float32
+# when the compiled kernels do the work (one pass, no float64 copy: fewer, larger chunks cost
+# less per byte).
+CHUNK = (1 << 20) if fused.installed() else (1 << 18)
 OUTLIER_FACTOR = 10.0  # a layer's norm this many times off the median of its kind is flagged
 JUMP_FACTOR = 10.0  # a group's relative change this many times its earlier median is flagged
 # What the statistics of each kind of dtype are computed over.
@@ -169,9 +173,9 @@ def tensor_partial(ckpt: Checkpoint, entry: TensorEntry, chunk: int = CHUNK,
     if olds is not None:
         delta = 0.0
     for x in chunks:
-        x = widened(x, entry.dtype, "stats.x.wide")
-        y = widened(next(olds), entry.dtype, "stats.y.wide") if olds is not None else None
-        part, d = chunk_result(x, y, k, tiny, f16)
+        y = next(olds) if olds is not None else None
+        part, d = stored_chunk_result(x, y, entry.dtype, k, tiny, f16, ("stats.x.wide",
+                                                                          "stats.y.wide"))
         out = out.merge(part)
         if d is not None:
             delta += d  # type: ignore[operator]
@@ -191,10 +195,29 @@ def _how(entry: TensorEntry) -> tuple[str, float | None, bool]:
     return k, _TINY.get(entry.dtype), f16
 
 
-def chunk_result(x: Any, y: Any, k: str, tiny: float | None, f16: bool
-                 ) -> tuple[Partial, float | None]:
-    """One chunk's partial, and (``y``: the same chunk of the previous checkpoint) its sum of
-    squared differences from it, None when the two are equal."""
+def stored_chunk_result(x: Any, y: Any, dtype: str, k: str, tiny: float | None, f16: bool,
+                        slots: tuple[str, str]) -> tuple[Partial, float | None]:
+    """:func:`chunk_result` of a chunk as stored (and ``y``, the previous checkpoint's, as
+    stored): float32, bfloat16 and float16 in one compiled pass when numba is installed
+    (:mod:`inspector.fused`), else widened (into this thread's scratch buffers ``slots``) and
+    reduced by NumPy."""
+
+    part = fused.stats(x, dtype, tiny, f16) if k == "float" else None
+    if part is not None and y is None:
+        return part, None
+    if part is not None:  # the sum of squared differences in one compiled pass too
+        got = fused.difference(x, y, dtype)
+        if got is not None:  # (None: NaN or Inf on either side, which NumPy places)
+            return part, got[1]
+    wy = widened(y, dtype, slots[1]) if y is not None else None
+    return chunk_result(widened(x, dtype, slots[0]), wy, k, tiny, f16, part)
+
+
+def chunk_result(x: Any, y: Any, k: str, tiny: float | None, f16: bool,
+                 part: Partial | None = None) -> tuple[Partial, float | None]:
+    """One chunk's partial (``part`` when already known), and (``y``: the same chunk of the
+    previous checkpoint) its sum of squared differences from it, None when the two are
+    equal."""
     import numpy as np
 
     from inspector import kernels
@@ -210,7 +233,7 @@ def chunk_result(x: Any, y: Any, k: str, tiny: float | None, f16: bool
                 d = np.subtract(x, y, dtype=np.float64)
             d = d[~np.isnan(d)] if np.isnan(d).any() else d  # NaN is counted elsewhere
             delta = kernels.dot(d, d)
-    return _reduce(x, k, tiny, f16), delta
+    return (part if part is not None else _reduce(x, k, tiny, f16)), delta
 
 
 def chunk_partial(x: Any, dtype: str) -> Partial:
@@ -361,9 +384,9 @@ def _pass(ckpt: Checkpoint, entries: list[TensorEntry], prev: Checkpoint | None,
             if span is None:
                 return tensor_result(ckpt, t, chunk, advance,
                                      None if before is None else (prev, before))
-            x = _values_of(files, span, k, chunk, "x")
-            y = _values_of(files, old, k, chunk, "y") if old is not None else None
-            got = chunk_result(x, y, *_how(t))
+            x = files.read(span, k, chunk, "stats.x")
+            y = files.read(old, k, chunk, "stats.y") if old is not None else None
+            got = stored_chunk_result(x, y, t.dtype, *_how(t), ("stats.x.wide", "stats.y.wide"))
             if advance is not None:
                 advance(x.size * span.itemsize)
             return got
@@ -394,12 +417,6 @@ def _released(scratch: Any) -> Any:
         yield
     finally:
         scratch.release()
-
-
-def _values_of(files: Any, span: Any, k: int, chunk: int, slot: str) -> Any:
-    """Chunk ``k`` of a located tensor, :func:`widened` (in this thread's scratch buffers)."""
-    x = files.read(span, k, chunk, f"stats.{slot}")
-    return widened(x, span.entry.dtype, f"stats.{slot}.wide")
 
 
 def widened(x: Any, dtype: str, slot: str) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import sys
 import pytest
 
 import inspector
-from inspector import chunk_pass, kernels, values
+from inspector import chunk_pass, fused, kernels, values
 from inspector import value_stats as stats
 from inspector.diffing import align, compare_values
 from inspector.partial import Partial, fast_reduce, reduce
@@ -208,10 +209,42 @@ sys.exit(rc)
 """
 
 
+RUNTIME = """
+import sys
+import numpy as np
+from inspector import fused
+if fused.kernels() is not None:
+    x = np.zeros(1024, np.float32)
+    for dtype, y in (("float32", x), ("bfloat16", x.view(np.uint16)), ("float16", x.astype(np.float16))):
+        fused.stats(y, dtype, 2.0**-14, True)
+        fused.difference(y, y, dtype)
+for line in open('/proc/self/status'):
+    if line.startswith('VmHWM:'):
+        print(line.split()[1])
+"""
+
+
+def _peak_kib(code, *args, numba="0"):
+    env = {**os.environ, "INSPECTOR_NUMBA": numba}
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600, env=env)
+    return proc
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
-def test_peak_memory_stays_under_100_mb_on_a_300_mb_file(tmp_path):
+@pytest.mark.parametrize("numba", ["0", "1"], ids=["numpy", "numba"])
+def test_peak_memory_stays_under_100_mb_on_a_300_mb_file(tmp_path, numba):
     """stats and diff --values over files three times the budget: the process's high-water
-    mark (VmHWM, the child's own) stays under 100 MB, whatever the file size."""
+    mark (VmHWM, the child's own) stays under 100 MB, whatever the file size. With numba, its
+    runtime (LLVM's library and the loaded kernels: a fixed cost, measured apart in a child
+    that only loads and runs them) comes on top; the pass itself stays under the same 100
+    MB."""
+    extra = 0
+    if numba == "1":
+        if not fused.kernels():
+            pytest.skip("numba is not installed")
+        base = [int(_peak_kib(RUNTIME, numba=n).stdout.split()[-1]) for n in ("0", "1")]
+        extra = base[1] - base[0]
     a, b = tmp_path / "a.safetensors", tmp_path / "b.safetensors"
     for path, seed in ((a, 0), (b, 1)):
         rng = np.random.default_rng(seed)
@@ -222,9 +255,8 @@ def test_peak_memory_stays_under_100_mb_on_a_300_mb_file(tmp_path):
     assert a.stat().st_size > 300e6
     for args in (["stats", str(a), "--format", "json"],
                  ["diff", str(a), str(b), "--values", "--format", "json"]):
-        proc = subprocess.run([sys.executable, "-c", PEAK, *args], capture_output=True,
-                              text=True, cwd=ROOT, timeout=600)
+        proc = _peak_kib(PEAK, *args, numba=numba)
         assert proc.returncode in (0, 1), proc.stderr
         json.loads(proc.stdout)
-        peak_kib = int(proc.stderr.strip().splitlines()[-1])
+        peak_kib = int(proc.stderr.strip().splitlines()[-1]) - extra
         assert peak_kib * 1024 < 100e6, f"{args[0]}: peak RSS {peak_kib / 1024:.0f} MiB"

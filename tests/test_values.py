@@ -117,6 +117,7 @@ def test_values_diff_memory_is_bounded_by_a_chunk(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-c", PEAK_PROBE, "diff", str(a), str(b), "--values", "--format", "json"],
         capture_output=True, text=True, cwd=ROOT, timeout=600,
+        env={**os.environ, "INSPECTOR_NUMBA": "0"},  # the NumPy path (numba's: test_chunk_pass)
     )
     assert proc.returncode == 1, proc.stderr
     peak_kib = int(proc.stderr.strip().splitlines()[-1])
