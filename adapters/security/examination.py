@@ -75,10 +75,19 @@ _PID = _PersistentId()
 
 
 def persistent(pid: Any) -> Any:
-    """A storage reference stands for nothing; legacy torch's ("module", cls, file, source)
-    stands for its class (a placeholder), which NEWOBJ then instantiates."""
-    if type(pid) is tuple and len(pid) == 4 and pid[0] == "module" and isinstance(pid[1], type):
-        return pid[1]
+    """What torch's ``persistent_load`` hands the unpickler for ``pid``. A storage reference
+    stands for nothing. Legacy torch returns ``data[0]`` of a ``("module", obj, ...)`` id (the
+    type name may be bytes, ``_maybe_decode_ascii``; with any falsy field the source check is
+    skipped), and the tar format returns the first element of any tuple: whatever the pickle put
+    there (a placeholder), which the pickle may then call or instantiate."""
+    if type(pid) is tuple and pid:
+        head = pid[0]
+        if isinstance(head, (bytes, bytearray)):
+            head = bytes(head).decode("ascii", "replace")
+        if head == "module" and len(pid) >= 2:
+            return pid[1]
+        if head != "storage":
+            return pid[0]
     return _PID
 
 
