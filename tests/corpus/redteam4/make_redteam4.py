@@ -153,6 +153,47 @@ def zip_files() -> dict[str, bytes]:
     }
 
 
+# -- torch's own state setters given a special name -------------------------------------------
+
+class _Reduced:
+    """Pickled as whatever ``__reduce_ex__`` says (built in the producer, by torch.save)."""
+
+    def __init__(self, reduced: tuple) -> None:
+        self.reduced = reduced
+
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        return self.reduced
+
+
+def state_files() -> dict[str, bytes]:
+    """torch._utils._set_obj_state does ``setattr(obj, key, value)`` for every key of the state
+    that ``_rebuild_parameter_with_state`` and ``_rebuild_from_type_v2`` pass it: a
+    ``__class__`` key turns the vetted parameter into the file's class."""
+    import collections
+
+    import torch
+    import torch._tensor
+    import torch._utils
+    from rt4_torch_payload import Tracked
+
+    t = torch.zeros(2)
+    with_state = _Reduced((torch._utils._rebuild_parameter_with_state,
+                           (t, False, collections.OrderedDict(), {"__class__": Tracked})))
+    slots = _Reduced((torch._utils._rebuild_parameter_with_state,
+                      (t, False, collections.OrderedDict(), (None, {"__class__": Tracked}))))
+    from_type = _Reduced((torch._tensor._rebuild_from_type_v2,
+                          (torch.nn.Parameter, torch.nn.Parameter, (t,),
+                           {"__class__": Tracked})))
+    out = {}
+    for name, obj in (("state_param_class", with_state), ("state_param_slots_class", slots),
+                      ("state_from_type_class", from_type)):
+        for proto in (2, 4):
+            buf = io.BytesIO()
+            torch.save({"w": obj}, buf, pickle_protocol=proto)
+            out[f"{name}_p{proto}.pt"] = buf.getvalue()
+    return out
+
+
 # -- iteration calling a callable -----------------------------------------------------------
 
 ITER = b"cbuiltins\niter\n(" + TOUCH + b"I0\ntR"  # iter(touch, 0): calls touch once (it returns 0)
@@ -253,9 +294,11 @@ def run(loader: str, path: Path) -> str:
 
 
 def main() -> None:
+    sys.path.insert(0, str(HERE))
     OUT.mkdir(exist_ok=True)
     files: dict[str, bytes] = {}
-    for make in (legacy_files, tar_files, zip_files, iter_files, npz_files, joblib_files):
+    for make in (legacy_files, tar_files, zip_files, state_files, iter_files, npz_files,
+                 joblib_files):
         files.update(make())
     truth: dict[str, dict[str, str]] = {}
     for name, data in sorted(files.items()):
