@@ -430,7 +430,8 @@ TORCH_CONSTANT_NAMES: tuple[str, ...] = (
 # "constructed": cls.__new__(arg) without __init__, then its __setstate__ gets the state;
 # "values called": the values of that mapping are called later (hooks);
 # "state set": setattr(obj, key, value) per key (torch._utils._set_obj_state): a __class__ key
-# makes the object an instance of that class (constructed), a planted method is called later.
+# makes the object an instance of that class (constructed), a planted method is called later;
+# "<method> read": an object or class of the file there has that method run (dict(x): keys).
 CALLS_ARGUMENT: dict[str, dict[int, str]] = {
     # copyreg.py: base.__new__(cls, state); base.__init__(obj, state) unless base is object
     "copyreg._reconstructor": {0: "constructed", 1: "called"},
@@ -460,7 +461,7 @@ CALLS_ARGUMENT: dict[str, dict[int, str]] = {
     # Cython's generated unpickler: SeedSequence.__new__(type)
     "numpy.random.bit_generator.__pyx_unpickle_SeedSequence": {0: "constructed"},
     # collections.defaultdict(factory): the factory is called on a missing key, after loading
-    "collections.defaultdict": {0: "called"},
+    "collections.defaultdict": {0: "called", 1: "keys read"},  # dict.__init__: x.keys()
 }
 
 # Loaders that unpickle bytes held in the file: the call is judged by what those bytes hold

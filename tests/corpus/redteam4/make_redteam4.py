@@ -16,6 +16,10 @@ records per file and loader ``executed`` (the marker appeared), ``accepted`` or 
   the first four bytes for a zip, so it unpickles the front);
 * ``dupe_*.pt``: a ``torch.save`` zip with a second ``data.pkl`` member of the same name;
 * ``iter_*.pkl``: ``iter(callable, sentinel)`` handed to a vetted builtin that iterates it;
+* ``keyed_*.pkl``: a class of the file handed to ``dict``/``OrderedDict``/``defaultdict``, which
+  call its ``keys()``;
+* ``state_*.pt``: the state ``torch._utils._set_obj_state`` applies with ``setattr`` (after
+  ``_rebuild_parameter_with_state`` / ``_rebuild_from_type_v2``) setting ``__class__``;
 * ``npz_*.npz``: object arrays in ``.npz`` members whose names do not end in ``.npy``;
 * ``joblib_read_*.joblib``: a ``NumpyArrayWrapper`` whose BUILD state shadows its ``read``.
 """
@@ -213,6 +217,12 @@ def iter_files() -> dict[str, bytes]:
         b"h\x00\x8c\x04iter\x94\x93\x94\x8c\x0brt4_payload\x94\x8c\x05touch\x94\x93\x94"
         b"K\x00\x86\x94R\x94\x85\x94R\x94."
     )
+    # a class of the file given to a constructor that reads a mapping: dict(x) calls x.keys()
+    keyed = b"crt4_payload\nKeyed\n"
+    out["keyed_dict.pkl"] = b"cbuiltins\ndict\n(" + keyed + b"tR."
+    out["keyed_ordereddict.pkl"] = b"ccollections\nOrderedDict\n(" + keyed + b"tR."
+    out["keyed_defaultdict.pkl"] = b"ccollections\ndefaultdict\n(N" + keyed + b"tR."
+    out["keyed_dict_p2.pkl"] = b"\x80\x02c__builtin__\ndict\n" + keyed + b"\x85R."
     return out
 
 

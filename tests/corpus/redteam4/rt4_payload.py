@@ -12,3 +12,16 @@ def touch(*args: object, **kwargs: object) -> int:
     with open("rt4_marker", "w") as f:
         f.write("ran")
     return 0
+
+
+class Keyed:
+    """A class with a ``keys`` classmethod: ``dict(Keyed)`` and ``OrderedDict(Keyed)`` call it
+    (and ``Keyed[key]``), as they do for any mapping-like argument."""
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        touch()
+        return ["k"]
+
+    def __class_getitem__(cls, key: object) -> int:
+        return 0
