@@ -77,9 +77,11 @@ def _loader_pickle(head: bytes, source: Source | None, size: int) -> bool:
     (any protocol, the loaders' grammar), past the head when it ends inside the walk; a
     pickle of torch's magic number is the torch adapter's."""
     from .security.examination import walks_as_pickle
-    from .security.pickle_grammar import walk
+    from .security.pickle_grammar import runs_before_its_end, walk
 
     end, n, meaningful = walk(head)
+    if end != "stop" and runs_before_its_end(head):  # a loader runs it before the break
+        return _first_int(head) != MAGIC_NUMBER
     if end == "bad" or (end == "stop" and not (meaningful and n > 1)):
         return False
     if end == "cut" and source is not None and size > len(head):

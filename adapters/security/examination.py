@@ -186,15 +186,24 @@ def walks_as_pickle(read: Any, size: int) -> bool:
     """:func:`parses_as_pickle` over ``read(n)`` (the first ``n`` bytes): the first 1 MiB, and
     only when an opcode runs past it (one long string can), everything up to 256 MiB; 32
     opcodes that parse to the end of a cut sample and name a global count as a pickle."""
-    end, n, meaningful = _walk(read(min(size, SAMPLE)))
+    head = read(min(size, SAMPLE))
+    end, n, meaningful = _walk(head)
     if end == "stop":
         return meaningful and n > 1
+    if _runs_before_its_end(head):  # no STOP, but the opcodes before the break call a global
+        return True
     if end != "cut" or size <= SAMPLE:
         return False
     if meaningful and n >= 32:
         return True
     end, n, meaningful = _walk(read(min(size, MAX_PICKLE_BYTES)))
     return end == "stop" and meaningful and n > 1
+
+
+def _runs_before_its_end(data: bytes) -> bool:
+    from .pickle_grammar import runs_before_its_end
+
+    return runs_before_its_end(data)
 
 
 def _walk(data: bytes) -> tuple[str, int, bool]:

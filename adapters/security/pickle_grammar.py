@@ -233,5 +233,25 @@ def walk(data: bytes) -> tuple[str, int, bool]:
     return "cut", n, meaningful
 
 
+def runs_before_its_end(data: bytes) -> bool:
+    """Whether a loader runs something from ``data`` although it is no whole pickle (no STOP:
+    cut short, or bytes that are no opcode further on): its opcodes, read from the start, name
+    a global and then call or construct something. ``pickle.load`` executes each opcode as it
+    reads it and fails only where the grammar does."""
+    named = False
+    try:
+        for op, _arg, _pos in genops(data):
+            if op.name == "STOP":
+                return False
+            if op.name in GLOBAL_OPS:
+                named = True
+            if named and op.name in CALL_OPS:
+                return True
+    except Exception:  # noqa: BLE001 - GrammarError or any reader failure: the loader stops here
+        return False
+    return False
+
+
 GLOBAL_OPS = frozenset({"GLOBAL", "INST", "STACK_GLOBAL"})
+CALL_OPS = frozenset({"REDUCE", "INST", "OBJ", "NEWOBJ", "NEWOBJ_EX", "BUILD"})
 FIRST_OPS = frozenset({"MARK", "EMPTY_DICT", "EMPTY_LIST", "EMPTY_TUPLE", "PROTO"})

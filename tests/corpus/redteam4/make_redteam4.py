@@ -15,6 +15,8 @@ records per file and loader ``executed`` (the marker appeared), ``accepted`` or 
 * ``prepended_*.pt``: a pickle in front of a real ``torch.save`` zip (``torch.load`` checks only
   the first four bytes for a zip, so it unpickles the front);
 * ``dupe_*.pt``: a ``torch.save`` zip with a second ``data.pkl`` member of the same name;
+* ``nostop_*``, ``badtail_*``, ``cut_*``: protocol-0 pickles without STOP (the data ends, or
+  bytes that are no opcode follow) whose call runs before the loader fails;
 * ``iter_*.pkl``: ``iter(callable, sentinel)`` handed to a vetted builtin that iterates it;
 * ``keyed_*.pkl``: a class of the file handed to ``dict``/``OrderedDict``/``defaultdict``, which
   call its ``keys()``;
@@ -157,6 +159,22 @@ def zip_files() -> dict[str, bytes]:
     }
 
 
+# -- pickles a loader runs although they never reach STOP ---------------------------------------
+
+def unfinished_files() -> dict[str, bytes]:
+    """``pickle.load`` runs each opcode as it reads it: a call before the end of the data (or
+    before bytes that are no opcode) has run when the loader fails."""
+    touch_call = b"crt4_payload\ntouch\n(tR"
+    out = {}
+    for ext in ("pkl", "pt", "joblib", "bin"):
+        out[f"nostop_system.{ext}"] = SYSTEM
+        out[f"badtail_system.{ext}"] = SYSTEM + b"\xff\xfe not an opcode"
+    out["nostop_touch.pkl"] = touch_call
+    out["nostop_touch_text_tail.pkl"] = touch_call + b"0\nthe rest is prose\n"
+    out["cut_mid_opcode.pkl"] = touch_call + b"S'unterminated"
+    return out
+
+
 # -- torch's own state setters given a special name -------------------------------------------
 
 class _Reduced:
@@ -281,6 +299,8 @@ LOADERS = {
 
 
 def loaders_for(name: str) -> list[str]:
+    if name.endswith(".bin"):
+        return ["pickle.loads", "torch.load"]
     if name.endswith(".pt"):
         return ["torch.load"]
     if name.endswith(".npz"):
@@ -307,8 +327,8 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     OUT.mkdir(exist_ok=True)
     files: dict[str, bytes] = {}
-    for make in (legacy_files, tar_files, zip_files, state_files, iter_files, npz_files,
-                 joblib_files):
+    for make in (legacy_files, tar_files, zip_files, unfinished_files, state_files,
+                 iter_files, npz_files, joblib_files):
         files.update(make())
     truth: dict[str, dict[str, str]] = {}
     for name, data in sorted(files.items()):
