@@ -15,6 +15,8 @@ records per file and loader ``executed`` (the marker appeared), ``accepted`` or 
 * ``prepended_*.pt``: a pickle in front of a real ``torch.save`` zip (``torch.load`` checks only
   the first four bytes for a zip, so it unpickles the front);
 * ``dupe_*.pt``: a ``torch.save`` zip with a second ``data.pkl`` member of the same name;
+* ``case_*.pt``: its ``data.pkl`` spelled in another case (miniz finds it case-insensitively);
+* ``frame_split.pkl``: a protocol 4 FRAME whose length ends inside an opcode;
 * ``nostop_*``, ``badtail_*``, ``cut_*``: protocol-0 pickles without STOP (the data ends, or
   bytes that are no opcode follow) whose call runs before the loader fails;
 * ``iter_*.pkl``: ``iter(callable, sentinel)`` handed to a vetted builtin that iterates it;
@@ -149,9 +151,28 @@ def replace_data_pkl(zdata: bytes, new_pkl: bytes, keep_first: bool) -> bytes:
     return out.getvalue()
 
 
+def renamed_data_pkl(zdata: bytes, new_pkl: bytes, name: str) -> bytes:
+    """The torch zip with its data.pkl replaced by ``new_pkl`` under another spelling."""
+    src = zipfile.ZipFile(io.BytesIO(zdata))
+    members = {n: src.read(n) for n in src.namelist()}
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+        for n, data in members.items():
+            if n.endswith("/data.pkl"):
+                dst.writestr(n[: -len("data.pkl")] + name, new_pkl)
+            else:
+                dst.writestr(n, data)
+    return out.getvalue()
+
+
 def zip_files() -> dict[str, bytes]:
     z = torch_zip()
     return {
+        # torch's zip reader (miniz) looks records up without regard to case
+        "case_upper_data_pkl.pt": renamed_data_pkl(z, system_pickle(), "DATA.PKL"),
+        "case_mixed_data_pkl.pt": renamed_data_pkl(z, system_pickle(), "Data.pkl"),
+        # a protocol 4 FRAME that ends inside the GLOBAL opcode (the C unpickler reads on)
+        "frame_split.pkl": b"\x80\x04\x95\x03" + b"\x00" * 7 + SYSTEM + b".",
         "prepended_system.pt": system_pickle() + z,
         "prepended_padded.pt": b"\x80\x02" + SYSTEM + b"0" + b"N." + z,  # result dropped
         "dupe_last_payload.pt": replace_data_pkl(z, system_pickle(), keep_first=True),
