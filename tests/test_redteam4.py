@@ -47,3 +47,16 @@ def test_scan_exits_1_on_the_directory() -> None:
     proc = run_cli("scan", str(FILES))
     assert proc.returncode == 1
     assert " 0 safe, 0 foreign" in proc.stdout.splitlines()[-1]
+
+
+def test_python_source_is_no_pickle() -> None:
+    """A pickle without its STOP counts only when a loader could import its first global:
+    Python source (``import x`` reads as INST of module ``"mport x"``) stays Python source."""
+    from inspector.adapters.security.examination import could_start_pickle
+
+    root = Path(__file__).parent.parent
+    sources = sorted(root.glob("adapters/**/*.py")) + sorted(root.glob("fixtures/**/*.py"))
+    assert len(sources) > 50
+    assert not [p for p in sources if could_start_pickle(p.read_bytes()[: 1 << 20])]
+    res = scan_file(root / "fixtures/onmt_tf/transformer/model_description.py")
+    assert res.verdict == "foreign" and res.kind == "python"
