@@ -51,11 +51,30 @@ def sniff(head: bytes, source: Source) -> str | None:
         try:
             with source.open() as raw, zipfile.ZipFile(raw) as z:
                 names = z.namelist()
+                if names and all(n.endswith(".npy") for n in names):
+                    return "npz"
+                if names and len(names) <= MAX_SNIFFED and all(_npy_member(z, n) for n in names):
+                    return "npz"  # numpy.load reads any member that starts like an .npy
         except ZIP_ERRORS:
             return None
-        if names and all(n.endswith(".npy") for n in names):
-            return "npz"
     return None
+
+
+MAX_SNIFFED = 1000  # members whose first bytes the sniff reads (names not ending in .npy)
+
+
+def _npy_member(z: zipfile.ZipFile, name: str) -> bool:
+    """Whether ``numpy.load``'s ``NpzFile`` reads member ``name`` as an array: it starts with the
+    ``.npy`` magic, whatever it is called (``NpzFile.__getitem__``)."""
+    if name.endswith(".npy"):
+        return True
+    with z.open(name) as f:
+        return f.read(len(MAGIC)) == MAGIC
+
+
+def _key(filename: str) -> str:
+    """The key ``NpzFile`` gives a member: its name without a trailing ``.npy``."""
+    return filename[: -len(".npy")] if filename.endswith(".npy") else filename
 
 
 def _entry(key: str, dtype: str, shape: tuple[int, ...], itemsize: int, **kw) -> TensorEntry:
@@ -168,7 +187,7 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
                 findings.append(
                     Finding("info", "unreadable .npy header (mxnet 2.0.0b1 bug)", member)
                 )
-                headers[info.filename[: -len(".npy")]] = ("unknown", (), 0, None)
+                headers[_key(info.filename)] = ("unknown", (), 0, None)
                 continue
             except ZIP_ERRORS as e:
                 raise FormatError(f"zip member cannot be read ({e})", member) from None
@@ -179,7 +198,7 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
                     raise FormatError(f"object member of {info.file_size} bytes", member)
                 with open_member(z, info, where) as f:
                     raw_member = f.read()
-                key = info.filename[: -len(".npy")]
+                key = _key(info.filename)
                 body = raw_member[hinfo["header_bytes"] :]
                 # the globals with their verdicts (for the policy), then the arrays inside
                 rows, found = object_array_globals(body[: MAX_OBJECT_PICKLE + 1], member)
@@ -201,13 +220,13 @@ def _read_npz(z: zipfile.ZipFile, raw: BinaryIO, where: str) -> Checkpoint:
                 )
             base = _member_offset(raw, info)
             offset = None if base is None else base + hinfo["header_bytes"]
-            headers[info.filename[: -len(".npy")]] = (dtype, shape, itemsize, offset)
+            headers[_key(info.filename)] = (dtype, shape, itemsize, offset)
         tensors = _group_sparse(headers, z, where)
         if pickled:  # member order, the arrays of an object member where it stood
             by_name = {t.stored_name: t for t in tensors}
             ordered: list[TensorEntry] = []
             for info in infos:
-                key = info.filename[: -len(".npy")]
+                key = _key(info.filename)
                 ordered.extend(pickled.get(key, [by_name.pop(key)] if key in by_name else []))
             tensors = ordered + [t for t in tensors if t.stored_name in by_name]
     return Checkpoint(
@@ -290,6 +309,8 @@ def _values(source: Source, npz: bool) -> ValueReader:
             return raw
         z = stack.enter_context(zipfile.ZipFile(raw))
         name = entry.stored_name + ".npy"
+        if name not in z.NameToInfo and entry.stored_name in z.NameToInfo:
+            name = entry.stored_name  # a member that starts like an .npy without the suffix
         try:
             return stack.enter_context(open_member(z, name, source.where))
         except KeyError:

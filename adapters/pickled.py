@@ -77,9 +77,11 @@ def _loader_pickle(head: bytes, source: Source | None, size: int) -> bool:
     (any protocol, the loaders' grammar), past the head when it ends inside the walk; a
     pickle of torch's magic number is the torch adapter's."""
     from .security.examination import walks_as_pickle
-    from .security.pickle_grammar import walk
+    from .security.pickle_grammar import runs_before_its_end, walk
 
     end, n, meaningful = walk(head)
+    if end != "stop" and runs_before_its_end(head):  # a loader runs it before the break
+        return _first_int(head) != MAGIC_NUMBER
     if end == "bad" or (end == "stop" and not (meaningful and n > 1)):
         return False
     if end == "cut" and source is not None and size > len(head):
@@ -169,7 +171,9 @@ def _joblib_wrapper(stream: _Stream) -> type:
 
         def __setstate__(self, state: Any) -> None:
             from .numpy_pickle import array_record
+            from .security.joblib_stream import planted_methods
 
+            planted_methods(state)  # a method joblib.load calls, shadowed by the state
             if not isinstance(state, dict) or not isinstance(state.get("dtype"), DType):
                 raise PickleError("joblib NumpyArrayWrapper state without a numpy dtype")
             shape = state.get("shape")

@@ -75,10 +75,19 @@ _PID = _PersistentId()
 
 
 def persistent(pid: Any) -> Any:
-    """A storage reference stands for nothing; legacy torch's ("module", cls, file, source)
-    stands for its class (a placeholder), which NEWOBJ then instantiates."""
-    if type(pid) is tuple and len(pid) == 4 and pid[0] == "module" and isinstance(pid[1], type):
-        return pid[1]
+    """What torch's ``persistent_load`` hands the unpickler for ``pid``. A storage reference
+    stands for nothing. Legacy torch returns ``data[0]`` of a ``("module", obj, ...)`` id (the
+    type name may be bytes, ``_maybe_decode_ascii``; with any falsy field the source check is
+    skipped), and the tar format returns the first element of any tuple: whatever the pickle put
+    there (a placeholder), which the pickle may then call or instantiate."""
+    if type(pid) is tuple and pid:
+        head = pid[0]
+        if isinstance(head, (bytes, bytearray)):
+            head = bytes(head).decode("ascii", "replace")
+        if head == "module" and len(pid) >= 2:
+            return pid[1]
+        if head != "storage":
+            return pid[0]
     return _PID
 
 
@@ -177,15 +186,24 @@ def walks_as_pickle(read: Any, size: int) -> bool:
     """:func:`parses_as_pickle` over ``read(n)`` (the first ``n`` bytes): the first 1 MiB, and
     only when an opcode runs past it (one long string can), everything up to 256 MiB; 32
     opcodes that parse to the end of a cut sample and name a global count as a pickle."""
-    end, n, meaningful = _walk(read(min(size, SAMPLE)))
+    head = read(min(size, SAMPLE))
+    end, n, meaningful = _walk(head)
     if end == "stop":
         return meaningful and n > 1
+    if _runs_before_its_end(head):  # no STOP, but the opcodes before the break call a global
+        return True
     if end != "cut" or size <= SAMPLE:
         return False
     if meaningful and n >= 32:
         return True
     end, n, meaningful = _walk(read(min(size, MAX_PICKLE_BYTES)))
     return end == "stop" and meaningful and n > 1
+
+
+def _runs_before_its_end(data: bytes) -> bool:
+    from .pickle_grammar import runs_before_its_end
+
+    return runs_before_its_end(data)
 
 
 def _walk(data: bytes) -> tuple[str, int, bool]:

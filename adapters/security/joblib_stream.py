@@ -15,6 +15,7 @@ import pickle
 from typing import Any, BinaryIO
 
 from inspector.adapters.security.pickle_walk import StopWalk, Walk, merge, walk
+from inspector.adapters.security.placeholders import mark_called
 from inspector.adapters.security.restricted_pickle import (
     GlobalRef,
     PickleError,
@@ -26,6 +27,11 @@ from inspector.adapters.security.restricted_pickle import (
 )
 
 WRAPPER = "joblib.numpy_pickle.NumpyArrayWrapper"
+# The wrapper's methods joblib.load calls right after its BUILD (joblib 1.6.0
+# numpy_pickle.py: load_build -> read -> read_array / read_mmap ->
+# safe_get_numpy_array_alignment_bytes). A state key of the same name shadows the method on the
+# instance, so the value it holds is what joblib calls.
+WRAPPER_METHODS = ("read", "read_array", "read_mmap", "safe_get_numpy_array_alignment_bytes")
 MAX_NESTED = 64  # object arrays inside object arrays
 
 
@@ -42,6 +48,7 @@ class JoblibUnpickler(PyRestrictedUnpickler):
         pickle._Unpickler.load_build(self)  # type: ignore[attr-defined]
         top = self.stack[-1]
         if isinstance(top, Placeholder) and type(top).global_name == WRAPPER:
+            planted_methods(top.state)
             self._skip_array(top.state)
 
     dispatch[pickle.BUILD[0]] = load_build
@@ -54,6 +61,16 @@ class JoblibUnpickler(PyRestrictedUnpickler):
             nested = JoblibUnpickler(fh, self.size, self.persistent_load, self.depth + 1)
             nested._seen, nested.uses, nested._types = self._seen, self.uses, self._types
             nested.load()
+
+
+def planted_methods(state: Any) -> None:
+    """Record as called whatever a wrapper's BUILD state puts under a method joblib calls."""
+    parts = state if isinstance(state, tuple) and len(state) == 2 else (state,)
+    for d in parts:
+        if isinstance(d, dict):
+            for key in WRAPPER_METHODS:
+                if key in d:
+                    mark_called(d[key], f"by joblib.load, through a planted {key}")
 
 
 def skip_raw(fh: BinaryIO, state: Any, size: int) -> bool:
@@ -118,6 +135,7 @@ def _walk(f: BinaryIO, size: int, persistent_load: Any) -> dict[str, GlobalRef]:
     def after_build(w: Walk, obj: Any) -> None:
         if not (isinstance(obj, Placeholder) and type(obj).global_name == WRAPPER):
             return
+        planted_methods(obj.state)
         try:
             nested = skip_raw(f, obj.state, size)
         except PickleError:

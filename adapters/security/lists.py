@@ -428,7 +428,10 @@ TORCH_CONSTANT_NAMES: tuple[str, ...] = (
 # (read in their source): function name -> {position: how}. "called": always called;
 # "called if a class": called when it is a class (a loader passes names and instances through);
 # "constructed": cls.__new__(arg) without __init__, then its __setstate__ gets the state;
-# "values called": the values of that mapping are called later (hooks).
+# "values called": the values of that mapping are called later (hooks);
+# "state set": setattr(obj, key, value) per key (torch._utils._set_obj_state): a __class__ key
+# makes the object an instance of that class (constructed), a planted method is called later;
+# "<method> read": an object or class of the file there has that method run (dict(x): keys).
 CALLS_ARGUMENT: dict[str, dict[int, str]] = {
     # copyreg.py: base.__new__(cls, state); base.__init__(obj, state) unless base is object
     "copyreg._reconstructor": {0: "constructed", 1: "called"},
@@ -436,7 +439,7 @@ CALLS_ARGUMENT: dict[str, dict[int, str]] = {
     "copyreg.__newobj__": {0: "constructed"},  # cls.__new__(cls, *args)
     "copyreg.__newobj_ex__": {0: "constructed"},  # cls.__new__(cls, *args, **kwargs)
     # torch/_tensor.py: ret = func(*args); ret.as_subclass(new_type); new_type's __setstate__
-    "torch._tensor._rebuild_from_type_v2": {0: "called", 1: "constructed"},
+    "torch._tensor._rebuild_from_type_v2": {0: "called", 1: "constructed", 3: "state set"},
     "torch._tensor._rebuild_from_type": {0: "called", 1: "constructed"},
     # torch/_utils.py: Tensor._make_wrapper_subclass(cls, ...); param._backward_hooks = hooks
     "torch._utils._rebuild_wrapper_subclass": {0: "constructed"},
@@ -446,7 +449,8 @@ CALLS_ARGUMENT: dict[str, dict[int, str]] = {
     # numpy/_core/src/multiarray: _reconstruct(subtype, shape, dtype) makes a `subtype` array
     "numpy.core.multiarray._reconstruct": {0: "constructed"},
     "numpy._core.multiarray._reconstruct": {0: "constructed"},
-    "torch._utils._rebuild_parameter_with_state": {2: "values called"},
+    # ... and torch._utils._set_obj_state(param, state): setattr per key (__class__ included)
+    "torch._utils._rebuild_parameter_with_state": {2: "values called", 3: "state set"},
     "torch._utils._rebuild_parameter": {2: "values called"},
     # numpy/random/_pickle.py: __bit_generator_ctor(cls) returns cls() for a class;
     # __generator_ctor / __randomstate_ctor(name, ctor) call ctor(name) (the default ctor is
@@ -457,7 +461,7 @@ CALLS_ARGUMENT: dict[str, dict[int, str]] = {
     # Cython's generated unpickler: SeedSequence.__new__(type)
     "numpy.random.bit_generator.__pyx_unpickle_SeedSequence": {0: "constructed"},
     # collections.defaultdict(factory): the factory is called on a missing key, after loading
-    "collections.defaultdict": {0: "called"},
+    "collections.defaultdict": {0: "called", 1: "keys read"},  # dict.__init__: x.keys()
 }
 
 # Loaders that unpickle bytes held in the file: the call is judged by what those bytes hold

@@ -26,6 +26,7 @@ from __future__ import annotations
 import codecs
 import io
 import pickletools
+import re
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -233,5 +234,35 @@ def walk(data: bytes) -> tuple[str, int, bool]:
     return "cut", n, meaningful
 
 
+def runs_before_its_end(data: bytes) -> bool:
+    """Whether a loader runs something from ``data`` although it is no whole pickle (no STOP:
+    cut short, or bytes that are no opcode further on): its opcodes, read from the start, name
+    a global and then call or construct something. ``pickle.load`` executes each opcode as it
+    reads it and fails only where the grammar does."""
+    named = False
+    try:
+        for op, _arg, _pos in genops(data):
+            if op.name == "STOP":
+                return False
+            if op.name == "STACK_GLOBAL" or (op.name in GLOBAL_OPS and _importable(_arg)):
+                named = True
+            if named and op.name in CALL_OPS:
+                return True
+            if op.name in GLOBAL_OPS and not named:
+                return False  # text (``import x`` reads as INST "mport x"): no loader imports it
+    except Exception:  # noqa: BLE001 - GrammarError or any reader failure: the loader stops here
+        return False
+    return False
+
+
+def _importable(arg: Any) -> bool:
+    """A GLOBAL/INST argument ``"module name"`` a loader could resolve: both parts present and
+    without blanks (``import torch`` read as INST gives module ``"mport torch"``, which no
+    ``find_class`` can import)."""
+    return isinstance(arg, str) and _NAME_PAIR.fullmatch(arg) is not None
+
+
+_NAME_PAIR = re.compile(r"[^\s]+ [^\s]+")
 GLOBAL_OPS = frozenset({"GLOBAL", "INST", "STACK_GLOBAL"})
+CALL_OPS = frozenset({"REDUCE", "INST", "OBJ", "NEWOBJ", "NEWOBJ_EX", "BUILD"})
 FIRST_OPS = frozenset({"MARK", "EMPTY_DICT", "EMPTY_LIST", "EMPTY_TUPLE", "PROTO"})

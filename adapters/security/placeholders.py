@@ -269,6 +269,13 @@ def calls_arguments(name: str, args: tuple) -> None:
             note(arg, "", ran="__hash__")  # looked up in a dict of names
         elif how == "constructed":
             construct_as_class(arg, name)
+        elif how.endswith(" read") and (isinstance(arg, Placeholder) or is_placeholder_type(arg)):
+            note(arg, "", ran=f"{how.split(' ', 1)[0]} (by {name})")
+        elif how == "state set":  # setattr(obj, key, value) for each key of the state
+            for d in _state_dicts(arg):
+                if "__class__" in d:  # the object becomes an instance of that class
+                    construct_as_class(d["__class__"], f"{name}, whose state sets __class__")
+            check_state(None, arg)  # a planted __setstate__/append/extend
         elif how == "values called" and isinstance(arg, dict):
             for v in list(arg.values())[:1000]:
                 mark_called(v, f"as a hook set by {name}")

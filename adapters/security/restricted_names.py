@@ -19,12 +19,33 @@ from .placeholders import (
     PickleError,
     Placeholder,
     calls_arguments,
+    instance_of,
+    is_placeholder_type,
     judge,
     make_type,
     not_examined,
+    note,
     ran_key,
     record,
 )
+
+# Allowed constructors that read the object they are given through its class's methods: the
+# position of that argument and the method (CPython: dict(x) / OrderedDict(x) / Counter(x) call
+# x.keys() and x[k] for anything with keys, list(x) / set(x) ... iterate x, float(x) calls
+# __float__). Given an object or class of the file, that method is code of the file's class:
+# recorded as run, the result a placeholder (nothing is called).
+READS_ARGUMENT: dict[str, tuple[int, str]] = {
+    "builtins.dict": (0, "keys"),
+    "collections.OrderedDict": (0, "keys"),
+    "collections.Counter": (0, "__iter__"),
+    "builtins.list": (0, "__iter__"),
+    "builtins.tuple": (0, "__iter__"),
+    "builtins.set": (0, "__iter__"),
+    "builtins.frozenset": (0, "__iter__"),
+    "builtins.float": (0, "__float__"),
+    "builtins.complex": (0, "__complex__"),
+    "builtins.bool": (0, "__bool__"),
+}
 
 
 class RestrictedNames:
@@ -66,6 +87,8 @@ class RestrictedNames:
             self.handed_out[id(found)] = dotted
             if isinstance(found, types.FunctionType):
                 self._defaults.setdefault(id(found), found.__defaults__)
+            if dotted in READS_ARGUMENT:
+                return self._reading(dotted, found)
             if dotted in CALLS_ARGUMENT and not isinstance(found, type):
                 return self._calling(dotted, found)
             return found
@@ -98,6 +121,25 @@ class RestrictedNames:
             def call(*args: Any, **kwargs: Any) -> Any:
                 calls_arguments(dotted, args)
                 return helper(*args, **kwargs)
+
+            wrapped = self._wrapped[dotted] = call
+            self.handed_out[id(call)] = dotted
+        return wrapped
+
+    def _reading(self, dotted: str, make: Callable[..., Any]) -> Callable[..., Any]:
+        """``make`` (an allowed constructor, :data:`READS_ARGUMENT`) behind the record of the
+        method it would run on an object or class of the file. One per name and load."""
+        wrapped = self._wrapped.get(dotted)
+        if wrapped is None:
+            at, method = READS_ARGUMENT[dotted]
+            result = make_type(f"{dotted}()")
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                arg = args[at] if at < len(args) else None
+                if isinstance(arg, Placeholder) or is_placeholder_type(arg):
+                    note(arg, "", ran=f"{method} (by {dotted})")
+                    return instance_of(result)
+                return make(*args, **kwargs)
 
             wrapped = self._wrapped[dotted] = call
             self.handed_out[id(call)] = dotted

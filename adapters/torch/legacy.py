@@ -30,9 +30,11 @@ def open_legacy(source: Source) -> Checkpoint:
         def small(what: str) -> Any:
             start = f.tell()
             try:
-                value, _ = unpickle(f, {})
+                value, globals_ = unpickle(f, {})
             except PickleError as e:
+                _refuse_dangerous(e.globals or {}, what, where)
                 raise FormatError(f"{what}: {e}", where, f"offset {start}") from None
+            _refuse_dangerous(globals_, what, where)  # torch.load runs it before any check
             return value
 
         if small("magic number") != MAGIC_NUMBER:
@@ -53,9 +55,14 @@ def open_legacy(source: Source) -> Checkpoint:
         def resolve(pid: Any) -> Any:
             if not isinstance(pid, tuple) or not pid:
                 raise PickleError(f"unexpected persistent id {short_repr(pid)}")
-            if pid[0] == "module" and len(pid) == 4:
-                return pid[1]  # (module, class, source file, source): the class, a placeholder
-            if pid[0] != "storage" or len(pid) not in (5, 6):
+            head = pid[0]
+            if isinstance(head, bytes):  # torch's _maybe_decode_ascii
+                head = head.decode("ascii", "replace")
+            if head == "module" and len(pid) >= 2:
+                # (module, class, source file, source): torch returns data[0] whatever it is (a
+                # falsy field skips the source check), a placeholder the pickle may call
+                return pid[1]
+            if head != "storage" or len(pid) not in (5, 6):
                 raise PickleError(f"unexpected persistent id {short_repr(pid)}")
             ref = storage_ref(*pid[1:5])
             view = pid[5] if len(pid) == 6 else None
@@ -101,6 +108,20 @@ def open_legacy(source: Source) -> Checkpoint:
     }
     member = f"pickle at offset {main_at}"
     return build_checkpoint(source, "torch-legacy", obj, globals_, meta, member, keys_at - main_at)
+
+
+def _refuse_dangerous(globals_: dict[str, Any], what: str, where: str) -> None:
+    """A refusal when one of the small pickles (magic, version, sys_info, storage keys) names a
+    dangerous global: ``torch.load`` unpickles each before it checks the value."""
+    from ..errors import UnsafeContentError
+    from ..security.verdicts import DANGEROUS
+
+    bad = sorted(f"{g.name} (would be {g.verdict.use}: {g.verdict.why})"
+                 for g in globals_.values()
+                 if g.verdict is not None and g.verdict.level == DANGEROUS)
+    if bad:
+        raise UnsafeContentError(f"refused: the {what} pickle references {'; '.join(bad[:3])}; "
+                                 "nothing was run (torch.load would run it)", where)
 
 
 def _scan_legacy_storages(
