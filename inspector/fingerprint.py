@@ -34,7 +34,7 @@ import numpy as np
 
 from inspector.adapters.model import Checkpoint, TensorEntry
 
-SCHEMA = "inspector.fingerprint/1"
+SCHEMA = "inspector.fingerprint/2"
 SAMPLES = 128
 MIN_NUMEL = 64
 MIN_DISTINCT = 16
@@ -106,7 +106,8 @@ def tensor_print(ckpt: Checkpoint, entry: TensorEntry) -> TensorPrint:
         if hi > lo:
             x = widen(chunk, entry.dtype or "")
             picked = x.reshape(-1)[where[lo:hi] - start]
-            samples[lo:hi] = picked.real if np.iscomplexobj(picked) else picked
+            with np.errstate(invalid="ignore"):  # a NaN cast in (fingerprints keep NaNs)
+                samples[lo:hi] = picked.real if np.iscomplexobj(picked) else picked
         start = end
     return TensorPrint(entry.name, tuple(entry.shape), entry.dtype, str(entry.role),
                        entry.numel, h.hexdigest(), samples)
@@ -216,6 +217,28 @@ def _side_json(ckpt: Checkpoint, name: str, limit: int = 1 << 20) -> dict[str, A
     return data if isinstance(data, dict) else None
 
 
+def quantization(ckpt: Checkpoint) -> dict[str, Any] | None:
+    """A quantized Hugging Face checkpoint's scheme (``label``, ``unknown`` when it is not
+    modelled) and its quantized modules (each stores a packed weight and the scheme's state
+    instead of a float weight); None for any other checkpoint."""
+    from inspector.adapters.quant_config import hf_config
+
+    config = hf_config(ckpt)
+    q = config.get("quantization_config") if config else None
+    if not isinstance(q, dict):
+        return None
+    from inspector.adapters.quantized import OPTION_ERRORS, packed_weights, scheme
+
+    sch = scheme(q, config)
+    modules: list[str] = []
+    if sch.unknown is None:
+        try:
+            modules = sorted(packed_weights((t.name for t in ckpt.tensors), sch))
+        except OPTION_ERRORS as e:
+            sch.unknown = f"options not understood ({e})"
+    return {"label": sch.label, "unknown": sch.unknown, "modules": modules}
+
+
 def describe(ckpt: Checkpoint) -> dict[str, Any]:
     """The checkpoint facts lineage reads (no tensor bytes)."""
     info: dict[str, Any] = {"path": ckpt.path, "format": ckpt.format}
@@ -229,6 +252,9 @@ def describe(ckpt: Checkpoint) -> dict[str, Any]:
         if src is not None:
             d = src if src.is_dir() else src.parent_dir()
             info["run"] = d.parent_dir().where
+    quantized = quantization(ckpt)
+    if quantized:
+        info["quantized"] = quantized
     config = (ckpt.hyperparameters or {}).get("config")
     if isinstance(config, dict) and config.get("peft_type"):
         info["adapter"] = {k: config.get(k) for k in

@@ -206,7 +206,8 @@ def _representative(members: list[int], prints: Sequence[CheckpointPrint],
     def rank(i: int) -> tuple:
         p = prints[i]
         sharded = p.info.get("shards", 1) > 1
-        return (p.path not in declared, -_precision(p), "step" in p.info, sharded,
+        return (p.path not in declared, "quantized" in p.info, -_precision(p), "step" in p.info,
+                sharded,
                 -len(p.tensors), mtime(p.path), len(p.path), p.path)
 
     return min(members, key=rank)
@@ -365,6 +366,9 @@ def _resave(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, declared: set[
         what.append(f"shards {p.info.get('shards', 1)} -> {c.info.get('shards', 1)}")
     if ev.carried:
         what.append(f"{len(ev.carried)} tensors renamed")
+    if ev.requantized:
+        what.append(f"{len(ev.requantized)} modules stored another way "
+                    f"({_scheme(p)} -> {_scheme(c)}: packed values not compared)")
     dropped = [n for n in ev.only_a if n not in {x for x, _ in ev.carried}]
     added = [n for n in ev.only_b if n not in {y for _, y in ev.carried}]
     if dropped:
@@ -378,6 +382,11 @@ def _resave(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, declared: set[
                  "higher precision" if _precision(p) > _precision(c) else
                  "unknown (the same values: either could be the original)")
     return Edge(p.path, c.path, "re-save", _confidence(ev.agreeing), evidence, direction)
+
+
+def _scheme(p: CheckpointPrint) -> str:
+    q = p.info.get("quantized")
+    return str(q["label"]) if q else "not quantized"
 
 
 def _derived(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, why: str,

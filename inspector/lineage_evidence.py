@@ -50,8 +50,12 @@ def cast_equal(a: TensorPrint, b: TensorPrint) -> bool:
     if (a.dtype or "").lower() in QUANT_NOISE or (b.dtype or "").lower() in QUANT_NOISE:
         scale = float(np.max(np.abs(x))) or 1.0  # block scales: error relative to the block max
         return bool(np.all(np.abs(x - y) <= u * scale + 1e-12))
-    # round to nearest: |x - y| <= u |x| (+ the subnormal floor of the narrower type)
-    return bool(np.all(np.abs(x - y) <= 1.01 * u * np.maximum(np.abs(x), np.abs(y)) + 1e-30))
+    # one unit in the last place of the narrower type, 2u |x| (+ its subnormal floor): round
+    # to nearest stays within u, and a writer that truncates or rounds twice (float32 ->
+    # float16 -> bfloat16, as gptqmodel's CPU path does) within 2u
+    # (a value that passed through float16 keeps at most its subnormal spacing, 2**-24)
+    floor = 2.0 ** -24 if u >= ROUNDOFF["float16"] else 1e-30
+    return bool(np.all(np.abs(x - y) <= 2.02 * u * np.maximum(np.abs(x), np.abs(y)) + floor))
 
 
 def drift(a: TensorPrint, b: TensorPrint) -> float:
@@ -74,7 +78,7 @@ class Evidence:
     """What the fingerprints say about two checkpoints (``a`` the first given)."""
 
     __slots__ = ("a", "b", "identical", "cast", "changed", "unrelated", "carried", "reshaped",
-                 "only_a", "only_b", "drifts", "uninformative")
+                 "only_a", "only_b", "drifts", "uninformative", "requantized")
 
     def __init__(self, a: CheckpointPrint, b: CheckpointPrint) -> None:
         self.a, self.b = a, b
@@ -88,6 +92,9 @@ class Evidence:
         self.only_b: list[str] = []
         self.drifts: dict[str, float] = {}
         self.uninformative = 0
+        # modules stored another way on each side (quantized by one scheme, by another or not
+        # at all): their tensors are set aside, not compared by name
+        self.requantized: list[str] = []
 
     @property
     def informative(self) -> int:
@@ -140,11 +147,49 @@ class Evidence:
         return (sum(min(d, 2.0) for d in self.drifts.values()) + max(0, alone)) / total
 
 
+def quantized_modules(p: CheckpointPrint) -> set[str]:
+    """The modules a quantized checkpoint stores packed (see
+    :func:`inspector.fingerprint.quantization`)."""
+    return set((p.info.get("quantized") or {}).get("modules") or ())
+
+
+def module_of(name: str, modules: set[str]) -> str | None:
+    parts = name.split(".")
+    for k in range(len(parts) - 1, 0, -1):
+        m = ".".join(parts[:k])
+        if m in modules:
+            return m
+    return None
+
+
+def _stored_form(p: CheckpointPrint, module: str) -> tuple:
+    cut = len(module) + 1
+    return tuple(sorted((n[cut:], t.shape, str(t.dtype)) for n, t in p.tensors.items()
+                        if n.startswith(module + ".") and not n.endswith(".bias")))
+
+
+def requantized(a: CheckpointPrint, b: CheckpointPrint) -> set[str]:
+    """The modules quantized on either side whose stored forms differ (another scheme, or
+    quantized on one side only): their packed weights and quantization state are no values to
+    compare by name with the other side's (a bias kept as it is still compares)."""
+    either = quantized_modules(a) | quantized_modules(b)
+    return {m for m in either if _stored_form(a, m) != _stored_form(b, m)}
+
+
 def compare(a: CheckpointPrint, b: CheckpointPrint) -> Evidence:
     """The evidence of two fingerprints (no bytes read)."""
     ev = Evidence(a, b)
-    digests_a = {t.digest: n for n, t in a.tensors.items() if t.informative}
+    aside = requantized(a, b)
+    ev.requantized = sorted(aside)
+
+    def set_aside(name: str) -> bool:
+        return bool(aside) and not name.endswith(".bias") and module_of(name, aside) is not None
+
+    digests_a = {t.digest: n for n, t in a.tensors.items() if t.informative
+                 and not set_aside(n)}
     for name, tb in b.tensors.items():
+        if set_aside(name):
+            continue
         ta = a.tensors.get(name)
         if ta is None:
             ev.only_b.append(name)
@@ -167,7 +212,7 @@ def compare(a: CheckpointPrint, b: CheckpointPrint) -> Evidence:
             d = drift(ta, tb)
             ev.drifts[name] = d
             (ev.changed if d < RELATED else ev.unrelated).append(name)
-    ev.only_a = [n for n in a.tensors if n not in b.tensors]
+    ev.only_a = [n for n in a.tensors if n not in b.tensors and not set_aside(n)]
     return ev
 
 

@@ -121,3 +121,35 @@ def test_report_draws_the_forest_as_html(tmp_path):
     data = json.loads(next(s for s in doc.iter("script") if s.get("id") == "report-data").text)
     got = {(rel(e["parent"], ZOO), rel(e["child"], ZOO), e["kind"]) for e in data["edges"]}
     assert got == {(e["parent"], e["child"], e["kind"]) for e in TRUTH["edges"]}
+
+
+QUANT_TRUTH = json.loads((ROOT / "fixtures" / "lineage" / "quant_sources.truth.json").read_text())
+FIXTURES = ROOT / "fixtures"
+
+
+def test_quantizations_are_re_saves_of_their_source(tmp_path):
+    """Every folder of fixtures/hf_quant (bitsandbytes, llm-compressor, gptqmodel) against the
+    unquantized models they quantized (re-made by fixtures/lineage/make_quant_sources.py): each
+    quantized copy is a re-save of its own source, never a fine-tune of another quantization,
+    and the three sources (two Llamas of different shapes and a GPT-2) stay apart."""
+    forest, _ = run([str(FIXTURES / "hf_quant"), str(FIXTURES / "lineage" / "quant_sources")],
+                    cache_dir=str(tmp_path))
+    assert not forest.errors
+    got = {(rel(e.parent, FIXTURES), rel(e.child, FIXTURES), e.kind) for e in forest.edges}
+    want = {(e["parent"], e["child"], e["kind"]) for e in QUANT_TRUTH["edges"]}
+    assert got == want
+    for e in forest.edges:
+        assert "modules stored another way" in " ".join(e.evidence["changes"])
+
+
+def test_quantizations_without_their_source_are_re_saves_of_each_other(tmp_path):
+    """No source held: the quantizations of one model form one cluster of re-saves (whichever
+    is its representative), those of another model another, and nothing joins them."""
+    forest, _ = run([str(FIXTURES / "hf_quant")], cache_dir=str(tmp_path))
+    source = {e["child"]: e["parent"] for e in QUANT_TRUTH["edges"]}
+    for e in forest.edges:
+        a, b = rel(e.parent, FIXTURES), rel(e.child, FIXTURES)
+        assert e.kind == "re-save" and source[a] == source[b], (a, b, e.kind)
+    families = {s: sum(1 for v in source.values() if v == s) for s in set(source.values())}
+    # a tree per source family: every member but its representative is someone's child
+    assert len(forest.edges) == sum(n - 1 for n in families.values())
