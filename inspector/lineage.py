@@ -103,10 +103,15 @@ def candidates(prints: Sequence[CheckpointPrint],
 
 def duplicates(prints: Sequence[CheckpointPrint]) -> dict[int, int]:
     """Checkpoint index -> the first index holding exactly the same tensors (names and
-    digests): byte-identical copies, compared once."""
+    digests): byte-identical copies, compared once. A checkpoint without an informative
+    tensor (empty, only constants or integers) is nobody's copy: equal digests of nothing, or of
+    zeros, are no evidence."""
     first: dict[Any, int] = {}
     out = {}
     for i, p in enumerate(prints):
+        if not p.informative():
+            out[i] = i
+            continue
         sig = ("adapter" in p.info, tuple(sorted((n, t.digest) for n, t in p.tensors.items())))
         out[i] = first.setdefault(sig, i)
     return out
@@ -266,9 +271,13 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
             edges.append(_resave(prints[r], prints[m], ev, declared))
     # between clusters: a maximum spanning forest of relatedness
     links: dict[tuple[int, int], tuple[float, int, int]] = {}
+    untyped: dict[tuple[int, int], Evidence] = {}
     for (i, j), ev in evidence.items():
         ci, cj = union.find(i), union.find(j)
         if ci == cj or i in conversions or j in conversions:
+            continue
+        if _untyped(ev):
+            untyped[(min(ci, cj), max(ci, cj))] = ev
             continue
         key = (min(ci, cj), max(ci, cj))
         # the distance between the representatives decides; an evidence pair stands in
@@ -297,6 +306,15 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
         edges.append(Edge(prints[src].path, prints[j].path, "conversion",
                           _confidence(got["tensors"]), got, "from the source layout"))
     unresolved: list[dict[str, Any]] = []
+    for (ci, cj), ev in sorted(untyped.items()):
+        if forest.find(rep[ci]) != forest.find(rep[cj]):
+            only_a, only_b = ev.structural()
+            unresolved.append({
+                "path": ev.a.path, "other": ev.b.path, "kind": "shared-values",
+                "why": "values shared (a common initialisation?) but another architecture "
+                       "on each side and changed values: no kind of derivation explains both",
+                "agreeing": ev.agreeing, "changed": len(ev.changed) + len(ev.unrelated),
+                "only_here": len(only_a), "only_there": len(only_b)})
     for a in adapters:
         found = _adapter_edge(prints[a], [prints[r] for r in sorted(rep.values())], confirm)
         if isinstance(found, Edge):
@@ -307,6 +325,14 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
                       **{k: p.info[k] for k in ("step", "declared") if k in p.info}}
              for p in prints}
     return Lineage(nodes, sorted(edges, key=lambda e: (e.parent, e.child)), unresolved, [])
+
+
+def _untyped(ev: Evidence) -> bool:
+    """Changed values and parameters on each side that the other lacks: no derivation kind
+    (a fine-tune keeps the architecture, a resize or prune keeps the values) explains such a
+    pair; two models of different configurations trained from one seed look like this."""
+    only_a, only_b = ev.structural()
+    return bool(ev.changed or ev.unrelated) and bool(only_a) and bool(only_b)
 
 
 def _orient(links: list[tuple[int, int]], prints: Sequence[CheckpointPrint], degree: Counter,
@@ -515,6 +541,7 @@ def run(paths: Sequence[str], *, cache_dir: str | None = None, use_cache: bool =
             errors.append({"path": t.label, "error": message})
         else:
             heads.append(got)
+    heads = _whole(heads)
     todo = [(ckpt, key) for ckpt, key, fp in heads if fp is None]
     if mapper is not None:
         from inspector.inventory_dask import remote_print
@@ -559,6 +586,19 @@ def run(paths: Sequence[str], *, cache_dir: str | None = None, use_cache: bool =
     counts = {"checkpoints": len(prints), "fingerprinted": cache.misses, "cached": cache.hits,
               "tensor_reads": confirm.reads}
     return forest, counts
+
+
+def _whole(heads: list[tuple[Any, str, Any]]) -> list[tuple[Any, str, Any]]:
+    """Without the parts of a multi-file checkpoint listed on their own (a split GGUF's later
+    files, each also read as part of its first): a part is no model of its own."""
+    import os
+
+    def norm(p: str) -> str:
+        return os.path.normpath(str(p))
+
+    parts = {norm(p) for ckpt, _, _ in heads if len(ckpt.paths) > 1 for p in ckpt.paths}
+    return [h for h in heads
+            if not (len(h[0].paths) == 1 and norm(h[0].paths[0]) in parts)]
 
 
 def _mtime(path: str) -> float:
