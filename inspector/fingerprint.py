@@ -259,7 +259,7 @@ def describe(ckpt: Checkpoint) -> dict[str, Any]:
     if isinstance(config, dict) and config.get("peft_type"):
         info["adapter"] = {k: config.get(k) for k in
                            ("peft_type", "r", "lora_alpha", "target_modules",
-                            "base_model_name_or_path", "use_rslora")}
+                            "base_model_name_or_path", "use_rslora", "fan_in_fan_out")}
         if config.get("base_model_name_or_path"):
             info["declared"] = str(config["base_model_name_or_path"])
     return info

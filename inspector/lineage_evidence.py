@@ -19,6 +19,7 @@ MAJORITY = 0.5  # share of informative tensors that must agree for two checkpoin
 # Unit roundoff of a stored type: a cast moves each element by at most this much, relatively.
 ROUNDOFF = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
             "bfloat16": 2.0 ** -8, "float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
+CARRIED_CANDIDATES = 8  # same-shape tensors tried as the source of a renamed, cast one
 RECOMPUTED = 64  # units of roundoff two runs of one float32 computation may differ by
 # Relative L2 error of a block-quantized type's dequantized values (ggml: q8_0 ~ 0.4%, the
 # 4-5 bit kinds ~ 3-8%); a conversion or re-save into it is judged by this bound.
@@ -198,6 +199,10 @@ def compare(a: CheckpointPrint, b: CheckpointPrint) -> Evidence:
 
     digests_a = {t.digest: n for n, t in a.tensors.items() if t.informative
                  and not set_aside(n)}
+    shapes_a: dict[tuple[int, ...], list[TensorPrint]] = defaultdict(list)
+    for n, t in a.tensors.items():
+        if t.informative and not set_aside(n) and len(shapes_a[t.shape]) < CARRIED_CANDIDATES:
+            shapes_a[t.shape].append(t)
     for name, tb in b.tensors.items():
         if set_aside(name):
             continue
@@ -206,6 +211,10 @@ def compare(a: CheckpointPrint, b: CheckpointPrint) -> Evidence:
             ev.only_b.append(name)
             if tb.informative and tb.digest in digests_a:
                 ev.carried.append((digests_a[tb.digest], name))
+            elif tb.informative:  # renamed and cast (a tied head saved as its own tensor)
+                same = next((t for t in shapes_a.get(tb.shape, ()) if cast_equal(t, tb)), None)
+                if same is not None:
+                    ev.carried.append((same.name, name))
             continue
         if ta.shape != tb.shape:
             ev.reshaped.append(name)
@@ -248,9 +257,15 @@ def base_weight(p: CheckpointPrint, module: str) -> TensorPrint | None:
     return None
 
 
+def fan_in_fan_out(adapter: CheckpointPrint) -> bool:
+    """The adapter's targets store their weights as (in, out) (peft's ``fan_in_fan_out``:
+    GPT-2's Conv1D), so ``B @ A`` is the transpose of their delta."""
+    return bool((adapter.info.get("adapter") or {}).get("fan_in_fan_out"))
+
+
 def fits(adapter: CheckpointPrint, base: CheckpointPrint) -> bool:
-    """Every LoRA target of the adapter has a base weight of shape (out, in) with lora_A
-    (r, in) and lora_B (out, r)."""
+    """Every LoRA target of the adapter has a base weight of shape (out, in) ((in, out) with
+    ``fan_in_fan_out``) with lora_A (r, in) and lora_B (out, r)."""
     pairs = lora_pairs(adapter)
     if not pairs:
         return False
@@ -258,7 +273,8 @@ def fits(adapter: CheckpointPrint, base: CheckpointPrint) -> bool:
         w = base_weight(base, module)
         if w is None or len(w.shape) != 2 or len(la.shape) != 2 or len(lb.shape) != 2:
             return False
-        if la.shape[1] != w.shape[1] or lb.shape[0] != w.shape[0] or la.shape[0] != lb.shape[1]:
+        out, inp = w.shape[::-1] if fan_in_fan_out(adapter) else w.shape
+        if la.shape[1] != inp or lb.shape[0] != out or la.shape[0] != lb.shape[1]:
             return False
     return True
 

@@ -153,3 +153,28 @@ def test_quantizations_without_their_source_are_re_saves_of_each_other(tmp_path)
     families = {s: sum(1 for v in source.values() if v == s) for s in set(source.values())}
     # a tree per source family: every member but its representative is someone's child
     assert len(forest.edges) == sum(n - 1 for n in families.values())
+
+
+ZOO2 = ROOT / "fixtures" / "lineage" / "zoo2"
+TRUTH2 = json.loads((ROOT / "fixtures" / "lineage" / "zoo2.truth.json").read_text())
+
+
+def test_second_zoo_held_out(tmp_path):
+    """fixtures/lineage/zoo2 (tiny GPT-2s: Conv1D weights, a tied head; written by
+    fixtures/lineage/make_zoo2.py, never used to tune lineage): exactly the true edges and kinds,
+    the LoRA rank the adapter's r, its fan_in_fan_out adapter matched to its base, and the two
+    unrelated seeds apart."""
+    forest, _ = run([str(ZOO2)], cache_dir=str(tmp_path))
+    assert not forest.errors and not forest.unresolved
+    got = {(rel(e.parent, ZOO2), rel(e.child, ZOO2), e.kind) for e in forest.edges}
+    assert got == {(e["parent"], e["child"], e["kind"]) for e in TRUTH2["edges"]}
+    (merge,) = [e for e in forest.edges if e.kind == "lora-merge"]
+    assert merge.evidence["rank"] == TRUTH2["lora"]["r"]
+    assert merge.evidence["target_modules"] == TRUTH2["lora"]["targets"]
+    (partial,) = [e for e in forest.edges if rel(e.child, ZOO2) == "attn0"]
+    assert set(partial.evidence["changed_tensors"]) <= set(TRUTH2["attn0_changed"])
+    families = [{"gpt"}, {"seed8", "seed8_ft"}, {"seed9"}]
+    for e in forest.edges:
+        a, b = rel(e.parent, ZOO2), rel(e.child, ZOO2)
+        assert [a in f for f in families] == [b in f for f in families] or \
+            not any(a in f or b in f for f in families[1:])
