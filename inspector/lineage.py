@@ -402,7 +402,9 @@ def _resave(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, declared: set[
     if added:
         what.append(f"added {len(added)} tensors ({', '.join(_collapse(added)[:3])})")
     evidence = {"identical": len(ev.identical), "within_cast": len(ev.cast),
-                "changes": what or ["none: a byte-identical copy"],
+                "changes": what or ([f"{len(ev.cast)} tensors equal within the rounding of "
+                                     "one computation, not bit for bit"] if ev.cast else
+                                    ["none: a byte-identical copy"]),
                 "max_drift": max(ev.drifts.values(), default=0.0)}
     direction = ("declared base" if p.path in declared else
                  "higher precision" if _precision(p) > _precision(c) else
