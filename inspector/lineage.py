@@ -357,8 +357,14 @@ def _orient(links: list[tuple[int, int]], prints: Sequence[CheckpointPrint], deg
                 if y not in seen:
                     seen.add(y)
                     stack.append(y)
-        root = min(comp, key=lambda i: ("step" in prints[i].info, -degree[union.find(i)],
-                                        mtime(prints[i].path), prints[i].path))
+        def order_key(i: int) -> tuple:
+            return ("step" in prints[i].info, -degree[union.find(i)], mtime(prints[i].path))
+
+        root = min(comp, key=lambda i: (order_key(i), prints[i].path))
+        tied = sum(1 for i in comp if order_key(i) == order_key(root)) > 1
+        from_root = ("unknown: no training step, relatedness or modification time tells which "
+                     "came first (drawn from the first by path)" if tied else
+                     "from the root of its tree (the checkpoint the others derive from)")
         order, parent = [root], {root: -1}
         for x in order:
             for y in adj[x]:
@@ -374,8 +380,7 @@ def _orient(links: list[tuple[int, int]], prints: Sequence[CheckpointPrint], deg
             elif sx is not None and sy is not None and same_run:
                 out.append((x, y, "training step"))
             else:
-                out.append((x, y, "from the root of its tree (the checkpoint the others "
-                                  "derive from)"))
+                out.append((x, y, from_root))
     return out
 
 
