@@ -178,3 +178,26 @@ def test_second_zoo_held_out(tmp_path):
         a, b = rel(e.parent, ZOO2), rel(e.child, ZOO2)
         assert [a in f for f in families] == [b in f for f in families] or \
             not any(a in f or b in f for f in families[1:])
+
+
+def test_models_without_informative_tensors_are_nobodys_copies(tmp_path):
+    """MXNet's empty dict and empty list (mxnet 1.9.1 ``nd.save``), a CSR array and a
+    row-sparse one: no informative tensor, so nothing to relate them by: no edge."""
+    d = FIXTURES / "mxnet" / "mxnet-1.9.1"
+    forest, _ = run([str(d / n) for n in ("empty_dict.params", "empty_list.params",
+                                          "csr.params", "row_sparse.params")],
+                    cache_dir=str(tmp_path))
+    assert forest.edges == []
+
+
+def test_separate_runs_of_other_configurations_are_no_edge(tmp_path):
+    """Two Sockeye 1 runs from one seed (``--seed 1``, fixtures/diff/make_fixtures.py and
+    fixtures/sockeye/make_fixtures.py): an RNN and a transformer-RNN model, each with parameters
+    the other lacks and the shared ones trained apart. No derivation kind explains the pair:
+    no edge, one unresolved shared-values pair."""
+    a = FIXTURES / "diff" / "sockeye1_consecutive" / "params.00001"
+    b = FIXTURES / "sockeye" / "sockeye1_transformer-rnn_l1-1_m16_h2_ff32_e16-8_h16_mlp"
+    forest, _ = run([str(a), str(b)], cache_dir=str(tmp_path))
+    assert forest.edges == []
+    (u,) = forest.unresolved
+    assert u["kind"] == "shared-values" and u["only_here"] and u["only_there"]
