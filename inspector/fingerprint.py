@@ -80,7 +80,10 @@ class TensorPrint:
 
     @property
     def informative(self) -> bool:
-        if not is_float(self.dtype) or self.numel < MIN_NUMEL or self.role != "parameter":
+        # a parameter, or a tensor whose role the format does not say (a bare state dict
+        # consolidated from a distributed save); never optimizer state or a buffer
+        if not is_float(self.dtype) or self.numel < MIN_NUMEL \
+                or self.role not in ("parameter", "other"):
             return False
         s = self.samples[np.isfinite(self.samples)]
         return len(np.unique(s)) >= MIN_DISTINCT

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from inspector.fingerprint import CheckpointPrint, TensorPrint
+from inspector.fingerprint import CheckpointPrint, TensorPrint, is_float
 from inspector.lineage_evidence import (
     Evidence,
     compare,
@@ -103,18 +103,26 @@ def candidates(prints: Sequence[CheckpointPrint],
 
 def duplicates(prints: Sequence[CheckpointPrint]) -> dict[int, int]:
     """Checkpoint index -> the first index holding exactly the same tensors (names and
-    digests): byte-identical copies, compared once. A checkpoint without an informative
-    tensor (empty, only constants or integers) is nobody's copy: equal digests of nothing, or of
-    zeros, are no evidence."""
+    digests): byte-identical copies, compared once. A checkpoint without a float tensor that
+    holds two different values (empty, values unreadable, only constants or integers) is
+    nobody's copy: equal digests of nothing, or of zeros, are no evidence; one small random
+    tensor equal to the last bit is."""
     first: dict[Any, int] = {}
     out = {}
     for i, p in enumerate(prints):
-        if not p.informative():
+        if not any(_varies(t) for t in p.tensors.values()):
             out[i] = i
             continue
         sig = ("adapter" in p.info, tuple(sorted((n, t.digest) for n, t in p.tensors.items())))
         out[i] = first.setdefault(sig, i)
     return out
+
+
+def _varies(t: TensorPrint) -> bool:
+    if not is_float(t.dtype):
+        return False
+    s = t.samples[np.isfinite(t.samples)]
+    return len(s) > 1 and bool(np.any(s != s[0]))
 
 
 # ----------------------------------------------------------------------------- the graph
