@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -255,6 +256,14 @@ def describe(ckpt: Checkpoint) -> dict[str, Any]:
         if src is not None:
             d = src if src.is_dir() else src.parent_dir()
             info["run"] = d.parent_dir().where
+    src = ckpt.source
+    if "step" not in info and src is not None and not src.is_dir():
+        # Sockeye numbers the checkpoints of one run params.00001, params.00002, ...
+        # (its C.PARAMS_NAME, "params.%05d")
+        m = re.fullmatch(r"params\.(\d{5,})", src.where.replace("\\", "/").rsplit("/", 1)[-1])
+        if m:
+            info["step"] = int(m.group(1))
+            info["run"] = src.parent_dir().where
     quantized = quantization(ckpt)
     if quantized:
         info["quantized"] = quantized

@@ -201,3 +201,15 @@ def test_separate_runs_of_other_configurations_are_no_edge(tmp_path):
     assert forest.edges == []
     (u,) = forest.unresolved
     assert u["kind"] == "shared-values" and u["only_here"] and u["only_there"]
+
+
+def test_sockeye_checkpoints_of_one_run_are_continued_training(tmp_path):
+    """fixtures/diff/sockeye1_consecutive: "the first two checkpoints of one Sockeye 1 training
+    run" (its pair.truth.json, written by sockeye.train): ordered by Sockeye's own checkpoint
+    numbering (params.00001, params.00002)."""
+    d = FIXTURES / "diff" / "sockeye1_consecutive"
+    truth = json.loads((d / "pair.truth.json").read_text())
+    assert "one Sockeye 1 training run" in truth["description"]
+    forest, _ = run([str(d)], cache_dir=str(tmp_path))
+    got = [(rel(e.parent, d), rel(e.child, d), e.kind) for e in forest.edges]
+    assert got == [(truth["a"], truth["b"], "continued-training")]
