@@ -320,7 +320,7 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
             unresolved.append({
                 "path": ev.a.path, "other": ev.b.path, "kind": "shared-values",
                 "why": "values shared (a common initialisation?) but another architecture "
-                       "on each side and changed values: no kind of derivation explains both",
+                       "on each side: no kind of derivation explains the pair",
                 "agreeing": ev.agreeing, "changed": len(ev.changed) + len(ev.unrelated),
                 "only_here": len(only_a), "only_there": len(only_b)})
     for a in adapters:
@@ -340,7 +340,15 @@ def _untyped(ev: Evidence) -> bool:
     (a fine-tune keeps the architecture, a resize or prune keeps the values) explains such a
     pair; two models of different configurations trained from one seed look like this."""
     only_a, only_b = ev.structural()
-    return bool(ev.changed or ev.unrelated) and bool(only_a) and bool(only_b)
+    if ev.changed or ev.unrelated:
+        return bool(only_a) and bool(only_b)
+    # nothing changed, but each side has informative parameters the other lacks: the same
+    # values in another layout (experts fused into one tensor) hold as many elements on each
+    # side; a few shared tensors (one seeded embedding in two architectures) are no derivation
+    here = [ev.a.tensors[n] for n in only_a if ev.a.tensors[n].informative]
+    there = [ev.b.tensors[n] for n in only_b if ev.b.tensors[n].informative]
+    return bool(here) and bool(there) and sum(t.numel for t in here) != sum(
+        t.numel for t in there)
 
 
 def _orient(links: list[tuple[int, int]], prints: Sequence[CheckpointPrint], degree: Counter,
