@@ -515,14 +515,9 @@ def model_parameters(entries: Iterable[Any], q: Mapping[str, Any],
         return None
     entries = list(entries)
     names = names if names is not None else {t.name for t in entries}
-    mains = sch.main.split("|")
-    main_of: dict[str, Any] = {}  # quantized module -> its packed weight
-    for t in entries:
-        for m in mains:
-            module = t.name[: -len(m) - 1]
-            if t.name.endswith("." + m) and module not in main_of \
-                    and any(f"{module}.{k}" in names for k in sch.markers):
-                main_of[module] = t
+    by_name = {t.name: t for t in entries}
+    main_of = {module: by_name[main] for module, main in packed_weights(names, sch).items()
+               if main in by_name}  # quantized module -> its packed weight
     total = 0
     for t in entries:
         module = _module_of(t.name, main_of)
@@ -533,6 +528,21 @@ def model_parameters(entries: Iterable[Any], q: Mapping[str, Any],
         elif t.name == module + ".bias":
             total += t.numel
     return total
+
+
+def packed_weights(names: Iterable[str], sch: Scheme) -> dict[str, str]:
+    """Quantized module -> the name of its packed weight, among stored ``names``: a module is
+    quantized when it stores the scheme's main weight and one of its markers."""
+    names = set(names)
+    mains = sch.main.split("|")
+    out: dict[str, str] = {}
+    for name in sorted(names):
+        for m in mains:
+            module = name[: -len(m) - 1]
+            if name.endswith("." + m) and module not in out \
+                    and any(f"{module}.{k}" in names for k in sch.markers):
+                out[module] = name
+    return out
 
 
 def _module_of(name: str, modules: Mapping[str, Any]) -> str | None:

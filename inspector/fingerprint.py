@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ import numpy as np
 
 from inspector.adapters.model import Checkpoint, TensorEntry
 
-SCHEMA = "inspector.fingerprint/1"
+SCHEMA = "inspector.fingerprint/2"
 SAMPLES = 128
 MIN_NUMEL = 64
 MIN_DISTINCT = 16
@@ -80,7 +81,10 @@ class TensorPrint:
 
     @property
     def informative(self) -> bool:
-        if not is_float(self.dtype) or self.numel < MIN_NUMEL or self.role != "parameter":
+        # a parameter, or a tensor whose role the format does not say (a bare state dict
+        # consolidated from a distributed save); never optimizer state or a buffer
+        if not is_float(self.dtype) or self.numel < MIN_NUMEL \
+                or self.role not in ("parameter", "other"):
             return False
         s = self.samples[np.isfinite(self.samples)]
         return len(np.unique(s)) >= MIN_DISTINCT
@@ -106,7 +110,8 @@ def tensor_print(ckpt: Checkpoint, entry: TensorEntry) -> TensorPrint:
         if hi > lo:
             x = widen(chunk, entry.dtype or "")
             picked = x.reshape(-1)[where[lo:hi] - start]
-            samples[lo:hi] = picked.real if np.iscomplexobj(picked) else picked
+            with np.errstate(invalid="ignore"):  # a NaN cast in (fingerprints keep NaNs)
+                samples[lo:hi] = picked.real if np.iscomplexobj(picked) else picked
         start = end
     return TensorPrint(entry.name, tuple(entry.shape), entry.dtype, str(entry.role),
                        entry.numel, h.hexdigest(), samples)
@@ -216,6 +221,28 @@ def _side_json(ckpt: Checkpoint, name: str, limit: int = 1 << 20) -> dict[str, A
     return data if isinstance(data, dict) else None
 
 
+def quantization(ckpt: Checkpoint) -> dict[str, Any] | None:
+    """A quantized Hugging Face checkpoint's scheme (``label``, ``unknown`` when it is not
+    modelled) and its quantized modules (each stores a packed weight and the scheme's state
+    instead of a float weight); None for any other checkpoint."""
+    from inspector.adapters.quant_config import hf_config
+
+    config = hf_config(ckpt)
+    q = config.get("quantization_config") if config else None
+    if not isinstance(q, dict):
+        return None
+    from inspector.adapters.quantized import OPTION_ERRORS, packed_weights, scheme
+
+    sch = scheme(q, config)
+    modules: list[str] = []
+    if sch.unknown is None:
+        try:
+            modules = sorted(packed_weights((t.name for t in ckpt.tensors), sch))
+        except OPTION_ERRORS as e:
+            sch.unknown = f"options not understood ({e})"
+    return {"label": sch.label, "unknown": sch.unknown, "modules": modules}
+
+
 def describe(ckpt: Checkpoint) -> dict[str, Any]:
     """The checkpoint facts lineage reads (no tensor bytes)."""
     info: dict[str, Any] = {"path": ckpt.path, "format": ckpt.format}
@@ -229,11 +256,22 @@ def describe(ckpt: Checkpoint) -> dict[str, Any]:
         if src is not None:
             d = src if src.is_dir() else src.parent_dir()
             info["run"] = d.parent_dir().where
+    src = ckpt.source
+    if "step" not in info and src is not None and not src.is_dir():
+        # Sockeye numbers the checkpoints of one run params.00001, params.00002, ...
+        # (its C.PARAMS_NAME, "params.%05d")
+        m = re.fullmatch(r"params\.(\d{5,})", src.where.replace("\\", "/").rsplit("/", 1)[-1])
+        if m:
+            info["step"] = int(m.group(1))
+            info["run"] = src.parent_dir().where
+    quantized = quantization(ckpt)
+    if quantized:
+        info["quantized"] = quantized
     config = (ckpt.hyperparameters or {}).get("config")
     if isinstance(config, dict) and config.get("peft_type"):
         info["adapter"] = {k: config.get(k) for k in
                            ("peft_type", "r", "lora_alpha", "target_modules",
-                            "base_model_name_or_path", "use_rslora")}
+                            "base_model_name_or_path", "use_rslora", "fan_in_fan_out")}
         if config.get("base_model_name_or_path"):
             info["declared"] = str(config["base_model_name_or_path"])
     return info

@@ -6,7 +6,7 @@ results. The numbers are the same as without a cluster."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 
@@ -55,5 +55,15 @@ class DaskMapper:
         self._stack.close()
 
 
-def mapper(spec: str, allow_unsafe: bool = False) -> DaskMapper:
-    return DaskMapper(spec, allow_unsafe)
+@contextmanager
+def mapper(spec: str | None, allow_unsafe: bool = False) -> Iterator[DaskMapper | None]:
+    """The mapper of the cluster at ``spec`` (a verb's ``--dask``), closed on exit; None (run
+    here) when no cluster is named."""
+    if not spec:
+        yield None
+        return
+    m = DaskMapper(spec, allow_unsafe)
+    try:
+        yield m
+    finally:
+        m.close()

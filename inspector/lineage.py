@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from inspector.fingerprint import CheckpointPrint, TensorPrint
+from inspector.fingerprint import CheckpointPrint, TensorPrint, is_float
 from inspector.lineage_evidence import (
     Evidence,
     compare,
@@ -103,13 +103,26 @@ def candidates(prints: Sequence[CheckpointPrint],
 
 def duplicates(prints: Sequence[CheckpointPrint]) -> dict[int, int]:
     """Checkpoint index -> the first index holding exactly the same tensors (names and
-    digests): byte-identical copies, compared once."""
+    digests): byte-identical copies, compared once. A checkpoint without a float tensor that
+    holds two different values (empty, values unreadable, only constants or integers) is
+    nobody's copy: equal digests of nothing, or of zeros, are no evidence; one small random
+    tensor equal to the last bit is."""
     first: dict[Any, int] = {}
     out = {}
     for i, p in enumerate(prints):
+        if not any(_varies(t) for t in p.tensors.values()):
+            out[i] = i
+            continue
         sig = ("adapter" in p.info, tuple(sorted((n, t.digest) for n, t in p.tensors.items())))
         out[i] = first.setdefault(sig, i)
     return out
+
+
+def _varies(t: TensorPrint) -> bool:
+    if not is_float(t.dtype):
+        return False
+    s = t.samples[np.isfinite(t.samples)]
+    return len(s) > 1 and bool(np.any(s != s[0]))
 
 
 # ----------------------------------------------------------------------------- the graph
@@ -206,7 +219,8 @@ def _representative(members: list[int], prints: Sequence[CheckpointPrint],
     def rank(i: int) -> tuple:
         p = prints[i]
         sharded = p.info.get("shards", 1) > 1
-        return (p.path not in declared, -_precision(p), "step" in p.info, sharded,
+        return (p.path not in declared, "quantized" in p.info, -_precision(p), "step" in p.info,
+                sharded,
                 -len(p.tensors), mtime(p.path), len(p.path), p.path)
 
     return min(members, key=rank)
@@ -265,9 +279,13 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
             edges.append(_resave(prints[r], prints[m], ev, declared))
     # between clusters: a maximum spanning forest of relatedness
     links: dict[tuple[int, int], tuple[float, int, int]] = {}
+    untyped: dict[tuple[int, int], Evidence] = {}
     for (i, j), ev in evidence.items():
         ci, cj = union.find(i), union.find(j)
         if ci == cj or i in conversions or j in conversions:
+            continue
+        if _untyped(ev):
+            untyped[(min(ci, cj), max(ci, cj))] = ev
             continue
         key = (min(ci, cj), max(ci, cj))
         # the distance between the representatives decides; an evidence pair stands in
@@ -296,6 +314,15 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
         edges.append(Edge(prints[src].path, prints[j].path, "conversion",
                           _confidence(got["tensors"]), got, "from the source layout"))
     unresolved: list[dict[str, Any]] = []
+    for (ci, cj), ev in sorted(untyped.items()):
+        if forest.find(rep[ci]) != forest.find(rep[cj]):
+            only_a, only_b = ev.structural()
+            unresolved.append({
+                "path": ev.a.path, "other": ev.b.path, "kind": "shared-values",
+                "why": "values shared (a common initialisation?) but another architecture "
+                       "on each side: no kind of derivation explains the pair",
+                "agreeing": ev.agreeing, "changed": len(ev.changed) + len(ev.unrelated),
+                "only_here": len(only_a), "only_there": len(only_b)})
     for a in adapters:
         found = _adapter_edge(prints[a], [prints[r] for r in sorted(rep.values())], confirm)
         if isinstance(found, Edge):
@@ -306,6 +333,22 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
                       **{k: p.info[k] for k in ("step", "declared") if k in p.info}}
              for p in prints}
     return Lineage(nodes, sorted(edges, key=lambda e: (e.parent, e.child)), unresolved, [])
+
+
+def _untyped(ev: Evidence) -> bool:
+    """Changed values and parameters on each side that the other lacks: no derivation kind
+    (a fine-tune keeps the architecture, a resize or prune keeps the values) explains such a
+    pair; two models of different configurations trained from one seed look like this."""
+    only_a, only_b = ev.structural()
+    if ev.changed or ev.unrelated:
+        return bool(only_a) and bool(only_b)
+    # nothing changed, but each side has informative parameters the other lacks: the same
+    # values in another layout (experts fused into one tensor) hold as many elements on each
+    # side; a few shared tensors (one seeded embedding in two architectures) are no derivation
+    here = [ev.a.tensors[n] for n in only_a if ev.a.tensors[n].informative]
+    there = [ev.b.tensors[n] for n in only_b if ev.b.tensors[n].informative]
+    return bool(here) and bool(there) and sum(t.numel for t in here) != sum(
+        t.numel for t in there)
 
 
 def _orient(links: list[tuple[int, int]], prints: Sequence[CheckpointPrint], degree: Counter,
@@ -330,8 +373,14 @@ def _orient(links: list[tuple[int, int]], prints: Sequence[CheckpointPrint], deg
                 if y not in seen:
                     seen.add(y)
                     stack.append(y)
-        root = min(comp, key=lambda i: ("step" in prints[i].info, -degree[union.find(i)],
-                                        mtime(prints[i].path), prints[i].path))
+        def order_key(i: int) -> tuple:
+            return ("step" in prints[i].info, -degree[union.find(i)], mtime(prints[i].path))
+
+        root = min(comp, key=lambda i: (order_key(i), prints[i].path))
+        tied = sum(1 for i in comp if order_key(i) == order_key(root)) > 1
+        from_root = ("unknown: no training step, relatedness or modification time tells which "
+                     "came first (drawn from the first by path)" if tied else
+                     "from the root of its tree (the checkpoint the others derive from)")
         order, parent = [root], {root: -1}
         for x in order:
             for y in adj[x]:
@@ -347,8 +396,7 @@ def _orient(links: list[tuple[int, int]], prints: Sequence[CheckpointPrint], deg
             elif sx is not None and sy is not None and same_run:
                 out.append((x, y, "training step"))
             else:
-                out.append((x, y, "from the root of its tree (the checkpoint the others "
-                                  "derive from)"))
+                out.append((x, y, from_root))
     return out
 
 
@@ -365,6 +413,9 @@ def _resave(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, declared: set[
         what.append(f"shards {p.info.get('shards', 1)} -> {c.info.get('shards', 1)}")
     if ev.carried:
         what.append(f"{len(ev.carried)} tensors renamed")
+    if ev.requantized:
+        what.append(f"{len(ev.requantized)} modules stored another way "
+                    f"({_scheme(p)} -> {_scheme(c)}: packed values not compared)")
     dropped = [n for n in ev.only_a if n not in {x for x, _ in ev.carried}]
     added = [n for n in ev.only_b if n not in {y for _, y in ev.carried}]
     if dropped:
@@ -372,12 +423,19 @@ def _resave(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, declared: set[
     if added:
         what.append(f"added {len(added)} tensors ({', '.join(_collapse(added)[:3])})")
     evidence = {"identical": len(ev.identical), "within_cast": len(ev.cast),
-                "changes": what or ["none: a byte-identical copy"],
+                "changes": what or ([f"{len(ev.cast)} tensors equal within the rounding of "
+                                     "one computation, not bit for bit"] if ev.cast else
+                                    ["none: a byte-identical copy"]),
                 "max_drift": max(ev.drifts.values(), default=0.0)}
     direction = ("declared base" if p.path in declared else
                  "higher precision" if _precision(p) > _precision(c) else
                  "unknown (the same values: either could be the original)")
     return Edge(p.path, c.path, "re-save", _confidence(ev.agreeing), evidence, direction)
+
+
+def _scheme(p: CheckpointPrint) -> str:
+    q = p.info.get("quantized")
+    return str(q["label"]) if q else "not quantized"
 
 
 def _derived(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, why: str,
@@ -506,6 +564,7 @@ def run(paths: Sequence[str], *, cache_dir: str | None = None, use_cache: bool =
             errors.append({"path": t.label, "error": message})
         else:
             heads.append(got)
+    heads = _whole(heads)
     todo = [(ckpt, key) for ckpt, key, fp in heads if fp is None]
     if mapper is not None:
         from inspector.inventory_dask import remote_print
@@ -550,6 +609,19 @@ def run(paths: Sequence[str], *, cache_dir: str | None = None, use_cache: bool =
     counts = {"checkpoints": len(prints), "fingerprinted": cache.misses, "cached": cache.hits,
               "tensor_reads": confirm.reads}
     return forest, counts
+
+
+def _whole(heads: list[tuple[Any, str, Any]]) -> list[tuple[Any, str, Any]]:
+    """Without the parts of a multi-file checkpoint listed on their own (a split GGUF's later
+    files, each also read as part of its first): a part is no model of its own."""
+    import os
+
+    def norm(p: str) -> str:
+        return os.path.normpath(str(p))
+
+    parts = {norm(p) for ckpt, _, _ in heads if len(ckpt.paths) > 1 for p in ckpt.paths}
+    return [h for h in heads
+            if not (len(h[0].paths) == 1 and norm(h[0].paths[0]) in parts)]
 
 
 def _mtime(path: str) -> float:

@@ -169,7 +169,7 @@ class Confirm:
                        others: Sequence[CheckpointPrint]) -> str | None:
         """The path of a checkpoint equal to ``base`` + scale * B @ A on every target (and to
         ``base`` elsewhere), or None."""
-        from inspector.lineage_evidence import base_weight, compare, lora_pairs
+        from inspector.lineage_evidence import base_weight, compare, fan_in_fan_out, lora_pairs
 
         pairs = lora_pairs(adapter)
         targets = {}
@@ -196,6 +196,8 @@ class Confirm:
                     delta = self.array(m.path, name) - self.array(base.path, name)
                     ba = scale * (self.array(adapter.path, lb.name)
                                   @ self.array(adapter.path, la.name))
+                    if fan_in_fan_out(adapter):
+                        ba = ba.T
                     den = np.linalg.norm(ba) or 1.0
                     if np.linalg.norm(delta - ba) / den > 1e-3:
                         return False

@@ -19,6 +19,8 @@ MAJORITY = 0.5  # share of informative tensors that must agree for two checkpoin
 # Unit roundoff of a stored type: a cast moves each element by at most this much, relatively.
 ROUNDOFF = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
             "bfloat16": 2.0 ** -8, "float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
+CARRIED_CANDIDATES = 8  # same-shape tensors tried as the source of a renamed, cast one
+RECOMPUTED = 64  # units of roundoff two runs of one float32 computation may differ by
 # Relative L2 error of a block-quantized type's dequantized values (ggml: q8_0 ~ 0.4%, the
 # 4-5 bit kinds ~ 3-8%); a conversion or re-save into it is judged by this bound.
 QUANT_NOISE = {"q8_0": 0.02, "q8_1": 0.02, "q6_k": 0.05, "q5_0": 0.08, "q5_1": 0.08,
@@ -35,7 +37,12 @@ def _noise(dtype: str | None) -> float | None:
 
 
 def cast_equal(a: TensorPrint, b: TensorPrint) -> bool:
-    """The samples agree up to the rounding of the lower-precision of the two stored types."""
+    """The samples agree up to the rounding of the lower-precision of the two stored types; two
+    float32/float64 tensors, up to :data:`RECOMPUTED` units of roundoff (the same computation
+    run by another version of a library, its operations in another order: the root mean square
+    of the difference within that many roundoffs of the values' own)."""
+    if a.dtype == b.dtype and a.dtype in ("float32", "float64") and a.digest != b.digest:
+        return drift(a, b) <= RECOMPUTED * ROUNDOFF[str(a.dtype)]
     if a.dtype == b.dtype and not _noise(a.dtype) or a.dtype == b.dtype and a.dtype in ROUNDOFF:
         return a.digest == b.digest
     ua, ub = _noise(a.dtype), _noise(b.dtype)
@@ -50,8 +57,12 @@ def cast_equal(a: TensorPrint, b: TensorPrint) -> bool:
     if (a.dtype or "").lower() in QUANT_NOISE or (b.dtype or "").lower() in QUANT_NOISE:
         scale = float(np.max(np.abs(x))) or 1.0  # block scales: error relative to the block max
         return bool(np.all(np.abs(x - y) <= u * scale + 1e-12))
-    # round to nearest: |x - y| <= u |x| (+ the subnormal floor of the narrower type)
-    return bool(np.all(np.abs(x - y) <= 1.01 * u * np.maximum(np.abs(x), np.abs(y)) + 1e-30))
+    # one unit in the last place of the narrower type, 2u |x| (+ its subnormal floor): round
+    # to nearest stays within u, and a writer that truncates or rounds twice (float32 ->
+    # float16 -> bfloat16, as gptqmodel's CPU path does) within 2u
+    # (a value that passed through float16 keeps at most its subnormal spacing, 2**-24)
+    floor = 2.0 ** -24 if u >= ROUNDOFF["float16"] else 1e-30
+    return bool(np.all(np.abs(x - y) <= 2.02 * u * np.maximum(np.abs(x), np.abs(y)) + floor))
 
 
 def drift(a: TensorPrint, b: TensorPrint) -> float:
@@ -74,7 +85,7 @@ class Evidence:
     """What the fingerprints say about two checkpoints (``a`` the first given)."""
 
     __slots__ = ("a", "b", "identical", "cast", "changed", "unrelated", "carried", "reshaped",
-                 "only_a", "only_b", "drifts", "uninformative")
+                 "only_a", "only_b", "drifts", "uninformative", "requantized")
 
     def __init__(self, a: CheckpointPrint, b: CheckpointPrint) -> None:
         self.a, self.b = a, b
@@ -88,6 +99,9 @@ class Evidence:
         self.only_b: list[str] = []
         self.drifts: dict[str, float] = {}
         self.uninformative = 0
+        # modules stored another way on each side (quantized by one scheme, by another or not
+        # at all): their tensors are set aside, not compared by name
+        self.requantized: list[str] = []
 
     @property
     def informative(self) -> int:
@@ -140,16 +154,62 @@ class Evidence:
         return (sum(min(d, 2.0) for d in self.drifts.values()) + max(0, alone)) / total
 
 
+def quantized_modules(p: CheckpointPrint) -> set[str]:
+    """The modules a quantized checkpoint stores packed (see
+    :func:`inspector.fingerprint.quantization`)."""
+    return set((p.info.get("quantized") or {}).get("modules") or ())
+
+
+def module_of(name: str, modules: set[str]) -> str | None:
+    parts = name.split(".")
+    for k in range(len(parts) - 1, 0, -1):
+        m = ".".join(parts[:k])
+        if m in modules:
+            return m
+    return None
+
+
+def _stored_form(p: CheckpointPrint, module: str) -> tuple:
+    cut = len(module) + 1
+    return tuple(sorted((n[cut:], t.shape, str(t.dtype)) for n, t in p.tensors.items()
+                        if n.startswith(module + ".") and not n.endswith(".bias")))
+
+
+def requantized(a: CheckpointPrint, b: CheckpointPrint) -> set[str]:
+    """The modules quantized on either side whose stored forms differ (another scheme, or
+    quantized on one side only): their packed weights and quantization state are no values to
+    compare by name with the other side's (a bias kept as it is still compares)."""
+    either = quantized_modules(a) | quantized_modules(b)
+    return {m for m in either if _stored_form(a, m) != _stored_form(b, m)}
+
+
 def compare(a: CheckpointPrint, b: CheckpointPrint) -> Evidence:
     """The evidence of two fingerprints (no bytes read)."""
     ev = Evidence(a, b)
-    digests_a = {t.digest: n for n, t in a.tensors.items() if t.informative}
+    aside = requantized(a, b)
+    ev.requantized = sorted(aside)
+
+    def set_aside(name: str) -> bool:
+        return bool(aside) and not name.endswith(".bias") and module_of(name, aside) is not None
+
+    digests_a = {t.digest: n for n, t in a.tensors.items() if t.informative
+                 and not set_aside(n)}
+    shapes_a: dict[tuple[int, ...], list[TensorPrint]] = defaultdict(list)
+    for n, t in a.tensors.items():
+        if t.informative and not set_aside(n) and len(shapes_a[t.shape]) < CARRIED_CANDIDATES:
+            shapes_a[t.shape].append(t)
     for name, tb in b.tensors.items():
+        if set_aside(name):
+            continue
         ta = a.tensors.get(name)
         if ta is None:
             ev.only_b.append(name)
             if tb.informative and tb.digest in digests_a:
                 ev.carried.append((digests_a[tb.digest], name))
+            elif tb.informative:  # renamed and cast (a tied head saved as its own tensor)
+                same = next((t for t in shapes_a.get(tb.shape, ()) if cast_equal(t, tb)), None)
+                if same is not None:
+                    ev.carried.append((same.name, name))
             continue
         if ta.shape != tb.shape:
             ev.reshaped.append(name)
@@ -167,7 +227,7 @@ def compare(a: CheckpointPrint, b: CheckpointPrint) -> Evidence:
             d = drift(ta, tb)
             ev.drifts[name] = d
             (ev.changed if d < RELATED else ev.unrelated).append(name)
-    ev.only_a = [n for n in a.tensors if n not in b.tensors]
+    ev.only_a = [n for n in a.tensors if n not in b.tensors and not set_aside(n)]
     return ev
 
 
@@ -192,9 +252,15 @@ def base_weight(p: CheckpointPrint, module: str) -> TensorPrint | None:
     return None
 
 
+def fan_in_fan_out(adapter: CheckpointPrint) -> bool:
+    """The adapter's targets store their weights as (in, out) (peft's ``fan_in_fan_out``:
+    GPT-2's Conv1D), so ``B @ A`` is the transpose of their delta."""
+    return bool((adapter.info.get("adapter") or {}).get("fan_in_fan_out"))
+
+
 def fits(adapter: CheckpointPrint, base: CheckpointPrint) -> bool:
-    """Every LoRA target of the adapter has a base weight of shape (out, in) with lora_A
-    (r, in) and lora_B (out, r)."""
+    """Every LoRA target of the adapter has a base weight of shape (out, in) ((in, out) with
+    ``fan_in_fan_out``) with lora_A (r, in) and lora_B (out, r)."""
     pairs = lora_pairs(adapter)
     if not pairs:
         return False
@@ -202,7 +268,8 @@ def fits(adapter: CheckpointPrint, base: CheckpointPrint) -> bool:
         w = base_weight(base, module)
         if w is None or len(w.shape) != 2 or len(la.shape) != 2 or len(lb.shape) != 2:
             return False
-        if la.shape[1] != w.shape[1] or lb.shape[0] != w.shape[0] or la.shape[0] != lb.shape[1]:
+        out, inp = w.shape[::-1] if fan_in_fan_out(adapter) else w.shape
+        if la.shape[1] != inp or lb.shape[0] != out or la.shape[0] != lb.shape[1]:
             return False
     return True
 

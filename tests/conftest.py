@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,3 +110,41 @@ def drain_pty(master: int) -> bytes:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@contextlib.contextmanager
+def moto_bucket(bucket: str, uploads: Iterable[tuple[Path, str]]) -> Iterator[tuple[Any, Any]]:
+    """A local moto S3 server (127.0.0.1) holding ``bucket`` with each (file, key) uploaded:
+    yields the server (its ``endpoint`` and ``env``) and a boto3 client of it."""
+    import boto3
+    from remote_servers import MotoS3
+
+    with MotoS3() as m:
+        s3 = boto3.client("s3", endpoint_url=m.endpoint, aws_access_key_id="testing",
+                          aws_secret_access_key="testing", region_name="us-east-1")
+        s3.create_bucket(Bucket=bucket)
+        for path, key in uploads:
+            s3.upload_file(str(path), bucket, key)
+        yield m, s3
+
+
+@contextlib.contextmanager
+def local_cluster(env: dict[str, str], workers: int = 2) -> Iterator[str]:
+    """The address of a LocalCluster (127.0.0.1, no dashboard, 768 MiB per worker) whose worker
+    processes see ``env`` (a store's endpoint, from the standard variables, as a worker on a
+    real cluster would)."""
+    from distributed import LocalCluster
+
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          host="127.0.0.1", dashboard_address=None,
+                          memory_limit="768MiB") as cluster:
+            yield cluster.scheduler_address
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

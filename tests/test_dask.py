@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, local_cluster, moto_bucket
 
 pytest.importorskip("distributed")
 pytest.importorskip("moto.server")
@@ -49,37 +49,15 @@ def _uploads() -> list[str]:
 
 @pytest.fixture(scope="module")
 def moto():
-    import boto3
-    from remote_servers import MotoS3
-
-    with MotoS3() as m:
-        s3 = boto3.client("s3", endpoint_url=m.endpoint, aws_access_key_id="testing",
-                          aws_secret_access_key="testing", region_name="us-east-1")
-        s3.create_bucket(Bucket=BUCKET)
-        for rel in _uploads():
-            s3.upload_file(str(FIXTURES / rel), BUCKET, rel)
+    with moto_bucket(BUCKET, [(FIXTURES / rel, rel) for rel in _uploads()]) as (m, _s3):
         yield m
 
 
 @pytest.fixture(scope="module")
 def scheduler(moto):
-    """The address of a LocalCluster whose 2 worker processes know the S3 endpoint (from the
-    standard variables, as a worker would on a real cluster)."""
-    from distributed import LocalCluster
-
-    saved = {k: os.environ.get(k) for k in moto.env}
-    os.environ.update(moto.env)
-    try:
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                          host="127.0.0.1", dashboard_address=None,
-                          memory_limit="768MiB") as cluster:
-            yield cluster.scheduler_address
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    """The address of a LocalCluster whose 2 worker processes know the S3 endpoint."""
+    with local_cluster(moto.env) as address:
+        yield address
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120

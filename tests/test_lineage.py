@@ -121,3 +121,95 @@ def test_report_draws_the_forest_as_html(tmp_path):
     data = json.loads(next(s for s in doc.iter("script") if s.get("id") == "report-data").text)
     got = {(rel(e["parent"], ZOO), rel(e["child"], ZOO), e["kind"]) for e in data["edges"]}
     assert got == {(e["parent"], e["child"], e["kind"]) for e in TRUTH["edges"]}
+
+
+QUANT_TRUTH = json.loads((ROOT / "fixtures" / "lineage" / "quant_sources.truth.json").read_text())
+FIXTURES = ROOT / "fixtures"
+
+
+def test_quantizations_are_re_saves_of_their_source(tmp_path):
+    """Every folder of fixtures/hf_quant (bitsandbytes, llm-compressor, gptqmodel) against the
+    unquantized models they quantized (re-made by fixtures/lineage/make_quant_sources.py): each
+    quantized copy is a re-save of its own source, never a fine-tune of another quantization,
+    and the three sources (two Llamas of different shapes and a GPT-2) stay apart."""
+    forest, _ = run([str(FIXTURES / "hf_quant"), str(FIXTURES / "lineage" / "quant_sources")],
+                    cache_dir=str(tmp_path))
+    assert not forest.errors
+    got = {(rel(e.parent, FIXTURES), rel(e.child, FIXTURES), e.kind) for e in forest.edges}
+    want = {(e["parent"], e["child"], e["kind"]) for e in QUANT_TRUTH["edges"]}
+    assert got == want
+    for e in forest.edges:
+        assert "modules stored another way" in " ".join(e.evidence["changes"])
+
+
+def test_quantizations_without_their_source_are_re_saves_of_each_other(tmp_path):
+    """No source held: the quantizations of one model form one cluster of re-saves (whichever
+    is its representative), those of another model another, and nothing joins them."""
+    forest, _ = run([str(FIXTURES / "hf_quant")], cache_dir=str(tmp_path))
+    source = {e["child"]: e["parent"] for e in QUANT_TRUTH["edges"]}
+    for e in forest.edges:
+        a, b = rel(e.parent, FIXTURES), rel(e.child, FIXTURES)
+        assert e.kind == "re-save" and source[a] == source[b], (a, b, e.kind)
+    families = {s: sum(1 for v in source.values() if v == s) for s in set(source.values())}
+    # a tree per source family: every member but its representative is someone's child
+    assert len(forest.edges) == sum(n - 1 for n in families.values())
+
+
+ZOO2 = ROOT / "fixtures" / "lineage" / "zoo2"
+TRUTH2 = json.loads((ROOT / "fixtures" / "lineage" / "zoo2.truth.json").read_text())
+
+
+def test_second_zoo_held_out(tmp_path):
+    """fixtures/lineage/zoo2 (tiny GPT-2s: Conv1D weights, a tied head; written by
+    fixtures/lineage/make_zoo2.py, never used to tune lineage): exactly the true edges and kinds,
+    the LoRA rank the adapter's r, its fan_in_fan_out adapter matched to its base, and the two
+    unrelated seeds apart."""
+    forest, _ = run([str(ZOO2)], cache_dir=str(tmp_path))
+    assert not forest.errors and not forest.unresolved
+    got = {(rel(e.parent, ZOO2), rel(e.child, ZOO2), e.kind) for e in forest.edges}
+    assert got == {(e["parent"], e["child"], e["kind"]) for e in TRUTH2["edges"]}
+    (merge,) = [e for e in forest.edges if e.kind == "lora-merge"]
+    assert merge.evidence["rank"] == TRUTH2["lora"]["r"]
+    assert merge.evidence["target_modules"] == TRUTH2["lora"]["targets"]
+    (partial,) = [e for e in forest.edges if rel(e.child, ZOO2) == "attn0"]
+    assert set(partial.evidence["changed_tensors"]) <= set(TRUTH2["attn0_changed"])
+    families = [{"gpt"}, {"seed8", "seed8_ft"}, {"seed9"}]
+    for e in forest.edges:
+        a, b = rel(e.parent, ZOO2), rel(e.child, ZOO2)
+        assert [a in f for f in families] == [b in f for f in families] or \
+            not any(a in f or b in f for f in families[1:])
+
+
+def test_models_without_informative_tensors_are_nobodys_copies(tmp_path):
+    """MXNet's empty dict and empty list (mxnet 1.9.1 ``nd.save``), a CSR array and a
+    row-sparse one: no informative tensor, so nothing to relate them by: no edge."""
+    d = FIXTURES / "mxnet" / "mxnet-1.9.1"
+    forest, _ = run([str(d / n) for n in ("empty_dict.params", "empty_list.params",
+                                          "csr.params", "row_sparse.params")],
+                    cache_dir=str(tmp_path))
+    assert forest.edges == []
+
+
+def test_separate_runs_of_other_configurations_are_no_edge(tmp_path):
+    """Two Sockeye 1 runs from one seed (``--seed 1``, fixtures/diff/make_fixtures.py and
+    fixtures/sockeye/make_fixtures.py): an RNN and a transformer-RNN model, each with parameters
+    the other lacks and the shared ones trained apart. No derivation kind explains the pair:
+    no edge, one unresolved shared-values pair."""
+    a = FIXTURES / "diff" / "sockeye1_consecutive" / "params.00001"
+    b = FIXTURES / "sockeye" / "sockeye1_transformer-rnn_l1-1_m16_h2_ff32_e16-8_h16_mlp"
+    forest, _ = run([str(a), str(b)], cache_dir=str(tmp_path))
+    assert forest.edges == []
+    (u,) = forest.unresolved
+    assert u["kind"] == "shared-values" and u["only_here"] and u["only_there"]
+
+
+def test_sockeye_checkpoints_of_one_run_are_continued_training(tmp_path):
+    """fixtures/diff/sockeye1_consecutive: "the first two checkpoints of one Sockeye 1 training
+    run" (its pair.truth.json, written by sockeye.train): ordered by Sockeye's own checkpoint
+    numbering (params.00001, params.00002)."""
+    d = FIXTURES / "diff" / "sockeye1_consecutive"
+    truth = json.loads((d / "pair.truth.json").read_text())
+    assert "one Sockeye 1 training run" in truth["description"]
+    forest, _ = run([str(d)], cache_dir=str(tmp_path))
+    got = [(rel(e.parent, d), rel(e.child, d), e.kind) for e in forest.edges]
+    assert got == [(truth["a"], truth["b"], "continued-training")]

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT, local_cluster, moto_bucket
+
 pytest.importorskip("distributed")
 pytest.importorskip("moto.server")
 pytest.importorskip("s3fs")
 duckdb = pytest.importorskip("duckdb")
 pytestmark = pytest.mark.filterwarnings("ignore:Port .* is already in use:UserWarning")
 
-ROOT = Path(__file__).resolve().parent.parent
 ZOO = ROOT / "fixtures" / "lineage" / "zoo"
 BUCKET = "store"
 COPIES = 40  # 40 x 50 files: 2,000 objects
@@ -32,36 +33,14 @@ def _files() -> list[Path]:
 
 @pytest.fixture(scope="module")
 def moto():
-    import boto3
-    from remote_servers import MotoS3
-
-    with MotoS3() as m:
-        s3 = boto3.client("s3", endpoint_url=m.endpoint, aws_access_key_id="testing",
-                          aws_secret_access_key="testing", region_name="us-east-1")
-        s3.create_bucket(Bucket=BUCKET)
-        for p in _files():
-            s3.upload_file(str(p), BUCKET, f"one/{p.relative_to(ZOO)}")
-        yield m, s3
+    with moto_bucket(BUCKET, [(p, f"one/{p.relative_to(ZOO)}") for p in _files()]) as got:
+        yield got
 
 
 @pytest.fixture(scope="module")
 def scheduler(moto):
-    from distributed import LocalCluster
-
-    m, _ = moto
-    saved = {k: os.environ.get(k) for k in m.env}
-    os.environ.update(m.env)
-    try:
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                          host="127.0.0.1", dashboard_address=None,
-                          memory_limit="768MiB") as cluster:
-            yield cluster.scheduler_address
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with local_cluster(moto[0].env) as address:
+        yield address
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600):

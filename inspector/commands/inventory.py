@@ -42,19 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inspector.inventory import build
+    from inspector.inventory_dask import mapper as dask_mapper
 
-    mapper = None
-    if getattr(args, "dask", None):
-        from inspector.inventory_dask import mapper as dask_mapper
-
-        mapper = dask_mapper(args.dask, args.allow_unsafe)
-    try:
-        failed: list[str] = []
+    failed: list[str] = []
+    with dask_mapper(getattr(args, "dask", None), args.allow_unsafe) as mapper:
         counts = build(args.paths, args.output, jobs=args.jobs,
                        allow_unsafe=args.allow_unsafe, mapper=mapper, on_error=failed.append)
-    finally:
-        if mapper is not None:
-            mapper.close()
     sys.stdout.write(f"inventory {args.output}: {counts['indexed']} indexed, "
                      f"{counts['skipped']} unchanged, {counts['errors']} unreadable, "
                      f"{counts['edges']} lineage edges\n")

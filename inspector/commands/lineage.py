@@ -46,20 +46,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
+    from inspector.inventory_dask import mapper as dask_mapper
     from inspector.lineage import run as lineage
     from inspector.reports.lineage import render_table
 
-    mapper = None
-    if getattr(args, "dask", None):
-        from inspector.inventory_dask import mapper as dask_mapper
-
-        mapper = dask_mapper(args.dask, args.allow_unsafe)
-    try:
+    with dask_mapper(getattr(args, "dask", None), args.allow_unsafe) as mapper:
         forest, counts = lineage(args.paths, cache_dir=args.cache, use_cache=not args.no_cache,
                                  jobs=args.jobs, allow_unsafe=args.allow_unsafe, mapper=mapper)
-    finally:
-        if mapper is not None:
-            mapper.close()
     if args.format == "json":
         doc = forest.to_dict()
         doc["counts"] = counts

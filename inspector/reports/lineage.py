@@ -83,7 +83,8 @@ def render_table(forest: Any, counts: dict[str, int], width: int | None = None) 
         seen.add(r)
         walk(r, "")
     for u in forest.unresolved:
-        lines.append(f"unresolved: {short(u['path'], root_dir)}: {u['kind']} {u['why']}")
+        other = f" and {short(u['other'], root_dir)}" if u.get("other") else ""
+        lines.append(f"unresolved: {short(u['path'], root_dir)}{other}: {u['kind']} {u['why']}")
     return "\n".join(_clip(sanitize(x), width) for x in lines) + "\n"
 
 
