@@ -185,14 +185,20 @@ def values_lines(py: str, torch_python: str, runs: int, mib: int) -> dict:
     if not script.exists():
         return {"command": " ".join(cmd), "lines": ["bench/values_pass.py: not in this tree"]}
     work = tempfile.mkdtemp(prefix="inspector-values-")
+    lines = []
     try:
-        log("running bench/values_pass.py")
-        proc = subprocess.run([*cmd, "--dir", work], capture_output=True, text=True)
+        # the compiled kernels (the [fast] extra, installed in the bench's venv), then NumPy
+        for label, numba in (("with numba ([fast] extra)", "1"), ("NumPy only", "0")):
+            log(f"running bench/values_pass.py ({label})")
+            env = {**os.environ, "INSPECTOR_NUMBA": numba}
+            proc = subprocess.run([*cmd, "--dir", work], capture_output=True, text=True,
+                                  env=env)
+            lines.append(f"{label}:")
+            lines += proc.stdout.strip().splitlines()
+            if proc.returncode != 0:
+                lines.append(f"bench/values_pass.py failed: {proc.stderr.strip()[-600:]}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0:
-        lines.append(f"bench/values_pass.py failed: {proc.stderr.strip()[-600:]}")
     return {"command": " ".join(["bench/values_pass.py", *cmd[2:]]), "lines": lines}
 
 

@@ -183,7 +183,8 @@ def ensure_venv(venvs: Path, name: str, packages: list[str]) -> Path | None:
 def install_inspector(venvs: Path) -> Path:
     """This checkout, installed (not editable) into its own venv; reinstalled on every run."""
     py = venv_python(venvs, "inspector")
-    stamp = venvs / "inspector" / ".bench-packages"
+    # with the [fast] extra (numba), which the value passes use when it is installed
+    stamp = venvs / "inspector" / ".bench-packages-fast"
     if not py.exists():
         log(f"creating venv {venvs / 'inspector'}")
         subprocess.run([sys.executable, "-m", "venv", str(venvs / "inspector")], check=True)
@@ -197,7 +198,7 @@ def install_inspector(venvs: Path) -> Path:
             shutil.copy(REPO / part, src / part)
         again = ["--force-reinstall", "--no-deps"] if stamp.exists() else []
         subprocess.run(
-            [str(py), "-m", "pip", "install", "-q", *again, str(src)],
+            [str(py), "-m", "pip", "install", "-q", *again, f"{src}[fast]"],
             check=True,
             stdout=subprocess.DEVNULL,
         )
