@@ -54,7 +54,7 @@ def _mapped(ckpt: Checkpoint, entry: TensorEntry) -> Any:
     if entry.extra.get("stype") or entry.extra.get("indices"):
         raise refusal(entry, ckpt.path, "a sparse layout has no dense array")
     loc = ckpt.reader(entry)
-    if not isinstance(loc, ByteRange) or not loc.source.is_local:
+    if not isinstance(loc, ByteRange) or loc.source.local_path is None:
         return None
     if loc.stride is not None and loc.stride != c_strides(entry.shape):
         return None

@@ -57,7 +57,7 @@ def locate(ckpt: Checkpoint | None, entry: TensorEntry | None) -> Span | None:
         loc = ckpt.reader(entry)
     except FormatError:
         return None
-    if not isinstance(loc, ByteRange) or not loc.source.is_local:
+    if not isinstance(loc, ByteRange) or loc.source.local_path is None:
         return None
     if loc.stride is not None and loc.stride != c_strides(entry.shape):
         return None

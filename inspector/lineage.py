@@ -341,7 +341,11 @@ def _untyped(ev: Evidence) -> bool:
     pair; two models of different configurations trained from one seed look like this."""
     only_a, only_b = ev.structural()
     if ev.changed or ev.unrelated:
-        return bool(only_a) and bool(only_b)
+        if only_a and only_b:
+            return True
+        # parameters of one name in another shape and no value carried over (a GRU and an
+        # LSTM layer of one seed): a fine-tune keeps the shapes, a resize the other values
+        return bool(ev.reshaped) and not (ev.identical or ev.cast or ev.carried)
     # nothing changed, but each side has informative parameters the other lacks: the same
     # values in another layout (experts fused into one tensor) hold as many elements on each
     # side; a few shared tensors (one seeded embedding in two architectures) are no derivation

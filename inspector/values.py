@@ -374,7 +374,7 @@ def threads_for(entries: Any, ckpts: Any = ()) -> int:
     :mod:`inspector.chunk_pass`)."""
     import os
 
-    if any(c.source is not None and not c.source.is_local for c in ckpts):
+    if any(c.source is not None and c.source.local_path is None for c in ckpts):
         return 1
     total = sum(t.nbytes or 0 for t in entries)
     if total < (8 << 20):

@@ -203,6 +203,22 @@ def test_separate_runs_of_other_configurations_are_no_edge(tmp_path):
     assert u["kind"] == "shared-values" and u["only_here"] and u["only_there"]
 
 
+def test_separate_runs_whose_layers_differ_in_shape_are_no_edge(tmp_path):
+    """Two Sockeye 1 runs from one seed (both args.yaml: ``seed: 1``): a GRU and an LSTM model
+    whose parameters carry the same names, some in another shape (a GRU gate block is 3
+    hidden sizes, an LSTM's 4), none of the values carried over. A fine-tune keeps the shapes,
+    a resize the other values: no edge, one unresolved shared-values pair."""
+    d = FIXTURES / "sockeye"
+    pair = ("sockeye1_rnn_gru_l1-1_e8-16_h16_mlp_tied-trg-softmax",
+            "sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp_sf1-concat4")
+    for name in pair:
+        assert "seed: 1" in (d / name / "args.yaml").read_text()
+    forest, _ = run([str(d / n) for n in pair], cache_dir=str(tmp_path))
+    assert forest.edges == []
+    (u,) = forest.unresolved
+    assert u["kind"] == "shared-values"
+
+
 def test_sockeye_checkpoints_of_one_run_are_continued_training(tmp_path):
     """fixtures/diff/sockeye1_consecutive: "the first two checkpoints of one Sockeye 1 training
     run" (its pair.truth.json, written by sockeye.train): ordered by Sockeye's own checkpoint
