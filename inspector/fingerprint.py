@@ -35,7 +35,7 @@ import numpy as np
 
 from inspector.adapters.model import Checkpoint, TensorEntry
 
-SCHEMA = "inspector.fingerprint/2"
+SCHEMA = "inspector.fingerprint/3"
 SAMPLES = 128
 MIN_NUMEL = 64
 MIN_DISTINCT = 16
@@ -264,6 +264,13 @@ def describe(ckpt: Checkpoint) -> dict[str, Any]:
         if m:
             info["step"] = int(m.group(1))
             info["run"] = src.parent_dir().where
+    args = (ckpt.hyperparameters or {}).get("args") if ckpt.format == "sockeye" else None
+    if isinstance(args, dict) and "params" in args and args["params"] is None:
+        # Sockeye's own record of the run (args.yaml): initialised from its seed, not from
+        # another model's parameters (``--params``)
+        info["from_scratch"] = True
+        if src is not None and "run" not in info:
+            info["run"] = (src if src.is_dir() else src.parent_dir()).where
     quantized = quantization(ckpt)
     if quantized:
         info["quantized"] = quantized

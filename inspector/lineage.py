@@ -284,7 +284,7 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
         ci, cj = union.find(i), union.find(j)
         if ci == cj or i in conversions or j in conversions:
             continue
-        if _untyped(ev):
+        if _untyped(ev) or _separate_runs(ev):
             untyped[(min(ci, cj), max(ci, cj))] = ev
             continue
         key = (min(ci, cj), max(ci, cj))
@@ -317,10 +317,14 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
     for (ci, cj), ev in sorted(untyped.items()):
         if forest.find(rep[ci]) != forest.find(rep[cj]):
             only_a, only_b = ev.structural()
+            why = ("values shared (a common initialisation?) but another architecture on "
+                   "each side: no kind of derivation explains the pair")
+            if not _untyped(ev):
+                why = ("values shared, but each is a run of its own that its producer records "
+                       "as initialised from its seed, not from another model (Sockeye "
+                       "args.yaml: params null): one seed explains the pair")
             unresolved.append({
-                "path": ev.a.path, "other": ev.b.path, "kind": "shared-values",
-                "why": "values shared (a common initialisation?) but another architecture "
-                       "on each side: no kind of derivation explains the pair",
+                "path": ev.a.path, "other": ev.b.path, "kind": "shared-values", "why": why,
                 "agreeing": ev.agreeing, "changed": len(ev.changed) + len(ev.unrelated),
                 "only_here": len(only_a), "only_there": len(only_b)})
     for a in adapters:
@@ -353,6 +357,15 @@ def _untyped(ev: Evidence) -> bool:
     there = [ev.b.tensors[n] for n in only_b if ev.b.tensors[n].informative]
     return bool(here) and bool(there) and sum(t.numel for t in here) != sum(
         t.numel for t in there)
+
+
+def _separate_runs(ev: Evidence) -> bool:
+    """Changed values between two runs that each record being trained from their own
+    initialisation (:func:`inspector.fingerprint.describe`'s ``from_scratch``): neither is
+    derived from the other; steps of one run stay steps."""
+    a, b = ev.a.info, ev.b.info
+    return (bool(ev.changed or ev.unrelated) and bool(a.get("from_scratch"))
+            and bool(b.get("from_scratch")) and a.get("run") != b.get("run"))
 
 
 def _orient(links: list[tuple[int, int]], prints: Sequence[CheckpointPrint], degree: Counter,

@@ -219,6 +219,24 @@ def test_separate_runs_whose_layers_differ_in_shape_are_no_edge(tmp_path):
     assert u["kind"] == "shared-values"
 
 
+def test_runs_recorded_as_trained_from_their_seed_are_no_edge(tmp_path):
+    """Sockeye runs of one seed that differ in a setting that keeps every shape (an LSTM with
+    and without layer normalisation, with coverage, with weight normalisation): from the bytes
+    they look like short fine-tunes of each other, but each args.yaml (written by
+    sockeye.train) records ``params: null``, initialised from the seed and not from another
+    model: no edge, unresolved shared-values pairs."""
+    d = FIXTURES / "sockeye"
+    runs = ("sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp", "sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp_layernorm",
+            "sockeye1_rnn_lstm_l1-1_e8-8_h16_coverage-fertility",
+            "sockeye1_rnn_lstm_l1-1_e8-8_h16_mlp_wn")
+    for name in runs:
+        args = (d / name / "args.yaml").read_text()
+        assert "\nparams: null\n" in args and "\nseed: 1\n" in args
+    forest, _ = run([str(d / n) for n in runs], cache_dir=str(tmp_path))
+    assert forest.edges == []
+    assert forest.unresolved and all(u["kind"] == "shared-values" for u in forest.unresolved)
+
+
 def test_sockeye_checkpoints_of_one_run_are_continued_training(tmp_path):
     """fixtures/diff/sockeye1_consecutive: "the first two checkpoints of one Sockeye 1 training
     run" (its pair.truth.json, written by sockeye.train): ordered by Sockeye's own checkpoint
