@@ -7,7 +7,7 @@ import io
 from contextlib import contextmanager
 
 from .errors import FormatError
-from .source_interface import Source
+from .source_interface import OneFile, Source
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import BinaryIO
 
 
-class BytesSource(Source):
+class BytesSource(OneFile):
     """``data`` named ``where``; its folder is ``parent``'s (None: it has none)."""
 
     def __init__(self, data: bytes, where: str, parent: Source | None) -> None:
@@ -24,12 +24,6 @@ class BytesSource(Source):
     @property
     def where(self) -> str:
         return self._where
-
-    def exists(self) -> bool:
-        return True
-
-    def is_dir(self) -> bool:
-        return False
 
     @property
     def size(self) -> int:

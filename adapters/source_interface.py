@@ -308,7 +308,18 @@ class _WindowView:
         return i - self._start if i >= 0 else -1
 
 
-class Window(Source):
+class OneFile(Source):
+    """A source that is one existing file, never a directory (bytes in memory, a window of
+    another file, an archive member): the answers every such source gives alike."""
+
+    def exists(self) -> bool:
+        return True
+
+    def is_dir(self) -> bool:
+        return False
+
+
+class Window(OneFile):
     """``length`` bytes of ``base`` from ``start`` as a file of its own, read in place: a
     ``torch.save`` blob of a ``.distcp``, a member of an uncompressed tar (``.nemo``)."""
 
@@ -318,12 +329,6 @@ class Window(Source):
     @property
     def where(self) -> str:
         return f"{self._base.where}:{self._label}"
-
-    def exists(self) -> bool:
-        return True
-
-    def is_dir(self) -> bool:
-        return False
 
     @property
     def size(self) -> int:

@@ -11,7 +11,6 @@ the verb. Exit codes of every verb are listed in ``inspector --help`` (each comm
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
 
@@ -384,23 +383,17 @@ def _usage_error(message: str) -> None:
 
 
 def console_main() -> None:
-    """The ``inspector`` command: :func:`main`, then the process ends without tearing down its
-    objects one by one (a 50,000-tensor report is some 300,000 of them: 25 ms of freeing memory
-    the OS takes back at once) when nothing is left to run at exit: output flushed, no atexit
-    callback, no other thread. Otherwise, and where CPython's counter is missing, a normal
-    exit."""
+    """The ``inspector`` command: :func:`main`, then :func:`inspector.process_exit.leave`
+    (no teardown of the report's objects when nothing is left to run at exit)."""
+    from inspector.process_exit import leave
+
     code = main()
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except (BrokenPipeError, ValueError):  # the reader left (| head): nothing more to write
         sys.exit(code)
-    pending = getattr(atexit, "_ncallbacks", None)
-    threading = sys.modules.get("threading")
-    if (pending is not None and pending() == 0
-            and (threading is None or threading.active_count() == 1)):
-        os._exit(code)
-    sys.exit(code)
+    leave(code)
 
 
 def _remote_stats() -> None:

@@ -11,7 +11,6 @@ def console_main() -> None:
 
         run()
         return
-    import atexit
     import os
 
     from inspector import __version__
@@ -25,9 +24,6 @@ def console_main() -> None:
         sys.stderr.write(f"inspector: {e.strerror or e} (errno {e.errno})\n")
         sys.stderr.flush()
         os._exit(2)
-    pending = getattr(atexit, "_ncallbacks", None)
-    threading = sys.modules.get("threading")
-    if pending is not None and pending() == 0 and (
-            threading is None or threading.active_count() == 1):
-        os._exit(0)  # nothing left to run: no teardown of the interpreter's objects
-    sys.exit(0)
+    from inspector.process_exit import leave
+
+    leave(0)

@@ -279,13 +279,14 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
             edges.append(_resave(prints[r], prints[m], ev, declared))
     # between clusters: a maximum spanning forest of relatedness
     links: dict[tuple[int, int], tuple[float, int, int]] = {}
-    untyped: dict[tuple[int, int], Evidence] = {}
+    untyped: dict[tuple[int, int], tuple[Evidence, str]] = {}
     for (i, j), ev in evidence.items():
         ci, cj = union.find(i), union.find(j)
         if ci == cj or i in conversions or j in conversions:
             continue
-        if _untyped(ev) or _separate_runs(ev):
-            untyped[(min(ci, cj), max(ci, cj))] = ev
+        why = _no_derivation(ev)
+        if why:
+            untyped[(min(ci, cj), max(ci, cj))] = (ev, why)
             continue
         key = (min(ci, cj), max(ci, cj))
         # the distance between the representatives decides; an evidence pair stands in
@@ -314,15 +315,9 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
         edges.append(Edge(prints[src].path, prints[j].path, "conversion",
                           _confidence(got["tensors"]), got, "from the source layout"))
     unresolved: list[dict[str, Any]] = []
-    for (ci, cj), ev in sorted(untyped.items()):
+    for (ci, cj), (ev, why) in sorted(untyped.items(), key=lambda kv: kv[0]):
         if forest.find(rep[ci]) != forest.find(rep[cj]):
             only_a, only_b = ev.structural()
-            why = ("values shared (a common initialisation?) but another architecture on "
-                   "each side: no kind of derivation explains the pair")
-            if not _untyped(ev):
-                why = ("values shared, but each is a run of its own that its producer records "
-                       "as initialised from its seed, not from another model (Sockeye "
-                       "args.yaml: params null): one seed explains the pair")
             unresolved.append({
                 "path": ev.a.path, "other": ev.b.path, "kind": "shared-values", "why": why,
                 "agreeing": ev.agreeing, "changed": len(ev.changed) + len(ev.unrelated),
@@ -357,6 +352,19 @@ def _untyped(ev: Evidence) -> bool:
     there = [ev.b.tensors[n] for n in only_b if ev.b.tensors[n].informative]
     return bool(here) and bool(there) and sum(t.numel for t in here) != sum(
         t.numel for t in there)
+
+
+def _no_derivation(ev: Evidence) -> str | None:
+    """Why no kind of derivation explains a related pair (then it is listed unresolved, never
+    an edge), or None."""
+    if _untyped(ev):
+        return ("values shared (a common initialisation?) but another architecture on each "
+                "side: no kind of derivation explains the pair")
+    if _separate_runs(ev):
+        return ("values shared, but each is a run of its own that its producer records as "
+                "initialised from its seed, not from another model (Sockeye args.yaml: params "
+                "null): one seed explains the pair")
+    return None
 
 
 def _separate_runs(ev: Evidence) -> bool:

@@ -26,7 +26,7 @@ from pathlib import PurePosixPath
 
 from ..bytes_source import BytesSource
 from ..errors import FormatError
-from ..source_interface import Source, Window
+from ..source_interface import OneFile, Source, Window
 from .examination import DANGEROUS, ERROR, FOREIGN, MAX_PICKLE_BYTES, MAX_ZIP_MEMBERS, FileResult
 
 MAX_DEPTH = 4  # archives inside archives
@@ -196,7 +196,7 @@ def _decompressing(f: io.BufferedIOBase, kind: str) -> io.BufferedIOBase:
     return lzma.LZMAFile(f)  # type: ignore[return-value]
 
 
-class _SpoolSource(Source):
+class _SpoolSource(OneFile):
     """A decompressed stream spooled (memory, then a temporary file) as a source, read in
     ranges (its view slices read what they cover)."""
 
@@ -207,12 +207,6 @@ class _SpoolSource(Source):
     @property
     def where(self) -> str:
         return self._where
-
-    def exists(self) -> bool:
-        return True
-
-    def is_dir(self) -> bool:
-        return False
 
     @property
     def size(self) -> int:
@@ -450,7 +444,7 @@ def _check_end(source: Source, offset: int, seen: int, res: FileResult) -> None:
                 "rest not examined")
 
 
-class _Named(Source):
+class _Named(OneFile):
     """A member source shown by its nested name (``outer.tar!inner.zip!data.pkl``); its
     directory is an empty one (a member has no side files a loader would read)."""
 
@@ -460,12 +454,6 @@ class _Named(Source):
     @property
     def where(self) -> str:
         return self._label
-
-    def exists(self) -> bool:
-        return True
-
-    def is_dir(self) -> bool:
-        return False
 
     @property
     def size(self) -> int:
