@@ -141,6 +141,8 @@ MARIAN: tuple[tuple[str, dict[str, str] | None, str, tuple[str, ...]], ...] = (
     ("encoder/embeddings_0/weight", None, "first_present", ("Wemb", "encoder_Wemb")),
     ("decoder/embeddings/weight", None, "first_present", ("Wemb", "decoder_Wemb")),
     ("decoder/projection/weight", None, "same", ("decoder_ff_logit_out_Wt",)),
+    # tied: set_linear's reuse_weight, the decoder's embedding (an alias in model.bin)
+    ("decoder/projection/weight", None, "first_present", ("decoder_Wemb", "Wemb")),
     ("decoder/projection/bias", None, "squeeze", ("decoder_ff_logit_out_b",)),
     ("encoder/layer_norm/{p}", NORM_MARIAN := {"gamma": "scale", "beta": "bias"}, "squeeze",
      ("encoder_top_ln_{p}",)),

@@ -22,7 +22,7 @@ from __future__ import annotations
 from .errors import FormatError
 from .model import Checkpoint, Finding, TensorEntry, ValueLocation
 from .registry import Adapter, load
-from .safetensors import read_weight_map, shard_source
+from .safetensors import is_shard_index, read_weight_map, shard_source
 from .side_files import HF_CONFIG, file_in, read_json_object
 from .source import Source
 
@@ -120,7 +120,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         inner = open_bin_index(weights_source)
     else:
         inner = load(weights_source)
-        if not chosen.endswith(".index.json"):  # index entries already carry their shard
+        if not is_shard_index(chosen):  # index entries already carry their shard
             inner.tensors = [_with_file(t, chosen) for t in inner.tensors]
     config = read_config(source.child(config_name)) if config_name else {}
     findings = list(inner.findings)

@@ -36,6 +36,11 @@ MAX_HEADER_SIZE = 100_000_000
 # A shard index lists one line per tensor: 64 MiB holds millions of names.
 MAX_INDEX_BYTES = 64 << 20
 INDEX_SUFFIX = ".safetensors.index.json"
+# A shard index as transformers names it (SAFE_WEIGHTS_INDEX_NAME, WEIGHTS_INDEX_NAME, with
+# any prefix: ``model.safetensors.index.json``, ``pytorch_model.bin.index.json``): the one
+# rule by which a file is read as an index. Another JSON file that mentions a weight_map (a
+# copy of one in a test's truth, a note) is none.
+SHARD_INDEX_SUFFIXES = (INDEX_SUFFIX, ".bin.index.json")
 METADATA_KEY = "__metadata__"
 
 # safetensors dtype tag -> canonical dtype.
@@ -74,7 +79,7 @@ def sniff(head: bytes, source: Source) -> str | None:
     if len(head) >= 10 and head[8:9] == b"{" and head[9:10] in b'"} \t\r\n':
         return "file"
     stripped = head.lstrip()
-    if stripped.startswith(b"{") and b'"weight_map"' in head and source.name.endswith(".json"):
+    if stripped.startswith(b"{") and b'"weight_map"' in head and is_shard_index(source.name):
         return "index"
     return None
 
@@ -278,6 +283,11 @@ def _check_coverage(spans: list[tuple[int, int, str]], buffer_len: int, where: s
         raise FormatError(
             f"the byte buffer is {buffer_len} bytes but the tensors cover {pos}", where
         )
+
+
+def is_shard_index(name: str) -> bool:
+    """Whether a file of this name is a shard index (:data:`SHARD_INDEX_SUFFIXES`)."""
+    return name.endswith(SHARD_INDEX_SUFFIXES)
 
 
 def _find_index(directory: Source) -> Source | None:

@@ -11,8 +11,12 @@ variable stacked along a new first axis in index order (llama.cpp's ``ffn_gate_e
 templates with ``concat: axis`` says ``b`` is those tensors concatenated (CTranslate2's fused
 q/k/v), ``squeeze: axis`` / ``transpose: true`` / ``drop_rows: n`` that the converter dropped a
 size-1 axis, reversed the axes, or dropped the first rows (those are applied to ``a``'s values
-before they are compared). A side's ``roles`` keep only its tensors of those roles (a training
-checkpoint's optimizer state is not converted: counted as left out). ``same_names: true``
+before they are compared); ``offset: {var: n}`` that side a numbers that variable n higher
+(Marian's layers count from 1). An ``a`` tensor that several rules match (one table the
+converter wrote to several ``b`` variables) pairs by its first rule, and by a later one when
+``b`` holds that variable and no first rule claims it. A side's ``roles`` keep only its
+tensors of those roles (a training checkpoint's optimizer state is not converted: counted as
+left out). ``same_names: true``
 pairs equal names, ``strip: auto`` after finding the prefixes that pair the most names. A map
 applies to two checkpoints when each side's formats and hyperparameters fit and most names of
 each side fit its rules; a same-format diff is never re-paired unless a map is named.
@@ -59,6 +63,7 @@ class Rule:
     squeeze: int | None = None
     transpose: bool = False
     drop_rows: int | str | None = None
+    offset: tuple[tuple[str, int], ...] = ()  # (var, n): a's number is b's plus n
 
     @property
     def a_rxs(self) -> tuple[re.Pattern[str], ...]:
@@ -178,7 +183,7 @@ def parse(data: Any, where: str) -> LayoutMap:
         if not isinstance(r, dict) or "a" not in r or "b" not in r:
             raise UsageError("a rule needs a and b templates", w)
         unknown = set(r) - {"a", "b", "stack", "permute_rows", "concat", "squeeze", "transpose",
-                            "drop_rows"}
+                            "drop_rows", "offset"}
         if unknown:
             raise UsageError(f"unknown rule keys {sorted(unknown)}", w)
         concat = _axis(r, "concat", w)
@@ -211,8 +216,15 @@ def parse(data: Any, where: str) -> LayoutMap:
         if stack is not None and (concat is not None or squeeze is not None or transpose
                                   or drop is not None or perm):
             raise UsageError("stack takes no other transform", w)
+        offset = r.get("offset") or {}
+        if not isinstance(offset, dict) or not all(
+                k in vb and isinstance(v, int) and not isinstance(v, bool)
+                for k, v in offset.items()):
+            raise UsageError("offset maps a variable of both sides to the number added on a's "
+                             "side (Marian numbers layers from 1: {i: 1})", w)
         rules.append(Rule(a_list[0], r["b"], a_rx, b_rx, stack, tuple(perm) if perm else None,
-                          parts if len(parts) > 1 else (), concat, squeeze, transpose, drop))
+                          parts if len(parts) > 1 else (), concat, squeeze, transpose, drop,
+                          tuple(sorted(offset.items()))))
     for p in (q for r in rules if r.permute_rows for q in r.permute_rows):
         if p not in params:
             raise UsageError(f"permute_rows names {p!r}, which params does not define", where)
@@ -286,8 +298,13 @@ def left_out(side: Side, ckpt: Checkpoint) -> dict[str, int]:
     return dict(Counter(_role(t) for t in ckpt.tensors if _role(t) not in side.roles))
 
 
+def format_fits(side: Side, fmt: str) -> bool:
+    """Whether a checkpoint of format ``fmt`` can be the side (``marian`` fits ``marian-npz``)."""
+    return not side.formats or any(fmt.startswith(f) for f in side.formats)
+
+
 def _side_fits(side: Side, ckpt: Checkpoint) -> bool:
-    if side.formats and not any(ckpt.format.startswith(f) for f in side.formats):
+    if not format_fits(side, ckpt.format):
         return False
     hp = ckpt.hyperparameters
     return all(hp.get(k) in allowed for k, allowed in side.hyperparameters.items())
@@ -449,7 +466,10 @@ def pair(m: LayoutMap, a: Checkpoint, b: Checkpoint, values: Mapping[str, int]) 
     # key -> (rule, [(index, tensor)]): a stack's index, a concatenation's part number
     groups: dict[str, tuple[Rule, list[tuple[int, TensorEntry]]]] = {}
     order: list[tuple[str, str | None, TensorEntry | None]] = []  # (key, b name, lone a)
+    more: list[tuple[Rule, str, TensorEntry]] = []  # later rules an A tensor also matches
+    targeted: set[str] = set()
     for t in kept(m.a, a):
+        matched = False
         for r in m.rules:
             part, hit = next(((i, h) for i, rx in enumerate(r.a_rxs)
                               if (h := rx.match(_strip_any(rx, t.name))) is not None),
@@ -457,7 +477,13 @@ def pair(m: LayoutMap, a: Checkpoint, b: Checkpoint, values: Mapping[str, int]) 
             if hit is None:
                 continue
             v = hit.groupdict()
-            b_name = r.b.format(**{k: x for k, x in v.items() if k != r.stack})
+            b_name = _b_name(r, v)
+            if matched:
+                if r.stack is None and not r.parts:
+                    more.append((r, b_name, t))
+                continue
+            matched = True
+            targeted.add(b_name)
             if r.stack is None and not r.parts:
                 groups[f"{b_name}\0{t.name}"] = (r, [(0, t)])
                 order.append((f"{b_name}\0{t.name}", b_name, None))
@@ -466,9 +492,16 @@ def pair(m: LayoutMap, a: Checkpoint, b: Checkpoint, values: Mapping[str, int]) 
                     groups[b_name] = (r, [])
                     order.append((b_name, b_name, None))
                 groups[b_name][1].append((int(v[r.stack]) if r.stack else part, t))
-            break
-        else:
+        if not matched:
             order.append((t.name, None, t))
+    # one A tensor the converter wrote to several B variables (Marian's one embedding table
+    # shared by encoder, decoder and output layer): a later rule pairs it with a B variable
+    # that B holds and no A tensor's first rule claims
+    for r, b_name, t in more:
+        if b_name in b_by_name and b_name not in targeted:
+            targeted.add(b_name)
+            groups[f"{b_name}\0{t.name}"] = (r, [(0, t)])
+            order.append((f"{b_name}\0{t.name}", b_name, None))
     out: list[Pair] = []
     claimed: set[str] = set()
     for key, b_name, lone in order:
@@ -516,6 +549,11 @@ def pair(m: LayoutMap, a: Checkpoint, b: Checkpoint, values: Mapping[str, int]) 
             continue
         op = REMOVED if bt is None else _shape_op(stacked, bt, m.dtypes)
         out.append(Pair(stack_name, stacked, bt, op, how, tensors, perm))
+    seen: set[str] = set()
+    for p in out:  # an A tensor paired twice: its later pairs are keyed by their B name too
+        if p.key in seen and p.b is not None:
+            p.key = f"{p.key} -> {p.b.name}"
+        seen.add(p.key)
     for t in b_by_name.values():
         if t.name in claimed:
             continue
@@ -524,6 +562,13 @@ def pair(m: LayoutMap, a: Checkpoint, b: Checkpoint, values: Mapping[str, int]) 
                         f"generated: {why}" if why is not None else f"no rule of {m.name} "
                         "maps it"))
     return out
+
+
+def _b_name(r: Rule, v: Mapping[str, str]) -> str:
+    """B's name for A's variables ``v`` (a stack's variable left out, offsets undone)."""
+    shift = dict(r.offset)
+    return r.b.format(**{k: str(int(x) - shift[k]) if k in shift else x
+                         for k, x in v.items() if k != r.stack})
 
 
 def _joined(names: Sequence[str]) -> str:

@@ -114,8 +114,8 @@ class Confirm:
         tensor agrees within ``c``'s stored type's noise: the pairing's facts, else None."""
         from inspector import layout_map
 
-        if not any((not m.a.formats or p.format in m.a.formats)
-                   and (not m.b.formats or c.format in m.b.formats)
+        if not any(layout_map.format_fits(m.a, p.format)
+                   and layout_map.format_fits(m.b, c.format)
                    for m in layout_map.builtin()):
             return None
         key = self._key("conversion", p.key, c.key)
@@ -140,7 +140,12 @@ class Confirm:
                     noisy.append(r.name)
             self.reads += 2 * tensors
             paired = sum(1 for r in result.records if r.a is not None and r.b is not None)
-            if not tensors or noisy or paired < 0.9 * len(result.records):
+            # what the converter computes itself (quantization scales, a sinusoidal table)
+            # has no source to pair with
+            made = sum(1 for r in result.records
+                       if r.a is None and str(getattr(r, "how", "") or "").startswith(
+                           "generated:"))
+            if not tensors or noisy or paired < 0.9 * (len(result.records) - made):
                 return None
             return {"map": chosen[0].name, "tensors": tensors, "rel_l2": worst,
                     "stored_types": sorted({str(r.b.dtype) for r in result.records if r.b})}
@@ -208,10 +213,17 @@ class Confirm:
         return None
 
 
+# CTranslate2's integer weights, compared dequantized by their scales (ModelSpec._quantize):
+# int8 rounds x * 127 / max|row| (each value within max|row| / 254), int16 x * 2**10 / max|x|
+# (within max|x| / 2048); as ggml's q8_0 (blocks of 32: finer), a relative L2 error of 2%
+# bounds both for any tensor whose largest value is within ~9x its root mean square
+INT_NOISE = {"int8": 0.02, "int16": 0.02}
+
+
 def _conversion_noise(dtype: str | None) -> float:
     from inspector.lineage_evidence import QUANT_NOISE, ROUNDOFF
 
     d = (dtype or "").lower()
     if d in ROUNDOFF:
         return max(4 * ROUNDOFF[d], 1e-6)
-    return QUANT_NOISE.get(d, 0.0)
+    return QUANT_NOISE.get(d, INT_NOISE.get(d, 0.0))
