@@ -48,6 +48,7 @@ from inspector.lineage_evidence import (
     fits,
     lora_pairs,
 )
+from inspector.lineage_runs import frozen, not_from, siblings
 
 SCHEMA = "inspector.lineage/1"
 KINDS = ("re-save", "conversion", "continued-training", "fine-tune", "lora-merge", "adapter-of",
@@ -278,13 +279,14 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
             ev = evidence.get((min(r, m), max(r, m))) or compare(prints[r], prints[m])
             edges.append(_resave(prints[r], prints[m], ev, declared))
     # between clusters: a maximum spanning forest of relatedness
+    held = frozen(prints)
     links: dict[tuple[int, int], tuple[float, int, int]] = {}
     untyped: dict[tuple[int, int], tuple[Evidence, str]] = {}
     for (i, j), ev in evidence.items():
         ci, cj = union.find(i), union.find(j)
         if ci == cj or i in conversions or j in conversions:
             continue
-        why = _no_derivation(ev)
+        why = _no_derivation(ev, held)
         if why:
             untyped[(min(ci, cj), max(ci, cj))] = (ev, why)
             continue
@@ -304,24 +306,25 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
     for (i, j) in evidence:
         degree[union.find(i)] += 1
         degree[union.find(j)] += 1
+    unresolved: list[dict[str, Any]] = []
     for parent, child, why in _orient(tree_links, prints, degree, union, mtime):
         ev = evidence.get((min(parent, child), max(parent, child))) or compare(
             prints[parent], prints[child])
         if ev.a is not prints[parent]:
             ev = compare(prints[parent], prints[child])
+        excluded = not_from(prints[parent], prints[child], ev, held)
+        if excluded:  # the direction no evidence decided is one the child's run rules out
+            unresolved.append(_shared(ev, "values shared, and the child of the only direction "
+                                      f"drawn cannot derive from the parent: {excluded}"))
+            continue
         edges.append(_derived(prints[parent], prints[child], ev, why, confirm))
     for j, (i, got) in sorted(conversions.items()):
         src = rep[union.find(i)]
         edges.append(Edge(prints[src].path, prints[j].path, "conversion",
                           _confidence(got["tensors"]), got, "from the source layout"))
-    unresolved: list[dict[str, Any]] = []
     for (ci, cj), (ev, why) in sorted(untyped.items(), key=lambda kv: kv[0]):
         if forest.find(rep[ci]) != forest.find(rep[cj]):
-            only_a, only_b = ev.structural()
-            unresolved.append({
-                "path": ev.a.path, "other": ev.b.path, "kind": "shared-values", "why": why,
-                "agreeing": ev.agreeing, "changed": len(ev.changed) + len(ev.unrelated),
-                "only_here": len(only_a), "only_there": len(only_b)})
+            unresolved.append(_shared(ev, why))
     for a in adapters:
         found = _adapter_edge(prints[a], [prints[r] for r in sorted(rep.values())], confirm)
         if isinstance(found, Edge):
@@ -332,6 +335,14 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
                       **{k: p.info[k] for k in ("step", "declared") if k in p.info}}
              for p in prints}
     return Lineage(nodes, sorted(edges, key=lambda e: (e.parent, e.child)), unresolved, [])
+
+
+def _shared(ev: Evidence, why: str) -> dict[str, Any]:
+    """An unresolved ``shared-values`` pair: related values, no derivation, and why."""
+    only_a, only_b = ev.structural()
+    return {"path": ev.a.path, "other": ev.b.path, "kind": "shared-values", "why": why,
+            "agreeing": ev.agreeing, "changed": len(ev.changed) + len(ev.unrelated),
+            "only_here": len(only_a), "only_there": len(only_b)}
 
 
 def _untyped(ev: Evidence) -> bool:
@@ -354,26 +365,14 @@ def _untyped(ev: Evidence) -> bool:
         t.numel for t in there)
 
 
-def _no_derivation(ev: Evidence) -> str | None:
+def _no_derivation(ev: Evidence, held: dict[str, dict[str, str]]) -> str | None:
     """Why no kind of derivation explains a related pair (then it is listed unresolved, never
-    an edge), or None."""
+    an edge), or None. ``held``: each run's frozen tensors (:func:`inspector.lineage_runs.
+    frozen`)."""
     if _untyped(ev):
         return ("values shared (a common initialisation?) but another architecture on each "
                 "side: no kind of derivation explains the pair")
-    if _separate_runs(ev):
-        return ("values shared, but each is a run of its own that its producer records as "
-                "initialised from its seed, not from another model (Sockeye args.yaml: params "
-                "null): one seed explains the pair")
-    return None
-
-
-def _separate_runs(ev: Evidence) -> bool:
-    """Changed values between two runs that each record being trained from their own
-    initialisation (:func:`inspector.fingerprint.describe`'s ``from_scratch``): neither is
-    derived from the other; steps of one run stay steps."""
-    a, b = ev.a.info, ev.b.info
-    return (bool(ev.changed or ev.unrelated) and bool(a.get("from_scratch"))
-            and bool(b.get("from_scratch")) and a.get("run") != b.get("run"))
+    return siblings(ev, held)
 
 
 def _orient(links: list[tuple[int, int]], prints: Sequence[CheckpointPrint], degree: Counter,
