@@ -42,6 +42,7 @@ WEIGHTS_NAMES = (
     "pytorch_model.bin.index.json",
 )
 BIN_INDEX_NAME = "pytorch_model.bin.index.json"
+BIN_INDEX_SUFFIX = ".bin.index.json"
 ADAPTER_WEIGHTS_NAMES = ("adapter_model.safetensors", "adapter_model.bin")
 # config.json keys shown above the table (every key is in --format json).
 SUMMARY_KEYS = (
@@ -97,7 +98,9 @@ def _layout(directory: Source) -> tuple[str, list[str]] | None:
 
 def sniff(head: bytes, source: Source) -> str | None:
     if not source.is_dir():
-        return None
+        # a torch shard index opened on its own (its shards beside it)
+        bin_index = source.name.endswith(BIN_INDEX_SUFFIX) and is_shard_index(source.name)
+        return "bin-index" if bin_index and b'"weight_map"' in head else None
     layout = _layout(source)
     if layout is None:
         return None
@@ -110,13 +113,15 @@ def read_config(source: Source) -> dict[str, Any]:
 
 
 def open_checkpoint(source: Source, variant: str) -> Checkpoint:
+    if variant == "bin-index":
+        return open_bin_index(source)
     layout = _layout(source)
     if layout is None:
         raise FormatError("no Hugging Face weights file beside a config", source.where)
     config_name, weights = layout
     chosen = weights[0]
     weights_source = source.child(chosen)
-    if chosen.endswith(".bin.index.json"):
+    if chosen.endswith(BIN_INDEX_SUFFIX):
         inner = open_bin_index(weights_source)
     else:
         inner = load(weights_source)

@@ -92,7 +92,7 @@ def _never(head: bytes, name: str) -> bool:
 FILE_GATES: dict[str, Callable[[bytes, str], bool]] = {
     "inspector.adapters.sockeye": _never,
     "inspector.adapters.ctranslate2": lambda h, n: 1 <= int.from_bytes(h[:4], "little") <= 64,
-    "inspector.adapters.hf_dir": _never,
+    "inspector.adapters.hf_dir": lambda h, n: n.endswith(".bin.index.json"),
     "inspector.adapters.rau_dir": _never,
     "inspector.adapters.joeynmt_dir": lambda h, n: h.startswith(_ZIP) and n.endswith(".ckpt"),
     "inspector.adapters.onmt_tf_dir": _never,

@@ -79,8 +79,8 @@ def sniff(head: bytes, source: Source) -> str | None:
     if len(head) >= 10 and head[8:9] == b"{" and head[9:10] in b'"} \t\r\n':
         return "file"
     stripped = head.lstrip()
-    if stripped.startswith(b"{") and b'"weight_map"' in head and is_shard_index(source.name):
-        return "index"
+    if stripped.startswith(b"{") and b'"weight_map"' in head and source.name.endswith(INDEX_SUFFIX):
+        return "index"  # a *.bin.index.json lists torch shards: the hf_dir adapter's
     return None
 
 

@@ -38,3 +38,13 @@ def test_an_index_named_by_its_producer_is_still_read():
     truth = FIXTURES / "safetensors" / "sharded" / "model.safetensors.index.json.truth.json"
     assert claim(as_source(str(truth))) is None
     assert len(load(index).tensors) > 0
+
+
+def test_a_torch_shard_index_opened_alone_reads_its_torch_shards():
+    """transformers' ``pytorch_model.bin.index.json`` (WEIGHTS_INDEX_NAME) lists torch shards:
+    opened on its own it is the same checkpoint as its model directory."""
+    d = DIRS / "hf_gpt2_bin_sharded"
+    alone, whole = load(d / "pytorch_model.bin.index.json"), load(d)
+    assert {t.name: tuple(t.shape) for t in alone.tensors} == \
+        {t.name: tuple(t.shape) for t in whole.tensors}
+    assert len({t.file for t in alone.tensors}) == 3
