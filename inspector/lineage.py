@@ -26,6 +26,11 @@ Two checkpoints are related only by *informative* tensors (floating point, not c
 norms initialised to ones are identical across unrelated models and are no evidence, and
 same-architecture models from different seeds stay apart.
 
+Two runs of one seed are siblings, not parent and child, when each one's own record rules the
+other out as its parent (:mod:`inspector.lineage_runs`: a run recorded as trained from its
+seed; a run whose frozen tensors hold other values than the candidate's): the pair is listed
+unresolved, never an edge.
+
 Re-saves of one model form a *cluster*; its representative (the declared base, else the
 highest precision, else an unsharded original) is the parent of the others, and the edges
 between clusters form a maximum spanning forest of relatedness, oriented from each tree's root
