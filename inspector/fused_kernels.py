@@ -44,16 +44,17 @@ def _inline(fn: Any) -> Any:
 @_inline
 def _widen(raw: Any, i: int, half: bool) -> Any:
     """Element ``i`` as float32 bits: float32 as is, bfloat16 shifted into the upper half,
-    float16 (``half``) by its bits: the 15 bits below the sign moved into float32's exponent
-    and mantissa place (sign repeated, bits 28-30 cleared), the product with 2**112 restoring
-    the exponent exactly (see :func:`inspector.kernels.half_to_float32`). float16 NaN and Inf
+    float16 (``half``) by its bits: the element sign-extended to 32 bits and shifted left by
+    13 moves the 15 bits below the sign into float32's exponent and mantissa place with the
+    sign repeated above them (bits 28-30 then cleared; two integer operations where moving the
+    bits to the top and back took three), the product with 2**112 restoring the exponent
+    exactly (see :func:`inspector.kernels.half_to_float32`). float16 NaN and Inf
     come out as finite numbers of magnitude 65536 and above, which no finite float16 reaches:
     the caller looks at the largest magnitude."""
     if raw.itemsize == 4:
         return np.int32(raw[i])
     if half:
-        k = np.int32(np.int32(np.int32(np.int32(raw[i]) << np.int32(16)) >> np.int32(3))
-                     & np.int32(-0x70002000))
+        k = np.int32(np.int32(np.int32(raw[i]) << np.int32(13)) & np.int32(-0x70002000))
         return np.float32(k.view(np.float32) * _HALF_SCALE).view(np.int32)
     return np.int32(np.int32(raw[i]) << np.int32(16))
 
@@ -65,8 +66,7 @@ def _widen_ieee(raw: Any, i: int, half: bool) -> Any:
     if raw.itemsize == 4:
         return np.int32(raw[i])
     if half:
-        k = np.int32(np.int32(np.int32(np.int32(raw[i]) << np.int32(16)) >> np.int32(3))
-                     & np.int32(-0x70002000))
+        k = np.int32(np.int32(np.int32(raw[i]) << np.int32(13)) & np.int32(-0x70002000))
         bits = np.float32(k.view(np.float32) * _HALF_SCALE).view(np.int32)
         special = np.int32(k & _F16_EXP) == _F16_EXP
         return np.int32(bits | _INF) if special else bits
