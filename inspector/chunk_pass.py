@@ -76,16 +76,18 @@ def count(entry: TensorEntry, chunk: int) -> int:
     return -(-entry.numel // max(1, chunk))
 
 
-# Bytes per side one unit of work reads at once: consecutive chunks of a tensor are read with
-# one positioned read and reduced one by one, so that a thread hands back a unit (a future,
-# the pool's locks, a wake-up of the thread that folds the results) every few MiB, not every
-# chunk. A constant: the chunks and their order, so the numbers, do not depend on it.
+# Bytes one unit of work reads at once, all sides together (a tensor, or a tensor and the same
+# tensor of another file): consecutive chunks of a tensor are read with one positioned read per
+# side and reduced one by one, so that a thread hands back a unit (a future, the pool's locks,
+# a wake-up of the thread that folds the results) every few MiB, not every chunk. A constant:
+# the chunks and their order, so the numbers, do not depend on it.
 RUN_BYTES = 4 << 20
 
 
 def runs(entry: TensorEntry, chunk: int, itemsize: int) -> Iterator[tuple[int, int]]:
     """The tensor's chunks as units of work: ``(first chunk, number of chunks)``, each unit at
-    most :data:`RUN_BYTES` per side (at least one chunk)."""
+    most :data:`RUN_BYTES` (at least one chunk); ``itemsize``: the bytes an element costs on
+    all sides together."""
     chunk = max(1, chunk)
     per = max(1, RUN_BYTES // max(1, chunk * itemsize))
     total = count(entry, chunk)

@@ -205,8 +205,8 @@ def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Ten
             if spans is None:
                 yield i, -1, 0
             else:
-                itemsize = max(spans[0].itemsize, spans[1].itemsize)
-                yield from ((i, k, m) for k, m in chunk_pass.runs(r.a, size, itemsize))
+                sides = spans[0].itemsize + spans[1].itemsize
+                yield from ((i, k, m) for k, m in chunk_pass.runs(r.a, size, sides))
 
     def unit(item: tuple[int, int, int]) -> Any:
         i, k, m = item

@@ -371,11 +371,12 @@ def _pass(ckpt: Checkpoint, entries: list[TensorEntry], prev: Checkpoint | None,
         plans.append((t, before, span, old))
 
     def units() -> Any:
-        for i, (t, _, span, _) in enumerate(plans):
+        for i, (t, _, span, old) in enumerate(plans):
             if span is None:
                 yield i, -1, 0
             else:
-                yield from ((i, k, m) for k, m in chunk_pass.runs(t, chunk, span.itemsize))
+                sides = span.itemsize * (1 if old is None else 2)
+                yield from ((i, k, m) for k, m in chunk_pass.runs(t, chunk, sides))
 
     with chunk_pass.Files() as files, _released(scratch):
         def unit(item: tuple[int, int, int]) -> Any:
