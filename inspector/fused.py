@@ -20,6 +20,7 @@ _KERNELS: list[Any] = []  # [] not tried yet; [None] numba absent or off; [modul
 _INF32 = 0x7F800000
 _INF64 = 0x7FF0000000000000
 _F16_OVER = 0x477FF000  # float32 bits of F16_OVERFLOW (65520)
+_HALF_TINY, _HALF_TINY_BITS = 2.0**-14, 0x0400  # float16's smallest normal, its float16 bits
 TYPES = ("float32", "bfloat16", "float16")
 
 
@@ -93,8 +94,8 @@ def stats(x: Any, dtype: str, tiny: float | None, f16: bool) -> Partial | None:
     tiny_bits = _bits(tiny) if tiny is not None else 0
     limits = np.int32(max(tiny_bits, 1)), np.int32(_F16_OVER)
     counted = None
-    if half and not f16 and tiny is not None:  # float16's own type: its 16 bits compared
-        got = _call(k.moments_half, raw, np.int16(_half_bits(tiny)))
+    if half and not f16 and tiny == _HALF_TINY:  # float16's own: its 16 bits compared
+        got = _call(k.moments_half, raw, np.int16(_HALF_TINY_BITS))
         if got is None:
             return None
         s, ss, lo_key, hi_key, zeros, below = got
@@ -171,13 +172,6 @@ def _call(kernel: Any, *args: Any) -> Any:
         with _LOCK:
             _KERNELS[:] = [None]
         return None
-
-
-def _half_bits(x: float) -> int:
-    """The float16 bits of ``x`` (a power of two float16 holds)."""
-    import struct
-
-    return struct.unpack("<H", struct.pack("<e", x))[0]
 
 
 def _half_key(key: int) -> int:

@@ -192,3 +192,17 @@ def test_a_run_agrees_with_and_without_numba(monkeypatch):
     monkeypatch.setattr(fused, "_KERNELS", [None])
     without = stats.run_report(stats.run_stats(run, chunk=64, threads=2))
     _close(with_numba, without)
+
+
+@pytest.mark.parametrize("tiny", [2.0**-14, 2.0**-10, 2.0**-126, None])
+def test_float16_counts_for_any_threshold(tiny):
+    """float16's own threshold takes the kernel that compares the stored 16 bits; any other
+    (or none) the widened compare: the same counts as the NumPy path either way."""
+    rng = np.random.default_rng(4)
+    x = np.where(rng.random(50_001) < 0.2, 0.0, rng.standard_normal(50_001) * 1e-4)
+    raw, wide = _stored(x, "float16")
+    got = fused.stats(raw, "float16", tiny, False)
+    want = reduce(wide, tiny, False)
+    for key in EXACT:
+        assert getattr(got, key) == getattr(want, key), key
+    assert got.subnormal > 0 or tiny is None or tiny < 2.0**-24  # below float16's least
