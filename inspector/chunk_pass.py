@@ -76,6 +76,25 @@ def count(entry: TensorEntry, chunk: int) -> int:
     return -(-entry.numel // max(1, chunk))
 
 
+# Bytes one unit of work reads at once, all sides together (a tensor, or a tensor and the same
+# tensor of another file): consecutive chunks of a tensor are read with one positioned read per
+# side and reduced one by one, so that a thread hands back a unit (a future, the pool's locks,
+# a wake-up of the thread that folds the results) every few MiB, not every chunk. A constant:
+# the chunks and their order, so the numbers, do not depend on it.
+RUN_BYTES = 4 << 20
+
+
+def runs(entry: TensorEntry, chunk: int, itemsize: int) -> Iterator[tuple[int, int]]:
+    """The tensor's chunks as units of work: ``(first chunk, number of chunks)``, each unit at
+    most :data:`RUN_BYTES` (at least one chunk); ``itemsize``: the bytes an element costs on
+    all sides together."""
+    chunk = max(1, chunk)
+    per = max(1, RUN_BYTES // max(1, chunk * itemsize))
+    total = count(entry, chunk)
+    for k in range(0, total, per):
+        yield k, min(per, total - k)
+
+
 class Files:
     """The local files of one pass, each opened once and shared by the pass's threads; closing
     checks that none changed size since it was listed (a file rewritten during the pass is an
@@ -99,15 +118,16 @@ class Files:
                 got = self._open[key] = (span.source.open(), threading.Lock(), span.size)
         return got[0], got[1]
 
-    def read(self, span: Span, k: int, chunk: int, slot: str) -> Any:
-        """Chunk ``k`` of the tensor, in its stored dtype, in this thread's buffer ``slot``."""
+    def read(self, span: Span, k: int, chunk: int, slot: str, chunks: int = 1) -> Any:
+        """Chunk ``k`` of the tensor (``chunks`` chunks from ``k`` on, read at once), in its
+        stored dtype, in this thread's buffer ``slot``."""
         import numpy as np
 
         from inspector import scratch, values
 
         entry = span.entry
         first = k * chunk
-        n = min(chunk, entry.numel - first)
+        n = min(chunk * max(1, chunks), entry.numel - first)
         nbytes = n * span.itemsize
         offset = span.offset + first * span.itemsize
         buf = scratch.buffer(slot, nbytes, np.uint8)

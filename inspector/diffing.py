@@ -203,12 +203,13 @@ def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Ten
     def units() -> Any:
         for i, (r, spans) in enumerate(zip(records, plans, strict=True)):
             if spans is None:
-                yield i, -1
+                yield i, -1, 0
             else:
-                yield from ((i, k) for k in range(chunk_pass.count(r.a, size)))
+                sides = spans[0].itemsize + spans[1].itemsize
+                yield from ((i, k, m) for k, m in chunk_pass.runs(r.a, size, sides))
 
-    def unit(item: tuple[int, int]) -> Any:
-        i, k = item
+    def unit(item: tuple[int, int, int]) -> Any:
+        i, k, m = item
         r = records[i]
         if plans[i] is None:
             if not comparable(r):
@@ -219,10 +220,11 @@ def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Ten
                 return replace(r, note=e.why)
             return with_values(r, got)
         span_a, span_b, integral = plans[i]
-        xa = files.read(span_a, k, size, "diff.a")
-        xb = files.read(span_b, k, size, "diff.b")
-        got = values.compare_chunk(xa, xb, r.a.dtype, r.b.dtype, integral, atol, rtol,
-                                   ("diff.a.wide", "diff.b.wide"))
+        xa = files.read(span_a, k, size, "diff.a", m)
+        xb = files.read(span_b, k, size, "diff.b", m)
+        got = [values.compare_chunk(xa[j:j + size], xb[j:j + size], r.a.dtype, r.b.dtype,
+                                    integral, atol, rtol, ("diff.a.wide", "diff.b.wide"))
+               for j in range(0, xa.size, size)]  # the run's chunks, each on its own
         if advance is not None:
             advance(xa.size * (span_a.itemsize + span_b.itemsize))
         return got
@@ -233,12 +235,13 @@ def compare_values(ckpt_a: Checkpoint, ckpt_b: Checkpoint, records: Sequence[Ten
     sums: Any = None
     try:
         with chunk_pass.Files() as files:
-            for (i, k), got in chunk_pass.ordered(unit, units(), workers):
+            for (i, k, m), got in chunk_pass.ordered(unit, units(), workers):
                 if k < 0:
                     out[i] = got
                     continue
-                sums = got if k == 0 else sums.add(got)
-                if k == chunk_pass.count(records[i].a, size) - 1:
+                for j, acc in enumerate(got):  # added in chunk order (sums are not associative)
+                    sums = acc if k + j == 0 else sums.add(acc)
+                if k + m == chunk_pass.count(records[i].a, size):
                     files.check(plans[i][0])
                     files.check(plans[i][1])
                     out[i] = with_values(records[i], values.finish(sums))

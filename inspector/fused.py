@@ -20,6 +20,7 @@ _KERNELS: list[Any] = []  # [] not tried yet; [None] numba absent or off; [modul
 _INF32 = 0x7F800000
 _INF64 = 0x7FF0000000000000
 _F16_OVER = 0x477FF000  # float32 bits of F16_OVERFLOW (65520)
+_HALF_TINY, _HALF_TINY_BITS = 2.0**-14, 0x0400  # float16's smallest normal, its float16 bits
 TYPES = ("float32", "bfloat16", "float16")
 
 
@@ -93,7 +94,14 @@ def stats(x: Any, dtype: str, tiny: float | None, f16: bool) -> Partial | None:
     tiny_bits = _bits(tiny) if tiny is not None else 0
     limits = np.int32(max(tiny_bits, 1)), np.int32(_F16_OVER)
     counted = None
-    if half:
+    if half and not f16 and tiny == _HALF_TINY:  # float16's own: its 16 bits compared
+        got = _call(k.moments_half, raw, np.int16(_HALF_TINY_BITS))
+        if got is None:
+            return None
+        s, ss, lo_key, hi_key, zeros, below = got
+        lo_key, hi_key = _half_key(int(lo_key)), _half_key(int(hi_key))
+        counted, small = [zeros, below, 0], 0
+    elif half:
         got = _call(k.moments_counted, raw, half, *limits)
         if got is None:
             return None
@@ -164,6 +172,19 @@ def _call(kernel: Any, *args: Any) -> Any:
         with _LOCK:
             _KERNELS[:] = [None]
         return None
+
+
+def _half_key(key: int) -> int:
+    """A float16 order key (of :func:`inspector.fused_kernels.moments_half`) as the float32
+    order key of the same value (NaN and Inf: a key beyond every finite float16's, which
+    :func:`stats` sees as the NumPy path's chunk)."""
+    import struct
+
+    bits = (key ^ 0x7FFF if key < 0 else key) & 0xFFFF
+    if bits & 0x7C00 == 0x7C00:
+        return _INF32 if key >= 0 else -_INF32 - 1
+    f32 = _bits(struct.unpack("<e", struct.pack("<H", bits))[0])
+    return (f32 ^ 0x7FFFFFFF) - (1 << 32) if f32 & 0x80000000 else f32
 
 
 def _unkey(key: int) -> int:

@@ -371,39 +371,46 @@ def _pass(ckpt: Checkpoint, entries: list[TensorEntry], prev: Checkpoint | None,
         plans.append((t, before, span, old))
 
     def units() -> Any:
-        for i, (t, _, span, _) in enumerate(plans):
+        for i, (t, _, span, old) in enumerate(plans):
             if span is None:
-                yield i, -1
+                yield i, -1, 0
             else:
-                yield from ((i, k) for k in range(chunk_pass.count(t, chunk)))
+                sides = span.itemsize * (1 if old is None else 2)
+                yield from ((i, k, m) for k, m in chunk_pass.runs(t, chunk, sides))
 
     with chunk_pass.Files() as files, _released(scratch):
-        def unit(item: tuple[int, int]) -> Any:
-            i, k = item
+        def unit(item: tuple[int, int, int]) -> Any:
+            i, k, m = item
             t, before, span, old = plans[i]
             if span is None:
                 return tensor_result(ckpt, t, chunk, advance,
                                      None if before is None else (prev, before))
-            x = files.read(span, k, chunk, "stats.x")
-            y = files.read(old, k, chunk, "stats.y") if old is not None else None
-            got = stored_chunk_result(x, y, t.dtype, *_how(t), ("stats.x.wide", "stats.y.wide"))
+            x = files.read(span, k, chunk, "stats.x", m)
+            y = files.read(old, k, chunk, "stats.y", m) if old is not None else None
+            how = _how(t)
+            got = []
+            for j in range(0, x.size, chunk):  # the run's chunks, each reduced on its own
+                got.append(stored_chunk_result(
+                    x[j:j + chunk], None if y is None else y[j:j + chunk], t.dtype, *how,
+                    ("stats.x.wide", "stats.y.wide")))
             if advance is not None:
                 advance(x.size * span.itemsize)
             return got
 
         results: list[Any] = [None] * len(plans)
-        for (i, k), got in chunk_pass.ordered(unit, units(), threads):
+        for (i, k, _), got in chunk_pass.ordered(unit, units(), threads):
             if k < 0:
                 results[i] = got
                 continue
-            part, d = got
             if k == 0:
                 results[i] = (Partial(), None if plans[i][3] is None else 0.0, None)
             total, delta, _ = results[i]
-            if d is not None:
-                delta += d
-            results[i] = (total.merge(part), delta, None)
-            if k == chunk_pass.count(plans[i][0], chunk) - 1:
+            for part, d in got:  # in chunk order, as tensor_partial folds them
+                if d is not None:
+                    delta += d
+                total = total.merge(part)
+            results[i] = (total, delta, None)
+            if k + len(got) == chunk_pass.count(plans[i][0], chunk):
                 for span in plans[i][2:]:
                     if span is not None:
                         files.check(span)

@@ -85,6 +85,39 @@ def test_diff_values_do_not_depend_on_threads_or_reader(pair):
     assert compared
 
 
+@pytest.mark.parametrize("run_bytes", [1, 60, 1 << 20])
+def test_units_of_several_chunks_give_each_chunk_s_numbers(run_bytes, monkeypatch):
+    """A unit reads several consecutive chunks at once (one, a few, or a whole tensor of the
+    fixture); each chunk is still reduced and folded on its own, in order: the same numbers as
+    the in-order reader, chunk by chunk, for stats, a run's changes and diff --values."""
+    monkeypatch.setattr(chunk_pass, "RUN_BYTES", run_bytes)
+    assert [m for _, m in chunk_pass.runs(inspector.load(STATS[0]).tensors[0], 7, 4)]
+    path = FIXTURES / "stats/torch/dtypes.safetensors"
+    ckpt = inspector.load(path)
+    for threads in (1, 2):
+        got = stats.file_stats(ckpt, chunk=7, threads=threads)
+        assert [(t.stats, t.delta_ss, t.note) for t in got.tensors] == [
+            (p, None, n) for p, _, n in _in_order(ckpt, 7)]
+    run = [inspector.load(p) for p in sorted((FIXTURES / "stats/sockeye1_run")
+                                              .glob("params.0000?"))[:2]]
+    got = stats.file_stats(run[1], chunk=7, threads=2, prev=run[0])
+    assert [(t.stats, t.delta_ss) for t in got.tensors] == [
+        (p, d) for p, d, _ in _in_order(run[1], 7, run[0])]
+    a, b = (inspector.load(FIXTURES / p) for p in PAIRS[1])
+    for r in compare_values(a, b, align(a.tensors, b.tensors), chunk=7, threads=2):
+        if r.values is not None:
+            assert r.values == values.compare(a, r.a, b, r.b, chunk=7)
+
+
+def test_runs_cover_every_chunk_once_within_their_size():
+    entry = inspector.load(FIXTURES / "stats/torch/dtypes.safetensors").tensors[0]
+    for chunk, itemsize in ((1, 4), (7, 2), (1 << 20, 4), (3, 8)):
+        units = list(chunk_pass.runs(entry, chunk, itemsize))
+        assert [k for k, _ in units] == [sum(m for _, m in units[:i]) for i in range(len(units))]
+        assert sum(m for _, m in units) == chunk_pass.count(entry, chunk)
+        assert all(m == 1 or m * chunk * itemsize <= chunk_pass.RUN_BYTES for _, m in units)
+
+
 # ---------------------------------------------------------------------------------------------
 # The kernels
 

@@ -87,10 +87,15 @@ def test_every_16_bit_pattern_is_widened_exactly(dtype):
         assert got.min == got.max == v and math.copysign(1, got.min) == math.copysign(1, v)
         assert got.zeros == (v == 0) and got.subnormal == (0 < abs(v) < TINY[dtype]), hex(i)
         assert got.sumsq == v * v
-    whole = fused.stats(raw[finite], dtype, TINY[dtype], True)
-    want = reduce(wide[finite], TINY[dtype], True)
-    for key in EXACT:
-        assert getattr(whole, key) == getattr(want, key), key
+    for f16 in (True, False):  # float16 without overflows counted: its 16 bits compared
+        whole = fused.stats(raw[finite], dtype, TINY[dtype], f16)
+        want = reduce(wide[finite], TINY[dtype], f16)
+        for key in EXACT:
+            assert getattr(whole, key) == getattr(want, key), key
+        for pattern in (finite & (wide < 0), finite & (wide > 0)):  # one sign: both extremes
+            part = fused.stats(raw[pattern], dtype, TINY[dtype], f16)
+            assert (part.min, part.max) == (float(wide[pattern].min()),
+                                            float(wide[pattern].max()))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
@@ -187,3 +192,17 @@ def test_a_run_agrees_with_and_without_numba(monkeypatch):
     monkeypatch.setattr(fused, "_KERNELS", [None])
     without = stats.run_report(stats.run_stats(run, chunk=64, threads=2))
     _close(with_numba, without)
+
+
+@pytest.mark.parametrize("tiny", [2.0**-14, 2.0**-10, 2.0**-126, None])
+def test_float16_counts_for_any_threshold(tiny):
+    """float16's own threshold takes the kernel that compares the stored 16 bits; any other
+    (or none) the widened compare: the same counts as the NumPy path either way."""
+    rng = np.random.default_rng(4)
+    x = np.where(rng.random(50_001) < 0.2, 0.0, rng.standard_normal(50_001) * 1e-4)
+    raw, wide = _stored(x, "float16")
+    got = fused.stats(raw, "float16", tiny, False)
+    want = reduce(wide, tiny, False)
+    for key in EXACT:
+        assert getattr(got, key) == getattr(want, key), key
+    assert got.subnormal > 0 or tiny is None or tiny < 2.0**-24  # below float16's least
