@@ -60,6 +60,12 @@ class Layer:
     shape: tuple[int, int]
     kind: str
     values: Values
+    out: str = "float32"  # the dtype the producer's dequantization returns
+    # GPTQ spreads each column's rounding error over the columns it has not yet quantized: its
+    # elements are not each within half a step of the source, their root mean square is
+    spread: bool = False
+    # why these values are no rounding of the source's weight at all (None: they are)
+    rescaled: str | None = None
 
 
 # --------------------------------------------------------------------------- rounding helpers
@@ -212,10 +218,11 @@ def _bnb4(r: _Reader, module: str) -> Layer:
             amax = absmax[block].astype(np.float32)
             amax_noise = 0.0
         v = round_to(code[nib] * amax.astype(np.float32), dtype).astype(np.float64)
-        noise = code_noise[nib] * np.abs(amax) + np.abs(code[nib]) * amax_noise
+        # the block was scaled by its true maximum, which double quantization stores rounded
+        noise = code_noise[nib] * (np.abs(amax) + amax_noise) + np.abs(code[nib]) * amax_noise
         return v, noise
 
-    return Layer(module, (o, i), f"bitsandbytes {state.get('quant_type')}", values)
+    return Layer(module, (o, i), f"bitsandbytes {state.get('quant_type')}", values, dtype)
 
 
 def _bnb8(r: _Reader, module: str) -> Layer:
@@ -254,7 +261,7 @@ def _gptq(r: _Reader, module: str, q: dict[str, Any]) -> Layer:
         v = round_to(s * (qv - z).astype(np.float32), sdtype).astype(np.float64)
         return v, np.abs(s).astype(np.float64) / 2
 
-    return Layer(module, (o, i), f"gptq {bits}-bit ({fmt})", values)
+    return Layer(module, (o, i), f"gptq {bits}-bit ({fmt})", values, sdtype, spread=True)
 
 
 def _awq(r: _Reader, module: str, q: dict[str, Any]) -> Layer:
@@ -280,7 +287,9 @@ def _awq(r: _Reader, module: str, q: dict[str, Any]) -> Layer:
         v = round_to((qv.astype(np.float32) - z.astype(np.float32)) * s, sdtype)
         return v.astype(np.float64), np.abs(s).astype(np.float64) / 2
 
-    return Layer(module, (o, i), f"awq {bits}-bit gemm", values)
+    return Layer(module, (o, i), f"awq {bits}-bit gemm", values, sdtype,
+                 rescaled="AWQ scales each input channel and folds the inverse into the layer "
+                 "before, so its dequantized weights are the source's rescaled")
 
 
 # --------------------------------------------------------------------------- compressed-tensors
@@ -352,7 +361,7 @@ def _ct(r: _Reader, module: str, q: dict[str, Any]) -> Layer:
             v = to_bfloat16(qv * s).astype(np.float64)
             return v, fp4_noise[nib & 7] * np.abs(s).astype(np.float64)
 
-        return Layer(module, (o, i), "compressed-tensors nvfp4", values)
+        return Layer(module, (o, i), "compressed-tensors nvfp4", values, "bfloat16")
     else:
         raise NotModelled(f"compressed-tensors format {fmt!r}")
     g_idx = r.numbers(f"{module}.weight_g_idx") if r.has(f"{module}.weight_g_idx") else None
@@ -363,13 +372,21 @@ def _ct(r: _Reader, module: str, q: dict[str, Any]) -> Layer:
         g = g_idx[col].astype(np.int64) if g_idx is not None else _group(strategy, w, col)
         s = _pick(scale, strategy, w, row, g, col).astype(np.float32)
         x = quants(row, col).astype(np.float32)
+        shifted = 0.0
         if zp is not None:
-            x = x - np.asarray(zp(row, g), dtype=np.float32)
+            z = np.asarray(zp(row, g), dtype=np.float32)
+            x = x - z
+            # x / scale + zero_point is rounded in the scale's dtype before the step's rounding
+            shifted = _ROUNDOFF.get(sdtype, 2.0 ** -8) * np.abs(z).astype(np.float64)
         v = round_to(x * s, sdtype).astype(np.float64)
-        step = fp8_half_spacing(quants(row, col)) if is_float else 0.5
-        return v, step * np.abs(s).astype(np.float64)
+        if is_float:
+            step = fp8_half_spacing(quants(row, col))
+        else:  # a value at the grid's end may have been clamped there: a whole step
+            qv = quants(row, col)
+            step = np.where((qv == -(1 << (bits - 1))) | (qv == (1 << (bits - 1)) - 1), 1.0, 0.5)
+        return v, (step + shifted) * np.abs(s).astype(np.float64)
 
-    return Layer(module, (o, i), kind, values)
+    return Layer(module, (o, i), kind, values, sdtype)
 
 
 def _group(strategy: str, w: dict[str, Any], col: np.ndarray) -> np.ndarray:
@@ -400,6 +417,7 @@ def layers(ckpt: Checkpoint) -> tuple[dict[str, Layer], dict[str, str]]:
     checkpoint."""
     from inspector.adapters.quant_config import hf_config
     from inspector.adapters.quantized import OPTION_ERRORS, packed_weights, scheme
+    from inspector.values import ValuesUnavailable
 
     config = hf_config(ckpt)
     q = config.get("quantization_config") if config else None
@@ -417,12 +435,44 @@ def layers(ckpt: Checkpoint) -> tuple[dict[str, Layer], dict[str, str]]:
     aside: dict[str, str] = {}
     for module in modules:
         try:
-            out[module] = _layer(r, module, sch.method, q)
+            out[module] = _with_rounding(_layer(r, module, sch.method, q),
+                                         _working_dtype(sch.method, r, module, config))
         except NotModelled as e:
             aside[module] = str(e)
-        except (*OPTION_ERRORS, OSError) as e:
+        except (*OPTION_ERRORS, OSError, ValuesUnavailable) as e:
             aside[module] = f"its state could not be read ({e})"
     return out, aside
+
+
+# unit roundoff of the dtypes a quantizer rounds through
+_ROUNDOFF = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
+             "bfloat16": 2.0 ** -8}
+
+
+def _working_dtype(method: str, r: _Reader, module: str, config: Any) -> str:
+    """The dtype the quantizer held the source in before rounding it (bitsandbytes' Int8Params
+    quantizes a float16 copy; the others, the model's dtype as config.json gives it)."""
+    from inspector.adapters.quantized import model_dtype
+
+    if method == "bitsandbytes" and r.has(f"{module}.SCB"):
+        return "float16"
+    return model_dtype(config or {}) or "float32"
+
+
+def _with_rounding(layer: Layer, work: str) -> Layer:
+    """``layer`` whose noise also holds the roundings the producer does beside the
+    quantization step: the source's cast into ``work`` and its division by the scale there (a
+    unit roundoff of ``work`` each), and the result's into the output dtype (one of that)."""
+    rel = 2 * _ROUNDOFF.get(work, 2.0 ** -8) + _ROUNDOFF.get(layer.out, 2.0 ** -8)
+    inner = layer.values
+
+    def values(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        v, noise = inner(flat)
+        # relative to the source's magnitude, which is within the step of the value's
+        return v, noise + rel * (np.abs(v) + noise)
+
+    layer.values = values
+    return layer
 
 
 def _layer(r: _Reader, module: str, method: str, q: dict[str, Any]) -> Layer:
