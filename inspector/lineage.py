@@ -557,7 +557,8 @@ def _derived(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, why: str,
     if ev.only_a or ev.only_b:
         info["removed"], info["added"] = _collapse(ev.only_a), _collapse(ev.only_b)
     partial = bool(ev.identical or ev.cast)
-    if partial and confirm is not None:
+    # a packed weight's rank is not read (only its sampled elements were dequantized)
+    if partial and confirm is not None and not any(n in ev.dequantized for n in changed):
         ranks = confirm.lora_ranks(p, c, changed)
         if ranks and all(r["low_rank"] for r in ranks.values()):
             rank = max(r["rank"] for r in ranks.values())
