@@ -10,6 +10,10 @@ Each tensor gets, in one pass over its values (:func:`inspector.values.iter_valu
   rounding) and show a fine-tune's drift, while two independently initialised tensors give
   uncorrelated samples.
 
+A quantized Hugging Face checkpoint's packed weights also get a print each, as the float weight
+they stand for (``CheckpointPrint.dequantized``: :func:`dequantized_prints`), with each sample's
+noise, so lineage compares them with another storage of the layer.
+
 A tensor is *informative* when its samples could only match by descent: a floating-point
 tensor of at least :data:`MIN_NUMEL` elements whose samples take at least
 :data:`MIN_DISTINCT` values (a norm initialised to ones, a zero bias, a 0/1 mask are identical

@@ -81,8 +81,8 @@ def test_quantized_copies_compare_their_packed_values(quant_store):
 
 
 def test_quantized_fine_tune_is_linked_to_the_fine_tune(tmp_path):
-    """The base, its fine-tune confined to q_proj / v_proj, the fine-tune's nf4 and int8 copies
-    and three quantizations of the base: each copy is a re-save of the model it quantizes, and
+    """The base, its fine-tune confined to q_proj / v_proj, the fine-tune's nf4, int8 and GPTQ
+    copies and three quantizations of the base: each copy is a re-save of the model it quantizes, and
     the fine-tune's changed tensors are the trained ones."""
     base = "lineage/quant_sources/llama"
     copies = ["hf_quant/bnb_nf4", "hf_quant/bnb_int8", "hf_quant/gptq_4bit_g32"]
@@ -98,11 +98,12 @@ def test_quantized_fine_tune_is_linked_to_the_fine_tune(tmp_path):
     assert {n.split(" ")[0] for n in ft.evidence["changed_tensors"]} == trained
 
 
-def test_copy_of_a_fine_tune_is_no_re_save_of_the_base(tmp_path):
+@pytest.mark.parametrize("copy", ["finetune_nf4", "finetune_int8", "finetune_gptq"])
+def test_copy_of_a_fine_tune_is_no_re_save_of_the_base(tmp_path, copy):
     """Without the fine-tune in the store, its quantized copy is a fine-tune of the base whose
     changed tensors are the packed weights the training moved (beyond the scheme's noise)."""
     forest, _ = run([str(FIXTURES / "lineage" / "quant_sources" / "llama"),
-                     str(FIXTURES / "lineage" / "quant_ft" / "finetune_nf4")],
+                     str(FIXTURES / "lineage" / "quant_ft" / copy)],
                     cache_dir=str(tmp_path))
     (edge,) = forest.edges
     assert edge.kind == "fine-tune"
