@@ -108,37 +108,26 @@ def fp8_half_spacing(v: np.ndarray) -> np.ndarray:
     return 2.0 ** (e - 4)
 
 
-def _column_stream(arr: np.ndarray, col: np.ndarray, index: np.ndarray,
-                   bits: int) -> np.ndarray:
-    """``bit_stream`` along axis 0 of a 2-D word array, at column ``col`` per element."""
-    a = np.asarray(arr).view(np.uint32) if np.asarray(arr).dtype.itemsize == 4 else arr
-    pos = (index // 32) * bits * 32 + (index % 32) * bits
+def _stream(arr: np.ndarray, axis: int, fixed: np.ndarray, index: np.ndarray,
+            bits: int) -> np.ndarray:
+    """Values ``index`` of little-endian streams of ``bits``-bit values packed into the 32-bit
+    words of a 2-D array along ``axis``, in the stream at ``fixed`` of the other axis (one per
+    element). Each 32 values fill ``bits`` words; a value may span two words (3 bits)."""
+    a = np.asarray(arr)
+    a = a.view(np.uint32) if a.dtype.itemsize == 4 else a
+    index = np.asarray(index, dtype=np.int64)
+    pos = (index // 32) * bits * 32 + (index % 32) * bits  # the value's first bit
     word, shift = pos // 32, (pos % 32).astype(np.uint64)
-    mask = np.uint64((1 << bits) - 1)
-    lo = a[word, col].astype(np.uint64) >> shift
+
+    def at(w: np.ndarray, f: np.ndarray) -> np.ndarray:
+        return (a[w, f] if axis == 0 else a[f, w]).astype(np.uint64)
+
+    got = at(word, fixed) >> shift
     spill = shift + np.uint64(bits) > np.uint64(32)
     if spill.any():
-        nxt = np.zeros_like(lo)
-        nxt[spill] = a[np.minimum(word + 1, a.shape[0] - 1)[spill], col[spill]].astype(
-            np.uint64) << (np.uint64(32) - shift[spill])
-        lo = lo | nxt
-    return (lo & mask).astype(np.int64)
-
-
-def _row_stream(arr: np.ndarray, row: np.ndarray, index: np.ndarray, bits: int) -> np.ndarray:
-    """``bit_stream`` along axis 1 of a 2-D word array, in row ``row`` per element."""
-    a = np.asarray(arr).view(np.uint32) if np.asarray(arr).dtype.itemsize == 4 else arr
-    pos = (index // 32) * bits * 32 + (index % 32) * bits
-    word, shift = pos // 32, (pos % 32).astype(np.uint64)
-    mask = np.uint64((1 << bits) - 1)
-    lo = a[row, word].astype(np.uint64) >> shift
-    spill = shift + np.uint64(bits) > np.uint64(32)
-    if spill.any():
-        nxt = np.zeros_like(lo)
-        nxt[spill] = a[row[spill], np.minimum(word + 1, a.shape[1] - 1)[spill]].astype(
-            np.uint64) << (np.uint64(32) - shift[spill])
-        lo = lo | nxt
-    return (lo & mask).astype(np.int64)
+        nxt = np.minimum(word + 1, a.shape[axis] - 1)
+        got[spill] |= at(nxt[spill], fixed[spill]) << (np.uint64(32) - shift[spill])
+    return (got & np.uint64((1 << bits) - 1)).astype(np.int64)
 
 
 # --------------------------------------------------------------------------- reading tensors
@@ -252,9 +241,9 @@ def _gptq(r: _Reader, module: str, q: dict[str, Any]) -> Layer:
 
     def values(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         row, col = _split(flat, i)  # row: output o, col: input i
-        qv = _column_stream(qweight, row, col, bits)
+        qv = _stream(qweight, 0, row, col, bits)
         g = g_idx[col].astype(np.int64)
-        z = _row_stream(qzeros, g, row, bits)
+        z = _stream(qzeros, 1, g, row, bits)
         if v1:  # gptq v1 stores zero - 1 (gptqmodel converts v1 to v2 by adding 1)
             z = z + 1
         s = scales[g, row].astype(np.float32)
@@ -323,13 +312,13 @@ def _ct(r: _Reader, module: str, q: dict[str, Any]) -> Layer:
 
             def zero(row: np.ndarray, g: np.ndarray) -> np.ndarray:
                 if strategy in ("channel", "group", "tensor_group"):  # packed along O
-                    return _column_stream(zpacked, g, row, bits) - offset
+                    return _stream(zpacked, 0, g, row, bits) - offset
                 return zpacked.reshape(-1)[0].astype(np.int64) * np.ones_like(row)
 
             zp = zero
 
         def quants(row: np.ndarray, col: np.ndarray) -> np.ndarray:
-            return _row_stream(packed, row, col, bits) - offset
+            return _stream(packed, 1, row, col, bits) - offset
         kind = f"compressed-tensors pack-quantized int{bits} {strategy}"
     elif fmt in ("int-quantized", "naive-quantized", "float-quantized"):
         weight = r.numbers(f"{module}.weight")
