@@ -197,6 +197,31 @@ class CheckpointPrint:
         return cls(meta["key"], meta["info"], tensors, dequantized)
 
 
+def dequantized_rows(fp: CheckpointPrint) -> list[dict[str, Any]]:
+    """A checkpoint's dequantized prints as JSON-ready rows (the inventory keeps them in the
+    checkpoint's ``info``); NaN as None."""
+    def num(xs: np.ndarray) -> list[float | None]:
+        return [float(x) if np.isfinite(x) else None for x in xs]
+
+    return [{"name": t.name, "shape": list(t.shape), "kind": t.dtype, "numel": t.numel,
+             "spread": t.spread, "samples": num(t.samples),
+             "noise": num(t.noise if t.noise is not None else np.full(len(t.samples), np.nan))}
+            for t in fp.dequantized.values()]
+
+
+def dequantized_from_rows(rows: Any) -> dict[str, TensorPrint]:
+    """The prints :func:`dequantized_rows` wrote."""
+    out = {}
+    for r in rows or ():
+        def arr(xs: Any) -> np.ndarray:
+            return np.array([np.nan if x is None else x for x in xs], dtype=float)
+
+        out[r["name"]] = TensorPrint(r["name"], tuple(r["shape"]), r["kind"], "parameter",
+                                     int(r["numel"]), "", arr(r["samples"]), arr(r["noise"]),
+                                     bool(r["spread"]))
+    return out
+
+
 def file_key(ckpt: Checkpoint) -> str:
     """What identifies the checkpoint's bytes without reading them: the path and, for every
     file it is read from (a directory: each file in it and its sub-directories, bounded), its

@@ -147,3 +147,37 @@ def test_unreadable_packing_is_set_aside_and_named(tmp_path):
     why = edge.evidence["packed"]["not_compared"]["model.layers.0.self_attn.q_proj"]
     assert "could not be read" in why
     assert edge.evidence["packed"]["compared"] == 13
+
+
+def test_inventory_keeps_the_dequantized_prints(tmp_path):
+    """The inventory's lineage (from its own tables, no tensor bytes read again) links the
+    quantized copies as ``inspector lineage`` does, the packed values compared."""
+    pytest.importorskip("duckdb")
+    import duckdb
+
+    from inspector.inventory import build
+
+    tree = tmp_path / "store"
+    shutil.copytree(FIXTURES / "lineage" / "quant_ft", tree / "quant_ft")
+    shutil.copytree(FIXTURES / "lineage" / "quant_sources" / "llama", tree / "llama")
+    db = tmp_path / "store.duckdb"
+    build([str(tree)], db)
+    build([str(tree)], db)  # the second run: every row unchanged, lineage from the tables
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        edges = con.execute("SELECT parent, child, kind, evidence FROM edges").fetchall()
+    finally:
+        con.close()
+    got = {(Path(p).name, Path(c).name, k) for p, c, k, _ in edges}
+    forest, _ = run([str(tree)], use_cache=False)
+    assert got == {(Path(e.parent).name, Path(e.child).name, e.kind) for e in forest.edges}
+    # which of base and fine-tune came first, nothing in this store tells (no step, no
+    # declaration): the pair and the copies' parent are what the bytes say
+    assert {frozenset((p, c)) for p, c, k in got if k == "fine-tune"} == {
+        frozenset(("llama", "finetune"))}
+    assert {(p, c) for p, c, k in got if k == "re-save"} == {
+        ("finetune", "finetune_nf4"), ("finetune", "finetune_int8"), ("finetune", "finetune_gptq")}
+    for _, child, kind, evidence in edges:
+        if kind == "re-save":
+            packed = json.loads(evidence)["packed"]
+            assert packed["compared"] == packed["within_noise"] == 14, child
