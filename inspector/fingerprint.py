@@ -10,6 +10,10 @@ Each tensor gets, in one pass over its values (:func:`inspector.values.iter_valu
   rounding) and show a fine-tune's drift, while two independently initialised tensors give
   uncorrelated samples.
 
+A quantized Hugging Face checkpoint's packed weights also get a print each, as the float weight
+they stand for (``CheckpointPrint.dequantized``: :func:`dequantized_prints`), with each sample's
+noise, so lineage compares them with another storage of the layer.
+
 A tensor is *informative* when its samples could only match by descent: a floating-point
 tensor of at least :data:`MIN_NUMEL` elements whose samples take at least
 :data:`MIN_DISTINCT` values (a norm initialised to ones, a zero bias, a 0/1 mask are identical
@@ -35,7 +39,7 @@ import numpy as np
 
 from inspector.adapters.model import Checkpoint, TensorEntry
 
-SCHEMA = "inspector.fingerprint/3"
+SCHEMA = "inspector.fingerprint/4"
 SAMPLES = 128
 MIN_NUMEL = 64
 MIN_DISTINCT = 16
@@ -72,12 +76,18 @@ def is_float(dtype: str | None) -> bool:
 class TensorPrint:
     """One tensor's fingerprint (see the module docstring)."""
 
-    __slots__ = ("name", "shape", "dtype", "role", "numel", "digest", "samples")
+    __slots__ = ("name", "shape", "dtype", "role", "numel", "digest", "samples", "noise",
+                 "spread")
 
     def __init__(self, name: str, shape: tuple[int, ...], dtype: str | None, role: str,
-                 numel: int, digest: str, samples: np.ndarray) -> None:
+                 numel: int, digest: str, samples: np.ndarray,
+                 noise: np.ndarray | None = None, spread: bool = False) -> None:
         self.name, self.shape, self.dtype, self.role = name, shape, dtype, role
         self.numel, self.digest, self.samples = numel, digest, samples
+        # a dequantized weight (:func:`dequantized_prints`): each sample's noise, half a
+        # quantization step and the producer's roundings; ``spread``: judged by their root mean
+        # square, not one by one (GPTQ)
+        self.noise, self.spread = noise, spread
 
     @property
     def informative(self) -> bool:
@@ -125,10 +135,13 @@ class CheckpointPrint:
     (PEFT ``r``, ``target_modules``, ``lora_alpha`` for an adapter), ``unreadable`` (tensors
     whose values could not be read, with why)."""
 
-    __slots__ = ("key", "info", "tensors")
+    __slots__ = ("key", "info", "tensors", "dequantized")
 
-    def __init__(self, key: str, info: dict[str, Any], tensors: dict[str, TensorPrint]) -> None:
+    def __init__(self, key: str, info: dict[str, Any], tensors: dict[str, TensorPrint],
+                 dequantized: dict[str, TensorPrint] | None = None) -> None:
         self.key, self.info, self.tensors = key, info, tensors
+        # a quantized checkpoint's packed weights dequantized, by the float weight's name
+        self.dequantized = dequantized or {}
 
     @property
     def path(self) -> str:
@@ -153,8 +166,18 @@ class CheckpointPrint:
             "tensors": [[t.name, list(t.shape), t.dtype, t.role, t.numel, t.digest,
                          len(t.samples)] for t in ts],
         }
+        dq = list(self.dequantized.values())
+        dwidth = max((len(t.samples) for t in dq), default=0)
+        dq_samples, dq_noise = np.full((len(dq), dwidth), np.nan), np.full((len(dq), dwidth),
+                                                                            np.nan)
+        for i, t in enumerate(dq):
+            dq_samples[i, : len(t.samples)] = t.samples
+            if t.noise is not None:
+                dq_noise[i, : len(t.noise)] = t.noise
+        meta["dequantized"] = [[t.name, list(t.shape), t.dtype, t.numel, len(t.samples),
+                                t.spread] for t in dq]
         return {"meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
-                "samples": samples}
+                "samples": samples, "dq_samples": dq_samples, "dq_noise": dq_noise}
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> CheckpointPrint:
@@ -166,7 +189,37 @@ class CheckpointPrint:
         for i, (name, shape, dtype, role, numel, digest, k) in enumerate(meta["tensors"]):
             tensors[name] = TensorPrint(name, tuple(shape), dtype, role, numel, digest,
                                         samples[i, :k].copy())
-        return cls(meta["key"], meta["info"], tensors)
+        dequantized = {}
+        for i, (name, shape, kind, numel, k, spread) in enumerate(meta.get("dequantized", ())):
+            dequantized[name] = TensorPrint(name, tuple(shape), kind, "parameter", numel, "",
+                                            arrays["dq_samples"][i, :k].copy(),
+                                            arrays["dq_noise"][i, :k].copy(), bool(spread))
+        return cls(meta["key"], meta["info"], tensors, dequantized)
+
+
+def dequantized_rows(fp: CheckpointPrint) -> list[dict[str, Any]]:
+    """A checkpoint's dequantized prints as JSON-ready rows (the inventory keeps them in the
+    checkpoint's ``info``); NaN as None."""
+    def num(xs: np.ndarray) -> list[float | None]:
+        return [float(x) if np.isfinite(x) else None for x in xs]
+
+    return [{"name": t.name, "shape": list(t.shape), "kind": t.dtype, "numel": t.numel,
+             "spread": t.spread, "samples": num(t.samples),
+             "noise": num(t.noise if t.noise is not None else np.full(len(t.samples), np.nan))}
+            for t in fp.dequantized.values()]
+
+
+def dequantized_from_rows(rows: Any) -> dict[str, TensorPrint]:
+    """The prints :func:`dequantized_rows` wrote."""
+    out = {}
+    for r in rows or ():
+        def arr(xs: Any) -> np.ndarray:
+            return np.array([np.nan if x is None else x for x in xs], dtype=float)
+
+        out[r["name"]] = TensorPrint(r["name"], tuple(r["shape"]), r["kind"], "parameter",
+                                     int(r["numel"]), "", arr(r["samples"]), arr(r["noise"]),
+                                     bool(r["spread"]))
+    return out
 
 
 def file_key(ckpt: Checkpoint) -> str:
@@ -299,7 +352,43 @@ def fingerprint(ckpt: Checkpoint, key: str | None = None) -> CheckpointPrint:
             unreadable[entry.name] = e.why
     if unreadable:
         info["unreadable"] = unreadable
-    return CheckpointPrint(key or file_key(ckpt), info, tensors)
+    dequantized: dict[str, TensorPrint] = {}
+    if info.get("quantized") and not info["quantized"].get("unknown"):
+        dequantized, aside = dequantized_prints(ckpt)
+        if aside:
+            info["quantized"]["not_dequantized"] = aside
+    return CheckpointPrint(key or file_key(ckpt), info, tensors, dequantized)
+
+
+def dequantized_prints(ckpt: Checkpoint) -> tuple[dict[str, TensorPrint], dict[str, str]]:
+    """The fingerprints of a quantized checkpoint's packed weights as the float weights they
+    stand for (:mod:`inspector.quant_values`): named and shaped as the unquantized model
+    stores them (``<module>.weight``; (in, out) for Conv1D models), sampled at the same
+    positions as a float tensor of that shape, with each sample's noise. Only the sampled
+    elements are dequantized. Also the modules set aside, with why."""
+    from inspector.quant_values import conv1d, layers
+    from inspector.values import ValuesUnavailable
+
+    got, aside = layers(ckpt)
+    transposed = conv1d(ckpt)
+    out: dict[str, TensorPrint] = {}
+    for module, layer in got.items():
+        if layer.rescaled:
+            aside[module] = layer.rescaled
+            continue
+        o, i = layer.shape
+        where = positions(o * i)
+        flat = (where % o) * i + where // o if transposed else where
+        try:
+            values, noise = layer.values(flat)
+        except (ValuesUnavailable, ArithmeticError, IndexError, KeyError, TypeError,
+                ValueError, OSError) as e:
+            aside[module] = f"its packed values could not be read ({e})"
+            continue
+        name = f"{module}.weight"
+        out[name] = TensorPrint(name, (i, o) if transposed else (o, i), layer.kind, "parameter",
+                                o * i, "", values, noise, layer.spread)
+    return out, aside
 
 
 class Cache:

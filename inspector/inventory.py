@@ -77,7 +77,7 @@ def index_checkpoint(label: str, allow_unsafe: bool = False) -> dict[str, Any]:
     read; its scan verdict is kept even then."""
     from inspector.adapters.errors import InspectorError
     from inspector.adapters.registry import load
-    from inspector.fingerprint import file_key, fingerprint
+    from inspector.fingerprint import dequantized_rows, file_key, fingerprint
 
     verdict, scan_findings = scan_verdict(label)
     try:
@@ -108,7 +108,8 @@ def index_checkpoint(label: str, allow_unsafe: bool = False) -> dict[str, Any]:
         "bytes": sum(t.nbytes or 0 for t in ckpt.values()), "scan_verdict": verdict,
         "stats_errors": sum(1 for f in stats_findings if f["severity"] == "error"),
         "stats_warnings": sum(1 for f in stats_findings if f["severity"] == "warning"),
-        "findings": findings, "info": fp.info}
+        "findings": findings,
+        "info": {**fp.info, "dequantized": dequantized_rows(fp)} if fp.dequantized else fp.info}
 
 
 def scan_verdict(label: str) -> tuple[str, list[dict[str, Any]]]:
@@ -207,7 +208,7 @@ class Store:
         """The fingerprints of every readable checkpoint, from the ``tensors`` table."""
         import numpy as np
 
-        from inspector.fingerprint import CheckpointPrint, TensorPrint
+        from inspector.fingerprint import CheckpointPrint, TensorPrint, dequantized_from_rows
 
         out = []
         for path, key, info in self.con.execute(
@@ -220,7 +221,8 @@ class Store:
                     "WHERE checkpoint = ? AND digest IS NOT NULL", [path]).fetchall():
                 s = np.array([np.nan if x is None else x for x in samples or []], dtype=float)
                 tensors[name] = TensorPrint(name, tuple(shape), dtype, role, numel, digest, s)
-            out.append(CheckpointPrint(key, info, tensors))
+            dequantized = dequantized_from_rows(info.pop("dequantized", None))
+            out.append(CheckpointPrint(key, info, tensors, dequantized))
         return out
 
     def set_edges(self, edges: Iterable[Any]) -> None:

@@ -205,6 +205,33 @@ class _Union:
         return True
 
 
+def _join_equal(union: _Union, prints: Sequence[CheckpointPrint],
+                equal: dict[tuple[int, int], Evidence]) -> None:
+    """Joins the re-save clusters of equal pairs. Equality within a quantization's noise is no
+    equivalence (a quantized copy can be within its noise of a base and of a fine-tune that
+    moved less than twice that noise, and two quantized copies add their noises), so: unquantized
+    pairs join first; each quantized copy joins the one unquantized checkpoint it matches best
+    (the smallest error relative to the noise, then the smallest drift); two quantized copies
+    join each other only when neither matched an unquantized one here."""
+    def quantized(i: int) -> bool:
+        return "quantized" in prints[i].info
+
+    best: dict[int, tuple[tuple[float, float], int]] = {}
+    for (i, j), ev in sorted(equal.items()):
+        if not quantized(i) and not quantized(j):
+            union.join(i, j)
+        elif quantized(i) != quantized(j):
+            k, other = (j, i) if quantized(j) else (i, j)
+            score = (max(ev.dequantized.values(), default=0.0), ev.distance)
+            if k not in best or score < best[k][0]:
+                best[k] = (score, other)
+    for k, (_, other) in sorted(best.items()):
+        union.join(k, other)
+    for (i, j), _ev in sorted(equal.items()):
+        if quantized(i) and quantized(j) and i not in best and j not in best:
+            union.join(i, j)
+
+
 def _declared_by(prints: Sequence[CheckpointPrint]) -> set[str]:
     """Paths some other checkpoint declares as its base (by path, or by directory name)."""
     out = set()
@@ -266,9 +293,8 @@ def build(prints: Sequence[CheckpointPrint], confirm: Any = None,
                 conversions[i] = conversions[dup[i]]
             else:
                 union.join(dup[i], i)
-    for (i, j), ev in evidence.items():
-        if ev.equal and i not in conversions and j not in conversions:
-            union.join(i, j)
+    _join_equal(union, prints, {k: ev for k, ev in evidence.items() if ev.equal
+                                and k[0] not in conversions and k[1] not in conversions})
     clusters: dict[int, list[int]] = defaultdict(list)
     for i in range(n):
         if i not in adapters and i not in conversions:
@@ -444,7 +470,9 @@ def _resave(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, declared: set[
         what.append(f"{len(ev.carried)} tensors renamed")
     if ev.requantized:
         what.append(f"{len(ev.requantized)} modules stored another way "
-                    f"({_scheme(p)} -> {_scheme(c)}: packed values not compared)")
+                    f"({_scheme(p)} -> {_scheme(c)}: {_dequantized(ev)})")
+    elif ev.dequantized or ev.not_dequantized:  # quantized alike, packed to other values
+        what.append(f"repacked ({_scheme(c)}): {_dequantized(ev)}")
     dropped = [n for n in ev.only_a if n not in {x for x, _ in ev.carried}]
     added = [n for n in ev.only_b if n not in {y for _, y in ev.carried}]
     if dropped:
@@ -455,11 +483,38 @@ def _resave(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, declared: set[
                 "changes": what or ([f"{len(ev.cast)} tensors equal within the rounding of "
                                      "one computation, not bit for bit"] if ev.cast else
                                     ["none: a byte-identical copy"]),
-                "max_drift": max(ev.drifts.values(), default=0.0)}
+                "max_drift": max(ev.drifts.values(), default=0.0), **_packed(ev)}
     direction = ("declared base" if p.path in declared else
                  "higher precision" if _precision(p) > _precision(c) else
                  "unknown (the same values: either could be the original)")
     return Edge(p.path, c.path, "re-save", _confidence(ev.agreeing), evidence, direction)
+
+
+def _dequantized(ev: Evidence) -> str:
+    """What the comparison of the packed values found, for a re-save's changes."""
+    parts = []
+    if ev.dequantized:
+        worst = max(ev.dequantized.values())
+        spread = any(t.spread for side in (ev.a, ev.b) for n, t in side.dequantized.items()
+                     if n in ev.dequantized)
+        parts.append(f"{len(ev.dequantized)} packed weights dequantized and compared, error at "
+                     f"most {worst:.2f} of the scheme's noise"
+                     + (" (root mean square)" if spread else ""))
+    if ev.not_dequantized:
+        whys = Counter(ev.not_dequantized.values())
+        parts.append(f"packed values of {len(ev.not_dequantized)} not compared: "
+                     + "; ".join(f"{w} ({n})" for w, n in whys.most_common(3)))
+    return ", ".join(parts) or "packed values not compared"
+
+
+def _packed(ev: Evidence) -> dict[str, Any]:
+    """The evidence's record of the packed values compared (empty when none was set aside)."""
+    if not (ev.requantized or ev.dequantized or ev.not_dequantized):
+        return {}
+    return {"packed": {"compared": len(ev.dequantized),
+                       "max_noise_ratio": max(ev.dequantized.values(), default=None),
+                       "within_noise": sum(1 for r in ev.dequantized.values() if r <= 1.0),
+                       "not_compared": dict(sorted(ev.not_dequantized.items()))}}
 
 
 def _scheme(p: CheckpointPrint) -> str:
@@ -475,6 +530,7 @@ def _derived(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, why: str,
                             "changed": len(changed), "mean_drift": round(ev.distance, 6)}
     if ev.unrelated:
         base["replaced"] = _collapse(ev.unrelated)
+    base.update(_packed(ev))
     sp, sc = p.info.get("step"), c.info.get("step")
     if ev.reshaped:
         kept = ev.identical + ev.cast
@@ -505,7 +561,8 @@ def _derived(p: CheckpointPrint, c: CheckpointPrint, ev: Evidence, why: str,
     if ev.only_a or ev.only_b:
         info["removed"], info["added"] = _collapse(ev.only_a), _collapse(ev.only_b)
     partial = bool(ev.identical or ev.cast)
-    if partial and confirm is not None:
+    # a packed weight's rank is not read (only its sampled elements were dequantized)
+    if partial and confirm is not None and not any(n in ev.dequantized for n in changed):
         ranks = confirm.lora_ranks(p, c, changed)
         if ranks and all(r["low_rank"] for r in ranks.values()):
             rank = max(r["rank"] for r in ranks.values())

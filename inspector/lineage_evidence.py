@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from inspector.fingerprint import CheckpointPrint, TensorPrint
+from inspector.fingerprint import MIN_DISTINCT, MIN_NUMEL, CheckpointPrint, TensorPrint
 
 RELATED = 1.0  # centred sample drift below this (correlation above ~0.5): one tensor, trained on
 MAJORITY = 0.5  # share of informative tensors that must agree for two checkpoints to relate
@@ -85,7 +85,8 @@ class Evidence:
     """What the fingerprints say about two checkpoints (``a`` the first given)."""
 
     __slots__ = ("a", "b", "identical", "cast", "changed", "unrelated", "carried", "reshaped",
-                 "only_a", "only_b", "drifts", "uninformative", "requantized")
+                 "only_a", "only_b", "drifts", "uninformative", "requantized", "dequantized",
+                 "not_dequantized")
 
     def __init__(self, a: CheckpointPrint, b: CheckpointPrint) -> None:
         self.a, self.b = a, b
@@ -102,6 +103,10 @@ class Evidence:
         # modules stored another way on each side (quantized by one scheme, by another or not
         # at all): their tensors are set aside, not compared by name
         self.requantized: list[str] = []
+        # of those, the weights compared dequantized: name -> error relative to the noise
+        # (:func:`noise_ratio`), and the modules whose packed values were not compared: why
+        self.dequantized: dict[str, float] = {}
+        self.not_dequantized: dict[str, str] = {}
 
     @property
     def informative(self) -> int:
@@ -175,6 +180,13 @@ def _stored_form(p: CheckpointPrint, module: str) -> tuple:
                         if n.startswith(module + ".") and not n.endswith(".bias")))
 
 
+def _repacked(a: CheckpointPrint, b: CheckpointPrint, module: str) -> bool:
+    """Some tensor of ``module`` (stored alike on both sides) holds other bytes."""
+    prefix = module + "."
+    return any(n.startswith(prefix) and not n.endswith(".bias") and n in b.tensors
+               and b.tensors[n].digest != t.digest for n, t in a.tensors.items())
+
+
 def requantized(a: CheckpointPrint, b: CheckpointPrint) -> set[str]:
     """The modules quantized on either side whose stored forms differ (another scheme, or
     quantized on one side only): their packed weights and quantization state are no values to
@@ -183,11 +195,86 @@ def requantized(a: CheckpointPrint, b: CheckpointPrint) -> set[str]:
     return {m for m in either if _stored_form(a, m) != _stored_form(b, m)}
 
 
+def _weight(p: CheckpointPrint, module: str) -> TensorPrint | str:
+    """A set-aside module's weight on one side as values to compare: its dequantized print,
+    its stored float weight when the module is not quantized there, else why not."""
+    name = f"{module}.weight"
+    if module in quantized_modules(p):
+        got = p.dequantized.get(name)
+        if got is not None:
+            return got
+        why = ((p.info.get("quantized") or {}).get("not_dequantized") or {}).get(module)
+        return why or f"{(p.info.get('quantized') or {}).get('label')}: not dequantized"
+    t = p.tensors.get(name)
+    if t is None or str(t.dtype) not in ROUNDOFF:
+        return "no float weight to compare"
+    return t
+
+
+def noise_ratio(x: TensorPrint, y: TensorPrint) -> float:
+    """The samples' difference relative to what the two storages' noise allows (each
+    dequantized side's half step and roundings, each float side's rounding): the largest
+    element's ratio, or for a scheme that spreads its rounding error (GPTQ) the ratio of the
+    root mean squares. At most 1: within the noise; inf when nothing compares."""
+    xs, ys = x.samples, y.samples
+    if len(xs) != len(ys):
+        return math.inf
+    tol = np.zeros(len(xs))
+    for t, other in ((x, ys), (y, xs)):
+        if t.noise is not None:
+            tol = tol + t.noise
+        else:  # a float side: its own rounding, as cast_equal allows it
+            tol = tol + 2.02 * ROUNDOFF[str(t.dtype)] * np.maximum(np.abs(t.samples),
+                                                                   np.abs(other))
+    ok = np.isfinite(xs) & np.isfinite(ys) & np.isfinite(tol)
+    if not ok.any():
+        return math.inf
+    err, tol = np.abs(xs[ok] - ys[ok]), tol[ok] + 1e-30
+    if x.spread or y.spread:
+        return float(np.sqrt(np.sum(err ** 2) / np.sum(tol ** 2)))
+    return float(np.max(err / tol))
+
+
+def _varied(t: TensorPrint) -> bool:
+    s = t.samples[np.isfinite(t.samples)]
+    return t.numel >= MIN_NUMEL and len(np.unique(s)) >= MIN_DISTINCT
+
+
+def _compare_dequantized(ev: Evidence, aside: set[str]) -> None:
+    """Each set-aside module's weight compared dequantized where both sides give values."""
+    for module in sorted(aside):
+        xa, xb = _weight(ev.a, module), _weight(ev.b, module)
+        if isinstance(xa, str) or isinstance(xb, str):
+            ev.not_dequantized[module] = xa if isinstance(xa, str) else str(xb)
+            continue
+        name = f"{module}.weight"
+        if xa.shape != xb.shape:
+            ev.not_dequantized[module] = f"shapes {list(xa.shape)} and {list(xb.shape)}"
+            continue
+        if not (_varied(xa) and _varied(xb)):
+            ev.uninformative += 1
+            continue
+        ratio = noise_ratio(xa, xb)
+        ev.dequantized[name] = ratio
+        d = drift(xa, xb)
+        ev.drifts[name] = d
+        if ratio <= 1.0:
+            ev.cast.append(name)
+        else:
+            (ev.changed if d < RELATED else ev.unrelated).append(name)
+
+
 def compare(a: CheckpointPrint, b: CheckpointPrint) -> Evidence:
     """The evidence of two fingerprints (no bytes read)."""
     ev = Evidence(a, b)
     aside = requantized(a, b)
     ev.requantized = sorted(aside)
+    # quantized alike on both sides but packed to other values: an int packed weight is no
+    # evidence as stored, its dequantized values are
+    aside |= {m for m in (quantized_modules(a) & quantized_modules(b)) - aside
+              if _repacked(a, b, m)}
+    if aside:
+        _compare_dequantized(ev, aside)
 
     def set_aside(name: str) -> bool:
         return bool(aside) and not name.endswith(".bias") and module_of(name, aside) is not None
