@@ -52,6 +52,17 @@ BUILDERS = frozenset({"join", "format", "replace"})
 TOKEN_NAMES = frozenset({"bos_token", "eos_token", "unk_token", "pad_token", "sep_token",
                          "cls_token", "mask_token", "additional_special_tokens"})
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
+# Attributes Jinja's sandbox refuses besides those starting with '_' (jinja2.sandbox
+# is_internal_attribute): a type's mro, generator / coroutine frames and code, method and
+# function internals, and every attribute of a frame, code object or traceback. Outside a
+# sandbox, ``([1]|map("string")).gi_frame.f_globals`` is a module's globals.
+_INTERNAL = re.compile(r"_|mro\Z|(?:gi|cr|ag|im|func|f|co|tb)_")
+# Filters that read an attribute path named by an argument (jinja2 make_attrgetter, which
+# falls back from item to attribute outside a sandbox): the positional index and keyword.
+ATTRIBUTE_ARGS = {"map": (None, "attribute"), "selectattr": (0, None), "rejectattr": (0, None),
+                  "groupby": (0, "attribute"), "sort": (2, "attribute"),
+                  "sum": (0, "attribute"), "min": (1, "attribute"), "max": (1, "attribute"),
+                  "unique": (1, "attribute")}
 
 
 def examine_template(text: str) -> list[tuple[str, str]]:
@@ -123,10 +134,10 @@ def _walk(tree: Any) -> list[str]:
         if seen > MAX_NODES:
             out.append(f"more than {MAX_NODES:,} syntax nodes")
             break
-        if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
+        if isinstance(node, nodes.Getattr) and _INTERNAL.match(node.attr):
             out.append(f"attribute {node.attr}")
         elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and \
-                isinstance(node.arg.value, str) and node.arg.value.startswith("_"):
+                isinstance(node.arg.value, str) and _INTERNAL.match(node.arg.value):
             out.append(f"item {node.arg.value!r}")
         elif isinstance(node, nodes.Name) and node.name in ESCAPE_NAMES:
             out.append(f"the global {node.name}")
@@ -140,6 +151,8 @@ def _walk(tree: Any) -> list[str]:
             if not (isinstance(arg, nodes.Const) and isinstance(arg.value, str)
                     and _IDENT.match(arg.value)):
                 out.append("the attr filter with a name that is not a plain constant")
+        if isinstance(node, nodes.Filter) and node.name in ATTRIBUTE_ARGS:
+            out += _attribute_args(node, nodes)
         if _builds_string(node, nodes):
             pieces = [c.value for c in node.find_all(nodes.Const) if isinstance(c.value, str)]
             # concatenation joins whole pieces ('a_' ~ '_b'); replace / format / join can
@@ -160,6 +173,29 @@ def _walk(tree: Any) -> list[str]:
             out.append("an item looked up by a computed string")
         stack.extend(node.iter_child_nodes())
     return out
+
+
+def _attribute_args(node: Any, nodes: Any) -> list[str]:
+    """A filter that reads an attribute path from an argument (``map(attribute=...)``,
+    ``selectattr(...)``, ``groupby(...)``, ``map("attr", ...)``): each path must be a
+    constant whose parts are plain names; ``map`` with a filter named at render time too."""
+    index, keyword = ATTRIBUTE_ARGS[node.name]
+    paths = [kw.value for kw in node.kwargs if kw.key == keyword]
+    if node.name == "map" and node.args:  # map(filter_name, *its_args)
+        first = node.args[0]
+        if not (isinstance(first, nodes.Const) and isinstance(first.value, str)):
+            return ["map with a filter named at render time"]
+        if first.value == "attr":
+            paths += node.args[1:2]
+    elif index is not None and len(node.args) > index:
+        paths.append(node.args[index])
+    for path in paths:
+        if not (isinstance(path, nodes.Const) and isinstance(path.value, (str, int))):
+            return [f"{node.name} reading an attribute named at render time"]
+        if isinstance(path.value, str) and any(_INTERNAL.match(part)
+                                               for part in path.value.split(".")):
+            return [f"{node.name} reading the attribute path {path.value[:40]!r}"]
+    return []
 
 
 def _builds_string(node: Any, nodes: Any) -> bool:
@@ -186,7 +222,8 @@ _TRIGGERS = re.compile(
     r"\.\s*_|\[\s*['\"]_|__|\\[xuUN0-7]|%c|['\"]_|_['\"]|\[\s*\w*_token\b"
     r"|['\"][^'\"]*_[^'\"]*['\"]\s*[\[|]"
     r"|\b(?:" + "|".join(sorted(ESCAPE_NAMES - {"__builtins__"})) + r"|import|include|extends"
-    r"|from|attr|join|format|format_map|replace)\b")
+    r"|from|attr|join|format|format_map|replace|attribute|mro|" + "|".join(ATTRIBUTE_ARGS)
+    + r")\b|\b(?:gi|cr|ag|im|func|f|co|tb)_")
 
 
 def _plain(text: str) -> bool:

@@ -77,6 +77,9 @@ def target_items(config: Any, nemo: bool = False) -> list[tuple[str, str, str]]:
             out.append((DANGEROUS, "config too large or deep to examine: its targets are "
                                    "not all known", path))
             break
+        if isinstance(node, str):
+            out += _text_targets(node, path, nemo)
+            continue
         if isinstance(node, list):
             stack.extend((v, f"{path}.{i}", depth + 1) for i, v in enumerate(node))
             continue
@@ -93,8 +96,29 @@ def target_items(config: Any, nemo: bool = False) -> list[tuple[str, str, str]]:
             if level is not None:
                 out.append((level, text, here))
         for k, v in node.items():
-            if isinstance(v, (dict, list)):
+            if isinstance(v, (dict, list)) or isinstance(v, str) and "_target_" in v:
                 stack.append((v, f"{path}.{k}" if path else str(k), depth + 1))
+    return out
+
+
+def _text_targets(text: str, path: str, nemo: bool) -> list[tuple[str, str, str]]:
+    """A string spelling a ``_target_`` node: OmegaConf's ``${oc.create:...}`` parses text (an
+    inline mapping, or another value it interpolates) into config nodes when the value is
+    read, and ``instantiate`` calls their targets. Each spelled target is judged."""
+    import re
+
+    if "_target_" not in text:
+        return []
+    names = re.findall(r"_target_['\"]?\s*:\s*['\"]?([^\s'\",}\]]+)", text[:100_000])
+    if not names:
+        return [(DANGEROUS, "a string spelling a _target_ that was not read (an interpolation "
+                            "such as ${oc.create:...} makes it a node instantiate calls)", path)]
+    out = []
+    for name in names[:1000]:
+        level, why = judge(name, "_target_", nemo)
+        if level is not None:
+            out.append((level, f"{why} (spelled in a string: an interpolation such as "
+                               "${oc.create:...} makes it a node)", path))
     return out
 
 
