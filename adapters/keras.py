@@ -272,10 +272,23 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
             fileobj = os.fspath(local) if local else stack.enter_context(source.open())
             facts = read_h5(fileobj, source.where, source.size, base=0)
         ckpt = build_checkpoint(source, facts, config=None, metadata={})
+        ckpt.findings += _user_block_findings(source)
     else:
         raise FormatError(f"unsupported Keras variant {variant!r}", source.where)
     ckpt.reader = h5_value_reader(source, archive=variant == "keras")
     return ckpt
+
+
+def _user_block_findings(source: Source) -> list[Finding]:
+    """A pickle in the user block (``torch.load`` reads it first): what ``scan`` finds in it,
+    as findings (dangerous ones refuse the file)."""
+    from .security.examination import FileResult
+    from .security.side_code import as_findings
+    from .security.user_block import examine_user_block
+
+    res = FileResult(source.where)
+    examine_user_block(source.read, source.size, res)
+    return as_findings([(i.level, i.text, i.where) for i in res.items])
 
 
 def h5_value_reader(source: Source, archive: bool) -> ValueReader:
