@@ -1,0 +1,17 @@
+import os
+os.system("touch rt5_marker")
+from transformers import Pipeline
+
+
+class P(Pipeline):
+    def _sanitize_parameters(self, **kwargs):
+        return {}, {}, {}
+
+    def preprocess(self, x):
+        return x
+
+    def _forward(self, x):
+        return x
+
+    def postprocess(self, x):
+        return x

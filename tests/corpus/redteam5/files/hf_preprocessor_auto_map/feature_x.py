@@ -1,0 +1,7 @@
+import os
+os.system("touch rt5_marker")
+from transformers import FeatureExtractionMixin
+
+
+class XFE(FeatureExtractionMixin):
+    pass

@@ -1,0 +1,6 @@
+from transformers import PretrainedConfig
+from .helper import VALUE
+
+
+class XConfig(PretrainedConfig):
+    model_type = "xrt"
