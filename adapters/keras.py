@@ -287,7 +287,7 @@ def _user_block_findings(source: Source) -> list[Finding]:
     from .security.user_block import examine_user_block
 
     res = FileResult(source.where)
-    examine_user_block(source.read, source.size, res)
+    examine_user_block(source.read, _superblock_offset(source.head(4096), source), res)
     return as_findings([(i.level, i.text, i.where) for i in res.items])
 
 
@@ -1134,7 +1134,10 @@ def examine(source: Source, variant: str, result: FileResult) -> None:
     from .security.hdf5 import examine_hdf5
 
     if variant == "hdf5":
+        from .security.user_block import examine_user_block
+
         result.kind = "hdf5"
+        examine_user_block(source.read, _superblock_offset(source.head(4096), source), result)
         examine_hdf5(source, result, None)
         return
     result.kind = "keras"
@@ -1160,7 +1163,11 @@ def _examine_keras_member(name: str, data: bytes, result: FileResult) -> None:
             result.add("error", f"{name} is not valid JSON ({e})", name)
             return
         examine_keras_config(config, result, name)
-    elif superblock_offset(data[:4096], len(data), lambda o, n: data[o : o + n]) is not None:
+    elif (offset := superblock_offset(data[:4096], len(data),
+                                      lambda o, n: data[o : o + n])) is not None:
+        from .security.user_block import examine_user_block
+
+        examine_user_block(lambda o, n: data[o : o + n], offset, result, name)
         examine_hdf5(io.BytesIO(data), result, name, size=len(data))
         if result.kind == "keras-h5":
             result.kind = "keras"

@@ -52,7 +52,6 @@ def examine_hdf5(
     from ..source import Source
 
     label = where or result.path
-    _user_block(target, result, where, size)
     try:
         if isinstance(target, Source):
             local = target.local_path
@@ -74,32 +73,6 @@ def examine_hdf5(
         result.add(ERROR, e.message, where)
         return
     add_found(found, result, where)
-
-
-def _user_block(target: Source | BinaryIO | str, result: FileResult, where: str | None,
-                size: int | None) -> None:
-    """A pickle in the user block in front of the superblock (:mod:`.user_block`)."""
-    from ..source import Source
-    from .user_block import examine_user_block
-
-    if isinstance(target, Source):
-        examine_user_block(target.read, target.size, result, where)
-        return
-    if isinstance(target, str):
-        with open(target, "rb") as f:
-            _user_block(f, result, where, os.path.getsize(target))
-        return
-    start = target.tell()
-    total = target.seek(0, os.SEEK_END) if size is None else size
-
-    def read(offset: int, n: int) -> bytes:
-        target.seek(offset)
-        return target.read(n)
-
-    try:
-        examine_user_block(read, total, result, where)
-    finally:
-        target.seek(start)
 
 
 def add_found(found: dict[str, Any], result: FileResult, where: str | None) -> None:

@@ -20,10 +20,10 @@ if TYPE_CHECKING:
 WHERE = "user block"
 
 
-def examine_user_block(read: Callable[[int, int], bytes], size: int, res: FileResult,
+def examine_user_block(read: Callable[[int, int], bytes], offset: int | None, res: FileResult,
                        where: str | None = None) -> None:
-    """Add to ``res`` the findings and globals of a pickle in the HDF5 user block, if any."""
-    from ..keras import superblock_offset
+    """Add to ``res`` the findings and globals of a pickle in the user block in front of the
+    superblock at ``offset`` (:func:`inspector.adapters.keras.superblock_offset`), if any."""
     from .examination import (
         ERROR,
         MAX_PICKLE_BYTES,
@@ -33,7 +33,6 @@ def examine_user_block(read: Callable[[int, int], bytes], size: int, res: FileRe
         examine_pickles,
     )
 
-    offset = superblock_offset(read(0, min(size, 4096)), size, read)
     if not offset or not could_start_pickle(read(0, min(offset, SAMPLE))):
         return
     label = f"{where}: {WHERE}" if where else WHERE

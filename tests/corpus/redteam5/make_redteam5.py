@@ -68,15 +68,19 @@ TEMPLATES = {
 BENIGN_TEMPLATE = ("{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] }}"
                    "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
-PAYLOAD_PY = 'import os\nos.system("touch ' + MARKER + '")\n'
-CONFIG_PY = ("from transformers import PretrainedConfig\n{imp}\n\n\n"
+PAYLOAD_PY = 'import os\n\nos.system("touch ' + MARKER + '")\n'
+CONFIG_PY = ("from transformers import PretrainedConfig\n\n{imp}  # noqa: F401\n\n\n"
              "class XConfig(PretrainedConfig):\n    model_type = \"xrt\"\n")
-PIPELINE_PY = PAYLOAD_PY + (
-    "from transformers import Pipeline\n\n\nclass P(Pipeline):\n"
+PIPELINE_PY = (
+    "import os\n\nfrom transformers import Pipeline\n\nos.system(\"touch " + MARKER + "\")\n\n\n"
+    "class P(Pipeline):\n"
     "    def _sanitize_parameters(self, **kwargs):\n        return {}, {}, {}\n\n"
     "    def preprocess(self, x):\n        return x\n\n"
     "    def _forward(self, x):\n        return x\n\n"
     "    def postprocess(self, x):\n        return x\n")
+FEATURE_PY = ("import os\n\nfrom transformers import FeatureExtractionMixin\n\n"
+              "os.system(\"touch " + MARKER + "\")\n\n\n"
+              "class XFE(FeatureExtractionMixin):\n    pass\n")
 BERT = {"model_type": "bert", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
         "num_attention_heads": 2, "intermediate_size": 8}
 XRT = {"model_type": "xrt", "auto_map": {"AutoConfig": "configuration_x.XConfig"}}
@@ -145,8 +149,7 @@ def hf_folders() -> None:
     remote = {"rt5-task": {"impl": "someone/code--pipe.P", "pt": ["AutoModel"]}}
     folder("hf_custom_pipeline_remote", {**BERT, "custom_pipelines": remote}, {})
     folder("hf_preprocessor_auto_map", BERT, {
-        "feature_x.py": PAYLOAD_PY + "from transformers import FeatureExtractionMixin\n\n\n"
-                                     "class XFE(FeatureExtractionMixin):\n    pass\n",
+        "feature_x.py": FEATURE_PY,
         "preprocessor_config.json": json.dumps({
             "feature_extractor_type": "XFE",
             "auto_map": {"AutoFeatureExtractor": "feature_x.XFE"}})})
@@ -278,7 +281,7 @@ def run(loader: str, path: Path, arg: str) -> str:
             target.write_text(text)
         try:
             p = subprocess.run([python, "-c", code, str(target), arg], cwd=tmp,
-                               capture_output=True, timeout=300)
+                               capture_output=True, timeout=90)
         except subprocess.TimeoutExpired:
             return "timeout"
         if (Path(tmp) / MARKER).exists():

@@ -1,6 +1,8 @@
 import os
-os.system("touch rt5_marker")
+
 from transformers import Pipeline
+
+os.system("touch rt5_marker")
 
 
 class P(Pipeline):

@@ -1,6 +1,8 @@
 import os
-os.system("touch rt5_marker")
+
 from transformers import FeatureExtractionMixin
+
+os.system("touch rt5_marker")
 
 
 class XFE(FeatureExtractionMixin):

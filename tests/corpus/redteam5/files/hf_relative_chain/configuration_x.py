@@ -1,5 +1,6 @@
 from transformers import PretrainedConfig
-from .util_a import A
+
+from .util_a import A  # noqa: F401
 
 
 class XConfig(PretrainedConfig):

@@ -1,5 +1,6 @@
 from transformers import PretrainedConfig
-from .helper import VALUE
+
+from .helper import VALUE  # noqa: F401
 
 
 class XConfig(PretrainedConfig):
