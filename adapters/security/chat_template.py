@@ -149,7 +149,7 @@ def _walk(tree: Any) -> list[str]:
         elif isinstance(node, nodes.Filter) and node.name == "attr":
             arg = node.args[0] if node.args else None
             if not (isinstance(arg, nodes.Const) and isinstance(arg.value, str)
-                    and _IDENT.match(arg.value)):
+                    and _IDENT.match(arg.value) and not _INTERNAL.match(arg.value)):
                 out.append("the attr filter with a name that is not a plain constant")
         if isinstance(node, nodes.Filter) and node.name in ATTRIBUTE_ARGS:
             out += _attribute_args(node, nodes)
