@@ -36,6 +36,7 @@ JSON_CONFIGS = ("config.json", "tokenizer_config.json", "processor_config.json",
 # (tokenizer, processor, feature extractor / image processor, video processor).
 SIDE_CONFIGS = ("tokenizer_config.json", "chat_template.json", "processor_config.json",
                 "preprocessor_config.json", "video_preprocessor_config.json")
+TEMPLATE_DIR = "additional_chat_templates"
 MAX_RELATIVE = 100  # modules one auto_map file pulls in through relative imports
 NEMO_CONFIG = "model_config.yaml"
 
@@ -250,7 +251,26 @@ def hf_dir_findings(directory: Source, config: dict[str, Any]) -> list[Finding]:
     jinja = file_in(directory, "chat_template.jinja")
     if jinja is not None:
         items += _jinja_items(jinja)
+    items += _named_template_items(directory)
     return as_findings(items)
+
+
+def _named_template_items(directory: Source) -> list[tuple[str, str, str | None]]:
+    """``additional_chat_templates/*.jinja``: the named templates a tokenizer loads from the
+    folder beside ``chat_template.jinja`` (transformers' ``CHAT_TEMPLATE_DIR``)."""
+    from ..side_files import file_in
+
+    try:
+        folder = directory.child(TEMPLATE_DIR)
+        names = folder.list() if folder.is_dir() else []
+    except Exception:  # noqa: BLE001 - no such folder, or one that cannot be listed
+        return []
+    items: list[tuple[str, str, str | None]] = []
+    for name in [n for n in names if n.endswith(".jinja")][:1000]:
+        jinja = file_in(folder, name)
+        if jinja is not None:
+            items += [(lv, t, f"{TEMPLATE_DIR}/{name}") for lv, t, _ in _jinja_items(jinja)]
+    return items
 
 
 def as_findings(items: list[tuple[str, str, str | None]]) -> list[Finding]:
