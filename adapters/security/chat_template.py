@@ -114,12 +114,32 @@ def template_texts(value: Any) -> list[tuple[str, str]]:
 def _parse(text: str) -> Any:
     import jinja2
 
-    try:
-        return jinja2.Environment().parse(text)  # parse only: nothing is rendered
+    try:  # parse only, nothing is rendered; with the tags transformers' environment adds
+        return jinja2.Environment(extensions=["jinja2.ext.loopcontrols", _generation()]
+                                  ).parse(text)
     except jinja2.TemplateSyntaxError as e:
         return f"line {e.lineno}: {e.message}"
     except RecursionError:
         return "nested too deeply"
+
+
+def _generation() -> type:
+    """The ``{% generation %}...{% endgeneration %}`` block transformers' chat-template
+    environment adds (``AssistantTracker``, marking assistant text for masks): parsed as its
+    body inside a call block, as that extension parses it."""
+    from jinja2 import nodes
+    from jinja2.ext import Extension
+
+    class Generation(Extension):
+        tags = {"generation"}
+
+        def parse(self, parser: Any) -> Any:
+            lineno = next(parser.stream).lineno
+            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+            return nodes.CallBlock(self.call_method("_generation"), [], [], body
+                                   ).set_lineno(lineno)
+
+    return Generation
 
 
 def _walk(tree: Any) -> list[str]:
