@@ -129,6 +129,9 @@ def judge(target: str, key: str, nemo: bool) -> tuple[str | None, str]:
            else "hydra.utils.instantiate imports it and calls it with the config's arguments")
     module, _, name = target.rpartition(".")
     why = V.listed(module, name) if module else V.listed("builtins", target)
+    parts = target.split(".")
+    for i in range(1, len(parts) - 1):  # hydra's _locate: a module, then attributes
+        why = why or V.listed(".".join(parts[:i]), ".".join(parts[i:]))
     if why:
         return DANGEROUS, f"{key} {target!r} ({why}): {who}"
     if target in VETTED:

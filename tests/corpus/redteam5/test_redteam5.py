@@ -73,3 +73,14 @@ def test_a_folder_with_the_template_is_refused(name: str, tmp_path: Path) -> Non
 @pytest.mark.parametrize("name", QUIET)
 def test_what_no_loader_runs_is_not_dangerous(name: str) -> None:
     assert "dangerous" not in verdicts(name), name
+
+
+def test_a_nemo_prefix_does_not_vet_an_attribute_chain(tmp_path: Path) -> None:
+    """Hydra's ``_locate`` imports the longest module prefix and walks the rest as attributes:
+    ``nemo.collections.asr.os.system`` is ``os.system``, whatever prefix it starts with."""
+    config = tmp_path / "model_config.yaml"
+    for target, verdict in (("nemo.collections.asr.os.system", "dangerous"),
+                            ("nemo.collections.asr.models.__builtins__.eval", "dangerous"),
+                            ("nemo.collections.asr.models.EncDecCTCModel", "safe")):
+        config.write_text(f"encoder:\n  _target_: {target}\n  _args_: [x]\n")
+        assert scan_file(config).verdict == verdict, target
