@@ -151,6 +151,11 @@ def auto_map_items(auto_map: Any, source: Source, field: str = "auto_map"
                                "trust_remote_code: that code is not here, not examined", where))
             continue
         file = module.replace(".", "/") + ".py"
+        if file.startswith("/"):  # transformers joins it to the folder: the path itself
+            out.append((DANGEROUS, f"{field} names {file}, an absolute path outside the "
+                                   "folder: trust_remote_code imports whatever file is there",
+                        where))
+            continue
         code = _sibling(source, file)
         if code is None:
             out.append((ERROR, f"{field} names {file}, which is not beside {source.name}: the "
