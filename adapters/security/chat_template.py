@@ -146,14 +146,20 @@ def _walk(tree: Any) -> list[str]:
     from jinja2 import nodes
 
     out: list[str] = []
+    counted = zip(range(MAX_NODES + 1), tree.find_all(nodes.Node), strict=False)
+    if sum(1 for _ in counted) > MAX_NODES:
+        return [f"more than {MAX_NODES:,} syntax nodes"]
+    built = _built_names(tree, nodes)
     stack = [tree]
-    seen = 0
     while stack:
         node = stack.pop()
-        seen += 1
-        if seen > MAX_NODES:
-            out.append(f"more than {MAX_NODES:,} syntax nodes")
-            break
+        if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Name) and \
+                node.arg.name in built:
+            out.append(f"an item looked up by {node.arg.name}, a string built in the template")
+        if isinstance(node, nodes.Keyword) and (node.key.startswith("_") or
+                                                node.key.endswith("_")):
+            out.append(f"a keyword argument named {node.key[:40]!r} (its name is a string: "
+                       "dict(__init__=1)|first)")
         if isinstance(node, nodes.Getattr) and _INTERNAL.match(node.attr):
             out.append(f"attribute {node.attr}")
         elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and \
@@ -193,6 +199,39 @@ def _walk(tree: Any) -> list[str]:
             out.append("an item looked up by a computed string")
         stack.extend(node.iter_child_nodes())
     return out
+
+
+def _built_names(tree: Any, nodes: Any) -> set[str]:
+    """Variables that may hold a string the template built (``{% set n = u ~ u ~ "init" %}``,
+    a ``{% set %}`` block, a macro parameter given such a string), to the fixpoint: an item
+    looked up by one is an item looked up by a computed string."""
+    computed = _computed(nodes) + (nodes.Add,)
+
+    def tainted(expr: Any, names: set[str]) -> bool:
+        if isinstance(expr, computed) or isinstance(expr, nodes.Const) and isinstance(
+                expr.value, str) and "_" in expr.value:
+            return True
+        return any(n.name in names for n in expr.find_all(nodes.Name)) or \
+            isinstance(expr, nodes.Name) and expr.name in names
+
+    assigns = list(tree.find_all((nodes.Assign, nodes.AssignBlock)))
+    macros = {m.name: m for m in tree.find_all(nodes.Macro)}
+    calls = [c for c in tree.find_all(nodes.Call)
+             if isinstance(c.node, nodes.Name) and c.node.name in macros]
+    names: set[str] = set()
+    for _ in range(len(assigns) + len(macros) + 1):
+        before = len(names)
+        for a in assigns:
+            if isinstance(a, nodes.AssignBlock) or tainted(a.node, names):
+                names |= {t.name for t in a.target.find_all(nodes.Name)} | (
+                    {a.target.name} if isinstance(a.target, nodes.Name) else set())
+        for c in calls:
+            given = list(c.args) + [k.value for k in c.kwargs]
+            if any(tainted(g, names) for g in given):
+                names |= {arg.name for arg in macros[c.node.name].args}
+        if len(names) == before:
+            break
+    return names
 
 
 def _attribute_args(node: Any, nodes: Any) -> list[str]:
@@ -246,10 +285,16 @@ _TRIGGERS = re.compile(
     + r")\b|\b(?:gi|cr|ag|im|func|f|co|tb)_")
 
 
+_ASSIGNS = re.compile(r"\b(?:set|macro)\b")
+_NAME_KEY = re.compile(r"\[\s*[A-Za-z_]\w*\s*\]")
+
+
 def _plain(text: str) -> bool:
     """No construct the walk flags can be in ``text``, and no item key is computed."""
     if len(text) > MAX_TEMPLATE_CHARS // 8 or _TRIGGERS.search(text):
         return False
+    if _ASSIGNS.search(text) and _NAME_KEY.search(text):
+        return False  # x[name] where name may hold a string the template built
     return not any(ch in _bracketed(text) for ch in "~*%|(")
 
 
