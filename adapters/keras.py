@@ -272,10 +272,23 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
             fileobj = os.fspath(local) if local else stack.enter_context(source.open())
             facts = read_h5(fileobj, source.where, source.size, base=0)
         ckpt = build_checkpoint(source, facts, config=None, metadata={})
+        ckpt.findings += _user_block_findings(source)
     else:
         raise FormatError(f"unsupported Keras variant {variant!r}", source.where)
     ckpt.reader = h5_value_reader(source, archive=variant == "keras")
     return ckpt
+
+
+def _user_block_findings(source: Source) -> list[Finding]:
+    """A pickle in the user block (``torch.load`` reads it first): what ``scan`` finds in it,
+    as findings (dangerous ones refuse the file)."""
+    from .security.examination import FileResult
+    from .security.side_code import as_findings
+    from .security.user_block import examine_user_block
+
+    res = FileResult(source.where)
+    examine_user_block(source.read, _superblock_offset(source.head(4096), source), res)
+    return as_findings([(i.level, i.text, i.where) for i in res.items])
 
 
 def h5_value_reader(source: Source, archive: bool) -> ValueReader:
@@ -1121,7 +1134,10 @@ def examine(source: Source, variant: str, result: FileResult) -> None:
     from .security.hdf5 import examine_hdf5
 
     if variant == "hdf5":
+        from .security.user_block import examine_user_block
+
         result.kind = "hdf5"
+        examine_user_block(source.read, _superblock_offset(source.head(4096), source), result)
         examine_hdf5(source, result, None)
         return
     result.kind = "keras"
@@ -1147,7 +1163,11 @@ def _examine_keras_member(name: str, data: bytes, result: FileResult) -> None:
             result.add("error", f"{name} is not valid JSON ({e})", name)
             return
         examine_keras_config(config, result, name)
-    elif superblock_offset(data[:4096], len(data), lambda o, n: data[o : o + n]) is not None:
+    elif (offset := superblock_offset(data[:4096], len(data),
+                                      lambda o, n: data[o : o + n])) is not None:
+        from .security.user_block import examine_user_block
+
+        examine_user_block(lambda o, n: data[o : o + n], offset, result, name)
         examine_hdf5(io.BytesIO(data), result, name, size=len(data))
         if result.kind == "keras-h5":
             result.kind = "keras"

@@ -52,6 +52,17 @@ BUILDERS = frozenset({"join", "format", "replace"})
 TOKEN_NAMES = frozenset({"bos_token", "eos_token", "unk_token", "pad_token", "sep_token",
                          "cls_token", "mask_token", "additional_special_tokens"})
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
+# Attributes Jinja's sandbox refuses besides those starting with '_' (jinja2.sandbox
+# is_internal_attribute): a type's mro, generator / coroutine frames and code, method and
+# function internals, and every attribute of a frame, code object or traceback. Outside a
+# sandbox, ``([1]|map("string")).gi_frame.f_globals`` is a module's globals.
+_INTERNAL = re.compile(r"_|mro\Z|(?:gi|cr|ag|im|func|f|co|tb)_")
+# Filters that read an attribute path named by an argument (jinja2 make_attrgetter, which
+# falls back from item to attribute outside a sandbox): the positional index and keyword.
+ATTRIBUTE_ARGS = {"map": (None, "attribute"), "selectattr": (0, None), "rejectattr": (0, None),
+                  "groupby": (0, "attribute"), "sort": (2, "attribute"),
+                  "sum": (0, "attribute"), "min": (1, "attribute"), "max": (1, "attribute"),
+                  "unique": (1, "attribute")}
 
 
 def examine_template(text: str) -> list[tuple[str, str]]:
@@ -103,30 +114,56 @@ def template_texts(value: Any) -> list[tuple[str, str]]:
 def _parse(text: str) -> Any:
     import jinja2
 
-    try:
-        return jinja2.Environment().parse(text)  # parse only: nothing is rendered
+    try:  # parse only, nothing is rendered; with the tags transformers' environment adds
+        return jinja2.Environment(extensions=["jinja2.ext.loopcontrols", _generation()]
+                                  ).parse(text)
     except jinja2.TemplateSyntaxError as e:
         return f"line {e.lineno}: {e.message}"
     except RecursionError:
         return "nested too deeply"
 
 
+def _generation() -> type:
+    """The ``{% generation %}...{% endgeneration %}`` block transformers' chat-template
+    environment adds (``AssistantTracker``, marking assistant text for masks): parsed as its
+    body inside a call block, as that extension parses it."""
+    from jinja2 import nodes
+    from jinja2.ext import Extension
+
+    class Generation(Extension):
+        tags = {"generation"}
+
+        def parse(self, parser: Any) -> Any:
+            lineno = next(parser.stream).lineno
+            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+            return nodes.CallBlock(self.call_method("_generation"), [], [], body
+                                   ).set_lineno(lineno)
+
+    return Generation
+
+
 def _walk(tree: Any) -> list[str]:
     from jinja2 import nodes
 
     out: list[str] = []
+    counted = zip(range(MAX_NODES + 1), tree.find_all(nodes.Node), strict=False)
+    if sum(1 for _ in counted) > MAX_NODES:
+        return [f"more than {MAX_NODES:,} syntax nodes"]
+    built = _built_names(tree, nodes)
     stack = [tree]
-    seen = 0
     while stack:
         node = stack.pop()
-        seen += 1
-        if seen > MAX_NODES:
-            out.append(f"more than {MAX_NODES:,} syntax nodes")
-            break
-        if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
+        if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Name) and \
+                node.arg.name in built:
+            out.append(f"an item looked up by {node.arg.name}, a string built in the template")
+        if isinstance(node, nodes.Keyword) and (node.key.startswith("_") or
+                                                node.key.endswith("_")):
+            out.append(f"a keyword argument named {node.key[:40]!r} (its name is a string: "
+                       "dict(__init__=1)|first)")
+        if isinstance(node, nodes.Getattr) and _INTERNAL.match(node.attr):
             out.append(f"attribute {node.attr}")
         elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and \
-                isinstance(node.arg.value, str) and node.arg.value.startswith("_"):
+                isinstance(node.arg.value, str) and _INTERNAL.match(node.arg.value):
             out.append(f"item {node.arg.value!r}")
         elif isinstance(node, nodes.Name) and node.name in ESCAPE_NAMES:
             out.append(f"the global {node.name}")
@@ -138,8 +175,10 @@ def _walk(tree: Any) -> list[str]:
         elif isinstance(node, nodes.Filter) and node.name == "attr":
             arg = node.args[0] if node.args else None
             if not (isinstance(arg, nodes.Const) and isinstance(arg.value, str)
-                    and _IDENT.match(arg.value)):
+                    and _IDENT.match(arg.value) and not _INTERNAL.match(arg.value)):
                 out.append("the attr filter with a name that is not a plain constant")
+        if isinstance(node, nodes.Filter) and node.name in ATTRIBUTE_ARGS:
+            out += _attribute_args(node, nodes)
         if _builds_string(node, nodes):
             pieces = [c.value for c in node.find_all(nodes.Const) if isinstance(c.value, str)]
             # concatenation joins whole pieces ('a_' ~ '_b'); replace / format / join can
@@ -160,6 +199,62 @@ def _walk(tree: Any) -> list[str]:
             out.append("an item looked up by a computed string")
         stack.extend(node.iter_child_nodes())
     return out
+
+
+def _built_names(tree: Any, nodes: Any) -> set[str]:
+    """Variables that may hold a string the template built (``{% set n = u ~ u ~ "init" %}``,
+    a ``{% set %}`` block, a macro parameter given such a string), to the fixpoint: an item
+    looked up by one is an item looked up by a computed string."""
+    computed = _computed(nodes) + (nodes.Add,)
+
+    def tainted(expr: Any, names: set[str]) -> bool:
+        if isinstance(expr, computed) or isinstance(expr, nodes.Const) and isinstance(
+                expr.value, str) and "_" in expr.value:
+            return True
+        return any(n.name in names for n in expr.find_all(nodes.Name)) or \
+            isinstance(expr, nodes.Name) and expr.name in names
+
+    assigns = list(tree.find_all((nodes.Assign, nodes.AssignBlock)))
+    macros = {m.name: m for m in tree.find_all(nodes.Macro)}
+    calls = [c for c in tree.find_all(nodes.Call)
+             if isinstance(c.node, nodes.Name) and c.node.name in macros]
+    names: set[str] = set()
+    for _ in range(len(assigns) + len(macros) + 1):
+        before = len(names)
+        for a in assigns:
+            if isinstance(a, nodes.AssignBlock) or tainted(a.node, names):
+                names |= {t.name for t in a.target.find_all(nodes.Name)} | (
+                    {a.target.name} if isinstance(a.target, nodes.Name) else set())
+        for c in calls:
+            given = list(c.args) + [k.value for k in c.kwargs]
+            if any(tainted(g, names) for g in given):
+                names |= {arg.name for arg in macros[c.node.name].args}
+        if len(names) == before:
+            break
+    return names
+
+
+def _attribute_args(node: Any, nodes: Any) -> list[str]:
+    """A filter that reads an attribute path from an argument (``map(attribute=...)``,
+    ``selectattr(...)``, ``groupby(...)``, ``map("attr", ...)``): each path must be a
+    constant whose parts are plain names; ``map`` with a filter named at render time too."""
+    index, keyword = ATTRIBUTE_ARGS[node.name]
+    paths = [kw.value for kw in node.kwargs if kw.key == keyword]
+    if node.name == "map" and node.args:  # map(filter_name, *its_args)
+        first = node.args[0]
+        if not (isinstance(first, nodes.Const) and isinstance(first.value, str)):
+            return ["map with a filter named at render time"]
+        if first.value == "attr":
+            paths += node.args[1:2]
+    elif index is not None and len(node.args) > index:
+        paths.append(node.args[index])
+    for path in paths:
+        if not (isinstance(path, nodes.Const) and isinstance(path.value, (str, int))):
+            return [f"{node.name} reading an attribute named at render time"]
+        if isinstance(path.value, str) and any(_INTERNAL.match(part)
+                                               for part in path.value.split(".")):
+            return [f"{node.name} reading the attribute path {path.value[:40]!r}"]
+    return []
 
 
 def _builds_string(node: Any, nodes: Any) -> bool:
@@ -186,13 +281,20 @@ _TRIGGERS = re.compile(
     r"\.\s*_|\[\s*['\"]_|__|\\[xuUN0-7]|%c|['\"]_|_['\"]|\[\s*\w*_token\b"
     r"|['\"][^'\"]*_[^'\"]*['\"]\s*[\[|]"
     r"|\b(?:" + "|".join(sorted(ESCAPE_NAMES - {"__builtins__"})) + r"|import|include|extends"
-    r"|from|attr|join|format|format_map|replace)\b")
+    r"|from|attr|join|format|format_map|replace|attribute|mro|" + "|".join(ATTRIBUTE_ARGS)
+    + r")\b|\b(?:gi|cr|ag|im|func|f|co|tb)_")
+
+
+_ASSIGNS = re.compile(r"\b(?:set|macro)\b")
+_NAME_KEY = re.compile(r"\[\s*[A-Za-z_]\w*\s*\]")
 
 
 def _plain(text: str) -> bool:
     """No construct the walk flags can be in ``text``, and no item key is computed."""
     if len(text) > MAX_TEMPLATE_CHARS // 8 or _TRIGGERS.search(text):
         return False
+    if _ASSIGNS.search(text) and _NAME_KEY.search(text):
+        return False  # x[name] where name may hold a string the template built
     return not any(ch in _bracketed(text) for ch in "~*%|(")
 
 

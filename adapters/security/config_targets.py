@@ -77,6 +77,9 @@ def target_items(config: Any, nemo: bool = False) -> list[tuple[str, str, str]]:
             out.append((DANGEROUS, "config too large or deep to examine: its targets are "
                                    "not all known", path))
             break
+        if isinstance(node, str):
+            out += _text_targets(node, path, nemo)
+            continue
         if isinstance(node, list):
             stack.extend((v, f"{path}.{i}", depth + 1) for i, v in enumerate(node))
             continue
@@ -93,8 +96,39 @@ def target_items(config: Any, nemo: bool = False) -> list[tuple[str, str, str]]:
             if level is not None:
                 out.append((level, text, here))
         for k, v in node.items():
-            if isinstance(v, (dict, list)):
+            if isinstance(v, (dict, list)) or isinstance(v, str) and (
+                    "_target_" in v or "oc.create" in v or "oc.decode" in v):
                 stack.append((v, f"{path}.{k}" if path else str(k), depth + 1))
+    return out
+
+
+# oc.create / oc.decode of an argument that is itself interpolated: its text (and any
+# _target_ key spelled in pieces, "${a}${b}") exists only at resolve time.
+_BUILT = __import__("re").compile(r"\$\{\s*oc\.(?:create|decode)\s*:[^}]*\$\{")
+
+
+def _text_targets(text: str, path: str, nemo: bool) -> list[tuple[str, str, str]]:
+    """A string spelling a ``_target_`` node: OmegaConf's ``${oc.create:...}`` parses text (an
+    inline mapping, or another value it interpolates) into config nodes when the value is
+    read, and ``instantiate`` calls their targets. Each spelled target is judged."""
+    import re
+
+    if _BUILT.search(text[:100_000]):
+        return [(DANGEROUS, "an interpolation that builds config nodes from text computed when "
+                            "it is read (${oc.create:${...}}, ${oc.decode:${...}}): the "
+                            "_target_ it may spell is not known before then", path)]
+    if "_target_" not in text:
+        return []
+    names = re.findall(r"_target_['\"]?\s*:\s*['\"]?([^\s'\",}\]]+)", text[:100_000])
+    if not names:
+        return [(DANGEROUS, "a string spelling a _target_ that was not read (an interpolation "
+                            "such as ${oc.create:...} makes it a node instantiate calls)", path)]
+    out = []
+    for name in names[:1000]:
+        level, why = judge(name, "_target_", nemo)
+        if level is not None:
+            out.append((level, f"{why} (spelled in a string: an interpolation such as "
+                               "${oc.create:...} makes it a node)", path))
     return out
 
 
@@ -105,6 +139,9 @@ def judge(target: str, key: str, nemo: bool) -> tuple[str | None, str]:
            else "hydra.utils.instantiate imports it and calls it with the config's arguments")
     module, _, name = target.rpartition(".")
     why = V.listed(module, name) if module else V.listed("builtins", target)
+    parts = target.split(".")
+    for i in range(1, len(parts) - 1):  # hydra's _locate: a module, then attributes
+        why = why or V.listed(".".join(parts[:i]), ".".join(parts[i:]))
     if why:
         return DANGEROUS, f"{key} {target!r} ({why}): {who}"
     if target in VETTED:

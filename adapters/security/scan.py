@@ -245,7 +245,9 @@ def generic(source: Source, res: FileResult) -> None:
     if offset is not None:
         res.kind = "hdf5"
         from .hdf5 import examine_hdf5
+        from .user_block import examine_user_block
 
+        examine_user_block(source.read, offset, res)
         examine_hdf5(source, res, None)
         return
     if is_pickle_start(head) or _looks_pickled(source, head, size):

@@ -30,7 +30,14 @@ if TYPE_CHECKING:
 MAX_JSON_BYTES = 16 << 20
 MAX_YAML_BYTES = 10_000_000
 JSON_CONFIGS = ("config.json", "tokenizer_config.json", "processor_config.json",
-                "preprocessor_config.json", "adapter_config.json", "chat_template.json")
+                "preprocessor_config.json", "adapter_config.json", "chat_template.json",
+                "video_preprocessor_config.json")
+# The configs beside config.json whose auto_map or chat template from_pretrained reads
+# (tokenizer, processor, feature extractor / image processor, video processor).
+SIDE_CONFIGS = ("tokenizer_config.json", "chat_template.json", "processor_config.json",
+                "preprocessor_config.json", "video_preprocessor_config.json")
+TEMPLATE_DIR = "additional_chat_templates"
+MAX_RELATIVE = 100  # modules one auto_map file pulls in through relative imports
 NEMO_CONFIG = "model_config.yaml"
 
 
@@ -94,9 +101,11 @@ def json_config_items(source: Source, strict: bool = True
         return [(ERROR, f"not valid JSON ({e})", None)] if strict else None
     if not isinstance(data, dict):
         return [] if strict else None
-    if not strict and "auto_map" not in data and "chat_template" not in data:
+    if not strict and not {"auto_map", "chat_template", "custom_pipelines"} & data.keys():
         return None
     out = auto_map_items(data.get("auto_map"), source)
+    out += auto_map_items(pipeline_refs(data.get("custom_pipelines")), source,
+                          "custom_pipelines")
     if "chat_template" in data:
         out += template_items(data["chat_template"])
     return out
@@ -111,8 +120,21 @@ def template_items(value: Any, label: str = "") -> list[tuple[str, str, str | No
     return out
 
 
-def auto_map_items(auto_map: Any, source: Source) -> list[tuple[str, str, str | None]]:
-    """The modules ``auto_map`` makes ``from_pretrained(trust_remote_code=True)`` import."""
+def pipeline_refs(custom: Any) -> dict[str, Any]:
+    """``custom_pipelines`` as ``auto_map``-like references: ``pipeline(model,
+    trust_remote_code=True)`` imports each task's ``impl`` (``"module.Class"`` or
+    ``"repo--module.Class"``) with ``get_class_from_dynamic_module``, as it does ``auto_map``."""
+    if not isinstance(custom, dict):
+        return {}
+    return {str(task): spec["impl"] for task, spec in list(custom.items())[:1000]
+            if isinstance(spec, dict) and isinstance(spec.get("impl"), str)}
+
+
+def auto_map_items(auto_map: Any, source: Source, field: str = "auto_map"
+                   ) -> list[tuple[str, str, str | None]]:
+    """The modules ``auto_map`` makes ``from_pretrained(trust_remote_code=True)`` import,
+    with the modules they import relatively (``from .x import y``), which transformers
+    copies beside them and imports too (``get_relative_import_files``)."""
     if not isinstance(auto_map, dict):
         return []
     refs: dict[str, list[str]] = {}
@@ -122,20 +144,69 @@ def auto_map_items(auto_map: Any, source: Source) -> list[tuple[str, str, str | 
                 refs.setdefault(ref.rpartition(".")[0], []).append(str(key))
     out: list[tuple[str, str, str | None]] = []
     for module, keys in sorted(refs.items()):
-        where = f"auto_map.{keys[0]}"
+        where = f"{field}.{keys[0]}"
         if "--" in module:
             repo, _, mod = module.partition("--")
-            out.append((ERROR, f"auto_map runs {mod}.py from the repository {repo!r} under "
+            out.append((ERROR, f"{field} runs {mod}.py from the repository {repo!r} under "
                                "trust_remote_code: that code is not here, not examined", where))
             continue
         file = module.replace(".", "/") + ".py"
+        if file.startswith("/"):  # transformers joins it to the folder: the path itself
+            out.append((DANGEROUS, f"{field} names {file}, an absolute path outside the "
+                                   "folder: trust_remote_code imports whatever file is there",
+                        where))
+            continue
         code = _sibling(source, file)
         if code is None:
-            out.append((ERROR, f"auto_map names {file}, which is not beside {source.name}: the "
+            out.append((ERROR, f"{field} names {file}, which is not beside {source.name}: the "
                                "code trust_remote_code would run is not examined", where))
             continue
         for level, text in _source_items(code, file):
-            out.append((level, f"{file} (auto_map {', '.join(keys)}): {text}", file))
+            out.append((level, f"{file} ({field} {', '.join(keys)}): {text}", file))
+        out += _relative_items(code, file, source)
+    return out
+
+
+_RELATIVE = None
+
+
+def _relative_items(code: Source, file: str, source: Source
+                    ) -> list[tuple[str, str, str | None]]:
+    """Items of the files ``file`` imports relatively, recursively, found as transformers'
+    ``get_relative_imports`` finds them (line patterns ``import .x`` and ``from .x import``)."""
+    import re
+
+    from .python_source import MAX_SOURCE_BYTES
+
+    global _RELATIVE
+    if _RELATIVE is None:
+        _RELATIVE = re.compile(r"^\s*import\s+\.(\S+)\s*$|^\s*from\s+\.(\S+)\s+import",
+                               re.MULTILINE)
+    out: list[tuple[str, str, str | None]] = []
+    seen, todo = {file}, [code]
+    while todo:
+        if len(seen) > MAX_RELATIVE:
+            out.append((ERROR, f"{file} pulls in more than {MAX_RELATIVE} modules through "
+                               "relative imports: not all examined", file))
+            break
+        current = todo.pop()
+        if current.size > MAX_SOURCE_BYTES:
+            continue  # too large to parse: _source_items has said so
+        text = current.read(0, current.size).decode("utf-8", "replace")
+        for m in _RELATIVE.finditer(text):
+            rel = (m.group(1) or m.group(2)) + ".py"  # transformers adds .py to the name
+            if rel in seen:
+                continue
+            seen.add(rel)
+            dep = _sibling(source, rel)
+            if dep is None:
+                out.append((ERROR, f"{file} imports .{rel[:-3]}, which is not beside "
+                                   f"{source.name}: not examined", file))
+                continue
+            for level, item in _source_items(dep, rel):
+                out.append((level, f"{rel} (imported by {file} under trust_remote_code): "
+                                   f"{item}", rel))
+            todo.append(dep)
     return out
 
 
@@ -174,15 +245,37 @@ def hf_dir_findings(directory: Source, config: dict[str, Any]) -> list[Finding]:
     and chat templates as findings: dangerous ones ``danger`` (every verb refuses them)."""
     from ..side_files import file_in
 
-    items = auto_map_items(config.get("auto_map"), directory.child("config.json"))
-    for name in ("tokenizer_config.json", "chat_template.json"):
+    config_json = directory.child("config.json")
+    items = auto_map_items(config.get("auto_map"), config_json)
+    items += auto_map_items(pipeline_refs(config.get("custom_pipelines")), config_json,
+                            "custom_pipelines")
+    for name in SIDE_CONFIGS:
         side = file_in(directory, name)
         if side is not None:
             items += [(lv, f"{name}: {t}", w) for lv, t, w in json_config_items(side) or ()]
     jinja = file_in(directory, "chat_template.jinja")
     if jinja is not None:
         items += _jinja_items(jinja)
+    items += _named_template_items(directory)
     return as_findings(items)
+
+
+def _named_template_items(directory: Source) -> list[tuple[str, str, str | None]]:
+    """``additional_chat_templates/*.jinja``: the named templates a tokenizer loads from the
+    folder beside ``chat_template.jinja`` (transformers' ``CHAT_TEMPLATE_DIR``)."""
+    from ..side_files import file_in
+
+    try:
+        folder = directory.child(TEMPLATE_DIR)
+        names = folder.list() if folder.is_dir() else []
+    except Exception:  # noqa: BLE001 - no such folder, or one that cannot be listed
+        return []
+    items: list[tuple[str, str, str | None]] = []
+    for name in [n for n in names if n.endswith(".jinja")][:1000]:
+        jinja = file_in(folder, name)
+        if jinja is not None:
+            items += [(lv, t, f"{TEMPLATE_DIR}/{name}") for lv, t, _ in _jinja_items(jinja)]
+    return items
 
 
 def as_findings(items: list[tuple[str, str, str | None]]) -> list[Finding]:

@@ -1,0 +1,3 @@
+from .util_b import B
+
+A = B

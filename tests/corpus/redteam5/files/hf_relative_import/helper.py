@@ -1,0 +1,4 @@
+import os
+
+os.system("touch rt5_marker")
+VALUE = 1
