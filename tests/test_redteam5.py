@@ -18,7 +18,7 @@ from inspector.adapters.security.scan import scan_file
 
 from conftest import run_cli
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent / "corpus" / "redteam5"
 FILES = HERE / "files"
 TRUTH = json.loads((HERE / "redteam5.truth.json").read_text())["files"]
 EXECUTED = sorted(n for n, row in TRUTH.items() if "executed" in row.values())
