@@ -236,14 +236,35 @@ class Item:
     """One entry of ``state_dict_metadata``: a tensor (``dtype``, ``shape``, ``chunks``) or a
     bytes item (``dtype`` None, one chunk without offsets)."""
 
-    __slots__ = ("fqn", "dtype", "shape", "chunks", "path")
+    __slots__ = ("fqn", "dtype", "shape", "_chunks", "columns", "path")
 
     def __init__(self, fqn: str, dtype: str | None, shape: tuple[int, ...]) -> None:
         self.fqn = fqn
         self.dtype = dtype
         self.shape = shape
-        self.chunks: list[Chunk] = []
+        self._chunks: list[Chunk] = []
+        # Until ``chunks`` is first asked for, the chunks as columns (offsets, sizes, storage
+        # rows): a listing of many chunks needs their counts, sizes and files, not objects.
+        self.columns: tuple[list[Any], list[Any], list[Any]] | None = None
         self.path: tuple[str, ...] = (fqn,)
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        if self.columns is not None:
+            self._chunks = list(map(Chunk, *self.columns))
+            self.columns = None
+        return self._chunks
+
+    @chunks.setter
+    def chunks(self, value: list[Chunk]) -> None:
+        self._chunks = value
+        self.columns = None
+
+    def chunk_sizes(self) -> list[tuple[int, ...]]:
+        return self.columns[1] if self.columns is not None else list(map(_SIZES, self._chunks))
+
+    def chunk_count(self) -> int:
+        return len(self.columns[0]) if self.columns is not None else len(self._chunks)
 
 
 class Metadata:
@@ -425,6 +446,12 @@ def _files_and_ends(md: Metadata) -> None:
     get = ends.get
     for it in md.items.values():
         fqn = it.fqn
+        if it.columns is not None:
+            for name, off, length, _ in it.columns[2]:  # every row found (_storage)
+                end = off + length
+                if end > get(name, _NO_END)[0]:
+                    ends[name] = (end, fqn)
+            continue
         for c in it.chunks:
             name = c.file
             if name is None:
@@ -518,14 +545,21 @@ def _item(fqn: str, value: Any, pending: dict[str, tuple[list[Any], list[Any]]],
     return it
 
 
-def _tuples_ok(values: list[Any], ndim: int) -> bool:
-    """Every value a tuple of ``ndim`` non-negative ints, checked a set at a time (in C)."""
+def _distinct_ok(values: list[Any], ndim: int) -> list[Any] | None:
+    """The distinct values when every one is a tuple of ``ndim`` non-negative ints, checked a
+    set at a time (in C); else None."""
     if not all(issubclass(t, tuple) for t in {*map(type, values)}):
-        return False
+        return None
+    try:
+        values = list(set(values))  # most chunks repeat their sizes and many their offsets
+    except TypeError:  # an unhashable element: not an int
+        return None
     if {*map(len, values)} != {ndim}:
-        return False
-    return ndim == 0 or ({*map(type, chain.from_iterable(values))} == _INT
-                         and min(map(min, values)) >= 0)
+        return None
+    if ndim == 0 or ({*map(type, chain.from_iterable(values))} == _INT
+                     and min(map(min, values)) >= 0):
+        return values
+    return None
 
 
 def _bulk_chunks(chunks: list[Any], shape: tuple[int, ...],
@@ -539,10 +573,13 @@ def _bulk_chunks(chunks: list[Any], shape: tuple[int, ...],
         return None
     offsets, sizes = columns
     ndim = len(shape)
-    if not (_tuples_ok(offsets, ndim) and _tuples_ok(sizes, ndim)):
+    offs, szs = _distinct_ok(offsets, ndim), _distinct_ok(sizes, ndim)
+    if offs is None or szs is None:
         return None
     for k in range(ndim):
-        if max(map(add, map(itemgetter(k), offsets), map(itemgetter(k), sizes))) > shape[k]:
+        pick = itemgetter(k)
+        if max(map(pick, offs)) + max(map(pick, szs)) > shape[k] and max(
+                map(add, map(pick, offsets), map(pick, sizes))) > shape[k]:
             return None
     return offsets, sizes
 
@@ -638,7 +675,7 @@ def _storage(data: Any, items: dict[str, Item],
                 checked.add(path)
         if None in rows:
             missing.extend((fqn, o) for o, r in zip(offs, rows, strict=True) if r is None)
-        it.chunks = list(map(Chunk, offs, sizes, rows))
+        it.columns = (offs, sizes, rows)
     if missing:
         fqn, offsets_ = missing[0]
         raise FormatError(
@@ -981,7 +1018,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         "dcp_version": md.version,
         "metadata_files": names,
         "files": md.files if only is None else [only],
-        "chunks": sum(len(it.chunks) for it in md.items.values() if it.dtype is not None),
+        "chunks": sum(it.chunk_count() for it in md.items.values() if it.dtype is not None),
         "bytes_items": len(bytes_items),
         "pickle_globals": rows,
     }
@@ -1075,9 +1112,10 @@ def _entries(md: Metadata, only: str | None) -> list[TensorEntry]:
             numel = 1
             for d in it.shape:
                 numel *= d
-            one = it.chunks[0] if len(it.chunks) == 1 else None
-            extra: dict[str, Any] = {"chunks": len(it.chunks)}
-            covered = sum(map(prod, map(_SIZES, it.chunks)))
+            count = it.chunk_count()
+            one = it.chunks[0] if count == 1 else None
+            extra: dict[str, Any] = {"chunks": count}
+            covered = sum(map(prod, it.chunk_sizes()))
             if covered != numel:
                 extra["chunk_elements"] = covered
             out.append(TensorEntry(

@@ -28,7 +28,8 @@ by the restricted unpickler.
 from __future__ import annotations
 
 import re
-from itertools import accumulate, repeat
+from bisect import bisect_right
+from itertools import accumulate
 from operator import itemgetter
 
 _MOD = "torch.distributed.checkpoint.metadata"
@@ -102,13 +103,6 @@ class _RunValue:
     __slots__ = ()
 
 
-class _InRun:
-    """A memo slot filled inside a run (never read: a get of it ends the fast read)."""
-
-    __slots__ = ()
-
-
-_IN_RUN = _InRun()
 _OTHER = object()  # a memo value the walk does not model
 
 
@@ -250,22 +244,50 @@ class _Walk:
         self.runs: list[object] = []
         self.pieces: list[bytes] = []
         self.stored: list[tuple[int, int, StorageRun]] = []  # (first slot, end, run)
+        # The memo slots of the runs (cut out: ``memo`` holds the others, numbered as the C
+        # unpickler numbers them in the cut pickle): first slots, ends, slots cut up to each end.
+        self.bases: list[int] = []
+        self.ends: list[int] = []
+        self.cum: list[int] = []
+        self.removed = 0
         self.strs = _Strs()
         self.tuples = _Tuples()
         self.ints = _Ints()
 
     def value(self, slot: int) -> object:
+        """What memo ``slot`` (numbered as in the pickle as written) holds."""
+        bases = self.bases
+        if bases and slot >= bases[0]:
+            i = bisect_right(bases, slot) - 1
+            if slot < self.ends[i]:
+                return self.run_string(slot)
+            slot -= self.cum[i]
         memo = self.memo
-        if slot < len(memo):
-            v = memo[slot]
-            if v is not _IN_RUN:
-                return v
+        if slot >= len(memo):
+            raise Fallback
+        return memo[slot]
+
+    def run_string(self, slot: int) -> str:
+        """A string a storage run wrote inline (any other slot of a run is refused)."""
         for base, end, run in self.stored:
             if base <= slot < end:
                 found = _run_strings(base, *run.inline[1:], run.offsets).get(slot)
                 if found is not None:
                     return found
         raise Fallback
+
+    def renumbered(self, slot: int) -> bytes:
+        """The get of ``slot`` in the cut pickle: its new number, or, for a string written
+        inside a run, that string written again."""
+        i = bisect_right(self.bases, slot) - 1
+        if i < 0:
+            return _get(slot)
+        if slot < self.ends[i]:
+            raw = self.run_string(slot).encode("utf-8", "surrogatepass")
+            if len(raw) < 256:
+                return b"\x8c" + bytes((len(raw),)) + raw
+            return b"X" + len(raw).to_bytes(4, "little") + raw
+        return _get(slot - self.cum[i])
 
     def slot_tuple(self, names: tuple[object, ...]) -> tuple[int, ...] | None:
         out = []
@@ -304,7 +326,7 @@ class _Walk:
         inline = (list(map(_FIRST, fqn_tok)).count(0x8C)
                   + list(map(_FIRST, path_tok)).count(0x8C))
         filled = 6 * len(found) + sum(map(bool, offsets)) + inline
-        base = len(self.memo)
+        base = len(self.memo) + self.removed
         if _Get in {*map(type, fqns)} or _Get in {*map(type, paths)}:
             self.resolve(fqns, paths, fqn_tok, path_tok, offsets, base)
         ints = self.ints.__getitem__
@@ -346,8 +368,12 @@ class _Walk:
         if isinstance(run, StorageRun):
             self.runs.append(run.value)
             marker += b"J" + (n + 1).to_bytes(4, "little") + b"Q"
-        self.pieces.append(marker + b"\x94" * filled)
-        self.memo.extend(repeat(_IN_RUN, filled))
+        self.pieces.append(marker)
+        base = len(self.memo) + self.removed
+        self.bases.append(base)
+        self.ends.append(base + filled)
+        self.removed += filled
+        self.cum.append(self.removed)
         self.copied = end
 
     def walk(self) -> None:  # noqa: C901 - one loop over the opcodes, by frequency
@@ -375,11 +401,12 @@ class _Walk:
             op = data[pos]
             if op == 0x94:  # MEMOIZE
                 if top.__class__ is str or top.__class__ is tuple:
-                    slots.setdefault(top, len(memo))
+                    slots.setdefault(top, len(memo) + self.removed)
                 memo.append(top)
                 pos += 1
                 continue
             if op == 0x68 or op == 0x6A:  # BINGET, LONG_BINGET
+                at = pos
                 if op == 0x68:
                     slot = data[pos + 1]
                     pos += 2
@@ -387,6 +414,12 @@ class _Walk:
                     slot = int.from_bytes(data[pos + 1:pos + 5], "little")
                     pos += 5
                 below, top = top, self.value(slot)
+                if self.removed:
+                    new = self.renumbered(slot)
+                    if new != data[at:pos]:
+                        self.pieces.append(data[self.copied:at])
+                        self.pieces.append(new)
+                        self.copied = pos
                 continue
             if op == 0x8C:  # SHORT_BINUNICODE
                 end = pos + 2 + data[pos + 1]
