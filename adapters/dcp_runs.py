@@ -298,8 +298,8 @@ class _Walk:
             out.append(s)
         return tuple(out)
 
-    def chunk_run(self, pos: int, slots: tuple[int, ...]) -> int:
-        ms = list(iter(_compiled("chunk", slots).scanner(self.data, pos).match, None))
+    def chunk_run(self, pos: int, slots: tuple[int, ...], lim: int) -> int:
+        ms = list(iter(_compiled("chunk", slots).scanner(self.data, pos, lim).match, None))
         if not ms:
             return pos
         end = ms[-1].end()
@@ -311,8 +311,8 @@ class _Walk:
         self.cut(pos, end, ChunkRun(offsets, sizes), filled)
         return end
 
-    def storage_run(self, pos: int, slots: tuple[int, ...]) -> int:
-        ms = list(iter(_compiled("storage", slots).scanner(self.data, pos).match, None))
+    def storage_run(self, pos: int, slots: tuple[int, ...], lim: int) -> int:
+        ms = list(iter(_compiled("storage", slots).scanner(self.data, pos, lim).match, None))
         if not ms:
             return pos
         end = ms[-1].end()
@@ -395,9 +395,15 @@ class _Walk:
         if data[:1] != b"\x80" or n < 2:
             raise Fallback
         pos = 2
+        # The end of what the C unpickler has buffered: a frame's end inside one, else the
+        # data's. Reading on past a frame's end, it drops the rest of the frame and reads what
+        # follows it: an opcode that crosses a frame's end is not read as written here.
+        lim = n
         while True:
-            if pos >= n:
-                raise Fallback
+            if pos >= lim:
+                if pos > lim or lim == n:
+                    raise Fallback
+                lim = n  # the frame is read up to its end: on from the data
             op = data[pos]
             if op == 0x94:  # MEMOIZE
                 if top.__class__ is str or top.__class__ is tuple:
@@ -439,11 +445,11 @@ class _Walk:
                     if chunk_slots is None:
                         chunk_slots = self.slot_tuple(chunk_names)
                     if chunk_slots is not None:
-                        pos = self.chunk_run(pos, chunk_slots)
+                        pos = self.chunk_run(pos, chunk_slots, lim)
                     if storage_slots is None:
                         storage_slots = self.slot_tuple(storage_names)
                     if storage_slots is not None:
-                        pos = self.storage_run(pos, storage_slots)
+                        pos = self.storage_run(pos, storage_slots, lim)
                 elif op == 0x2E:  # STOP
                     self.pieces.append(data[self.copied:pos])
                     return
@@ -483,9 +489,12 @@ class _Walk:
                 continue
             if op == 0x95:  # FRAME: dropped from the rewritten pickle (framing is optional)
                 size = int.from_bytes(data[pos + 1:pos + 9], "little")
-                if pos + 9 + size > n:
+                if pos + 9 + size > lim:  # past the data, or a frame in a frame past its end
                     raise Fallback
                 self.pieces.append(data[self.copied:pos])
+                if lim == n:
+                    lim = pos + 9 + size
+                # else: inside the frame the C unpickler has read: it reads on in it
                 pos += 9
                 self.copied = pos
                 continue
