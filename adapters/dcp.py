@@ -368,8 +368,11 @@ def _read_pickle(source: Source, runs_ok: bool = True,
         allowed.update(_standins())
         if runs_ok:
             from .dcp_runs import split
+            from .memory_cap import address_space_capped
+            from .security.restricted_pickle import MEMORY_FLOOR, MEMORY_PER_BYTE
 
-            cut = split(data)
+            with address_space_capped(max(MEMORY_FLOOR, MEMORY_PER_BYTE * size)):
+                cut = split(data)
             if cut is not None:
                 try:
                     obj, globals_ = unpickle(cut[0], allowed, _run_loader(cut[1]))

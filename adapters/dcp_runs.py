@@ -6,19 +6,21 @@ A ``.metadata`` of many chunks is mostly two records repeated: a ``ChunkStorageM
 half a microsecond each and most of the load; here they are read as data.
 
 :func:`split` walks the opcodes from the first byte to STOP, one at a time, as the C unpickler
-reads them (every opcode's length from its byte and arguments; anything outside the opcodes
-torch's writer uses ends the walk: the caller reads the pickle the ordinary way). Where an
+reads them (every opcode's length from its byte and arguments; a frame as the C unpickler
+buffers it, so an opcode crossing a frame's end, which it would read from after the frame, is
+not modelled; anything outside the opcodes torch's writer uses ends the walk: the caller reads
+the pickle the ordinary way). Where an
 opcode starts a record whose every class, key and ``torch.Size`` is a memo get of a slot the
 walk knows holds exactly that (the classes and ``torch.Size`` resolved earlier in the pickle
 through the caller's allowlist, the keys as strings), the longest run of such records is matched
 at once by a pattern of those opcodes (each alternative starts with its own opcode byte, so a
 match at an opcode boundary is the one way the unpickler reads those bytes). The run is cut out
-of the pickle and replaced by a persistent id whose object is the run's values (then one
-MEMOIZE per memo slot the run filled, so later slots keep their numbers; the walk refuses any
-later get of a slot inside a run, except the strings it recorded). The rest, every global
-included, is read by the caller's restricted unpickler as before: the runs name no global, and
-every use they make (NEWOBJ and BUILD of the dataclass stand-ins, ``torch.Size`` called on a
-tuple of ints) is the use the same records make outside a run.
+of the pickle and replaced by a persistent id whose object is the run's values; the memo gets
+after it are renumbered by the slots the run filled (a get of a string the run wrote inline is
+that string written again; a get of any other object a run made is not modelled). The rest,
+every global included, is read by the caller's restricted unpickler as before: the runs name
+no global, and every use they make (NEWOBJ and BUILD of the dataclass stand-ins,
+``torch.Size`` called on a tuple of ints) is the use the same records make outside a run.
 
 Anything the walk does not model (another opcode, a get of a slot it does not know, a string
 whose length is not its bytes') makes :func:`split` return None: the pickle is then read whole
@@ -512,7 +514,7 @@ def split(data: bytes) -> tuple[bytes, list[object]] | None:
     w = _Walk(data)
     try:
         w.walk()
-    except (Fallback, IndexError):
+    except (Fallback, IndexError, MemoryError):
         return None
     if not w.runs:
         return None
