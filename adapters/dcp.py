@@ -49,6 +49,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack
+from itertools import chain, repeat
 from math import prod
 from operator import add, attrgetter, itemgetter, le
 
@@ -211,13 +212,16 @@ class Chunk:
 
     __slots__ = ("offsets", "sizes", "file", "offset", "length", "transforms", "raw")
 
-    def __init__(self, offsets: tuple[int, ...], sizes: tuple[int, ...]) -> None:
+    def __init__(self, offsets: tuple[int, ...], sizes: tuple[int, ...],
+                 row: tuple[str, int, int, tuple[str, ...]] | None = None) -> None:
         self.offsets = offsets
         self.sizes = sizes
-        self.file: str | None = None
-        self.offset = 0
-        self.length = 0
-        self.transforms: tuple[str, ...] = ()
+        self.file: str | None
+        self.transforms: tuple[str, ...]
+        if row is None:
+            self.file, self.offset, self.length, self.transforms = None, 0, 0, ()
+        else:  # its storage_data entry: (relative path, offset, length, transforms)
+            self.file, self.offset, self.length, self.transforms = row
         self.raw = False  # the elements themselves at offset (safetensors), not a torch.save blob
 
     @property
@@ -232,14 +236,35 @@ class Item:
     """One entry of ``state_dict_metadata``: a tensor (``dtype``, ``shape``, ``chunks``) or a
     bytes item (``dtype`` None, one chunk without offsets)."""
 
-    __slots__ = ("fqn", "dtype", "shape", "chunks", "path")
+    __slots__ = ("fqn", "dtype", "shape", "_chunks", "columns", "path")
 
     def __init__(self, fqn: str, dtype: str | None, shape: tuple[int, ...]) -> None:
         self.fqn = fqn
         self.dtype = dtype
         self.shape = shape
-        self.chunks: list[Chunk] = []
+        self._chunks: list[Chunk] = []
+        # Until ``chunks`` is first asked for, the chunks as columns (offsets, sizes, storage
+        # rows): a listing of many chunks needs their counts, sizes and files, not objects.
+        self.columns: tuple[list[Any], list[Any], list[Any]] | None = None
         self.path: tuple[str, ...] = (fqn,)
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        if self.columns is not None:
+            self._chunks = list(map(Chunk, *self.columns))
+            self.columns = None
+        return self._chunks
+
+    @chunks.setter
+    def chunks(self, value: list[Chunk]) -> None:
+        self._chunks = value
+        self.columns = None
+
+    def chunk_sizes(self) -> list[tuple[int, ...]]:
+        return self.columns[1] if self.columns is not None else list(map(_SIZES, self._chunks))
+
+    def chunk_count(self) -> int:
+        return len(self.columns[0]) if self.columns is not None else len(self._chunks)
 
 
 class Metadata:
@@ -324,7 +349,10 @@ def _dtype(props: Any, fqn: str) -> str:
     return str(dtype)
 
 
-def _read_pickle(source: Source) -> tuple[Any, dict[str, GlobalRef]]:
+def _read_pickle(source: Source, runs_ok: bool = True,
+                 ) -> tuple[Any, dict[str, GlobalRef], list[Any] | None]:
+    """(the unpickled object, its globals, the runs of records read as data (``dcp_runs``)
+    whose markers the object holds, or None when it holds none)."""
     from .security.restricted_pickle import PickleError, unpickle
     from .torch.rebuild import Builder
 
@@ -338,11 +366,37 @@ def _read_pickle(source: Source) -> tuple[Any, dict[str, GlobalRef]]:
         # Stand-ins fill their __dict__ in C; a state planting __setstate__/append/extend (which
         # a loader would call on the next BUILD/APPEND) is only recorded by placeholders.
         allowed.update(_standins())
+        if runs_ok:
+            from .dcp_runs import split
+            from .memory_cap import address_space_capped
+            from .security.restricted_pickle import MEMORY_FLOOR, MEMORY_PER_BYTE
+
+            with address_space_capped(max(MEMORY_FLOOR, MEMORY_PER_BYTE * size)):
+                cut = split(data)
+            if cut is not None:
+                try:
+                    obj, globals_ = unpickle(cut[0], allowed, _run_loader(cut[1]))
+                    return obj, globals_, cut[1]
+                except PickleError:  # read the pickle as written, for its own error
+                    return _read_pickle(source, runs_ok=False)
     try:
-        return unpickle(data, allowed)
+        return (*unpickle(data, allowed), None)
     except PickleError as e:
         raise _refusal(e.globals or {}, f"not a readable DCP metadata pickle ({e})",
                        source.where) from None
+
+
+def _run_loader(runs: list[Any]) -> Any:
+    """The persistent ids of the cut pickle: only the markers ``dcp_runs.split`` wrote (the
+    pickle as written has none, or it is not cut)."""
+    from .security.restricted_pickle import PickleError
+
+    def load(pid: Any) -> Any:
+        if type(pid) is not int or not 0 <= pid < len(runs):
+            raise PickleError(f"persistent id {_short(pid)}")
+        return runs[pid]
+
+    return load
 
 
 def _refusal(globals_: dict[str, GlobalRef], why: str, where: str) -> InspectorError:
@@ -363,12 +417,25 @@ def read_metadata(directory: Source, names: list[str]) -> Metadata:
     if len(names) > MAX_RANK_FILES:
         raise FormatError(f"{len(names):,} rank metadata files (limit {MAX_RANK_FILES:,})",
                           directory.where)
+    from .dcp_runs import Fallback
+
     for name in names:
         source = directory.child(name)
-        obj, globals_ = _read_pickle(source)
+        obj, globals_, runs = _read_pickle(source)
+        try:
+            parsed = _parse(obj, runs)
+        except (FormatError, Fallback) as e:
+            if runs is None:
+                raise _refusal(globals_, e.message, source.where) from None  # type: ignore[union-attr]
+            # not as the runs expect: the pickle as written, for its own result or error
+            obj, globals_, _ = _read_pickle(source, runs_ok=False)
+            try:
+                parsed = _parse(obj, None)
+            except FormatError as e2:
+                raise _refusal(globals_, e2.message, source.where) from None
         md.globals.append((name, globals_))
         try:
-            _merge(md, obj)
+            _merge(md, parsed)
         except FormatError as e:
             raise _refusal(globals_, e.message, source.where) from None
     _files_and_ends(md)
@@ -382,6 +449,12 @@ def _files_and_ends(md: Metadata) -> None:
     get = ends.get
     for it in md.items.values():
         fqn = it.fqn
+        if it.columns is not None:
+            for name, off, length, _ in it.columns[2]:  # every row found (_storage)
+                end = off + length
+                if end > get(name, _NO_END)[0]:
+                    ends[name] = (end, fqn)
+            continue
         for c in it.chunks:
             name = c.file
             if name is None:
@@ -396,19 +469,24 @@ def _files_and_ends(md: Metadata) -> None:
 _NO_END = (-1, "")
 
 
-def _merge(md: Metadata, obj: Any) -> None:
+_Parsed = tuple  # (items, version or None, save_id or None)
+
+
+def _parse(obj: Any, runs: list[Any] | None) -> _Parsed:
+    """The items of one metadata pickle; with ``runs``, every run's marker found where its
+    records stand (a chunks list, storage_data) and used once, else ``dcp_runs.Fallback``."""
     top = _state(obj, "Metadata", "the pickled object")
     sdm = top.get("state_dict_metadata")
     if not isinstance(sdm, dict):
         raise FormatError(f"state_dict_metadata is {type(sdm).__name__}, not a dict")
     version = top.get("version")
-    md.version = version if isinstance(version, str) else md.version
     new: dict[str, Item] = {}
+    pending: dict[str, tuple[list[Any], list[Any]]] = {}
     for fqn, value in sdm.items():
         if not isinstance(fqn, str):
             raise FormatError(f"state_dict_metadata key {_short(fqn)} is not a name")
-        new[fqn] = _item(fqn, value)
-    _storage(top.get("storage_data"), new)
+        new[fqn] = _item(fqn, value, pending, runs is not None)
+    _storage(top.get("storage_data"), new, pending, runs is not None)
     planner = top.get("planner_data")
     if isinstance(planner, dict):
         for fqn, path in planner.items():
@@ -416,9 +494,21 @@ def _merge(md: Metadata, obj: Any) -> None:
             if it is not None and isinstance(path, tuple) and path:
                 it.path = tuple(str(p) for p in path)
     meta = top.get("storage_meta")
+    save_id = None
     if meta is not None:
         save_id = _state(meta, "StorageMeta", "storage_meta").get("save_id")
-        md.save_id = save_id if isinstance(save_id, str) else md.save_id
+    if runs is not None:
+        from .dcp_runs import Fallback, used
+
+        if not used(runs):
+            raise Fallback
+    return new, version, save_id
+
+
+def _merge(md: Metadata, parsed: _Parsed) -> None:
+    new, version, save_id = parsed
+    md.version = version if isinstance(version, str) else md.version
+    md.save_id = save_id if isinstance(save_id, str) else md.save_id
     for fqn, it in new.items():
         old = md.items.get(fqn)
         if old is None:
@@ -432,10 +522,13 @@ def _merge(md: Metadata, obj: Any) -> None:
         old.chunks.extend(c for c in it.chunks if (c.offsets, c.sizes) not in seen)
 
 
-def _item(fqn: str, value: Any) -> Item:
+def _item(fqn: str, value: Any, pending: dict[str, tuple[list[Any], list[Any]]],
+          runs: bool) -> Item:
+    """The item; its chunks' (offsets, sizes) into ``pending`` (made into chunks with their
+    storage rows by :func:`_storage`)."""
     if getattr(type(value), "global_name", None) == f"{_MODULE}.BytesStorageMetadata":
         it = Item(fqn, None, ())
-        it.chunks.append(Chunk((), ()))
+        pending[fqn] = ([()], [()])
         return it
     st = _state(value, "TensorStorageMetadata", repr(fqn))
     shape = _ints(st.get("size"), f"{fqn!r}: size")
@@ -443,41 +536,89 @@ def _item(fqn: str, value: Any) -> Item:
     chunks = st.get("chunks")
     if not isinstance(chunks, list):
         raise FormatError(f"{fqn!r}: chunks is {type(chunks).__name__}, not a list")
-    it.chunks = _bulk_chunks(chunks, shape) or _checked_chunks(fqn, chunks, shape)
+    found = _bulk_chunks(chunks, shape)
+    if found is None:
+        if runs:
+            from .dcp_runs import Fallback
+
+            raise Fallback
+        checked = _checked_chunks(fqn, chunks, shape)
+        found = [c.offsets for c in checked], [c.sizes for c in checked]
+    pending[fqn] = found
     return it
 
 
-def _tuples_ok(values: list[Any], ndim: int) -> bool:
-    """Every value a tuple of ``ndim`` non-negative ints, checked a set at a time (in C)."""
+def _distinct_ok(values: list[Any], ndim: int) -> list[Any] | None:
+    """The distinct values when every one is a tuple of ``ndim`` non-negative ints, checked a
+    set at a time (in C); else None."""
     if not all(issubclass(t, tuple) for t in {*map(type, values)}):
-        return False
-    if {*map(len, values)} != {ndim}:
-        return False
-    return ndim == 0 or ({type(x) for v in values for x in v} == _INT
-                         and min(map(min, values)) >= 0)
-
-
-def _bulk_chunks(chunks: list[Any], shape: tuple[int, ...]) -> list[Chunk] | None:
-    """The chunks when every one is well formed, checked in bulk; None to take the checked
-    path (which names the first bad chunk)."""
-    if not chunks:
-        return []
-    types = {type(c) for c in chunks}
-    if len(types) != 1 or getattr(types.pop(), "global_name", None) != _CHUNK_TYPE:
         return None
     try:
-        states = [c.__dict__ for c in chunks]
-        offsets = [d["offsets"] for d in states]
-        sizes = [d["sizes"] for d in states]
-    except (AttributeError, KeyError, TypeError):
+        values = list(set(values))  # most chunks repeat their sizes and many their offsets
+    except TypeError:  # an unhashable element: not an int
         return None
+    if {*map(len, values)} != {ndim}:
+        return None
+    if ndim == 0 or ({*map(type, chain.from_iterable(values))} == _INT
+                     and min(map(min, values)) >= 0):
+        return values
+    return None
+
+
+def _bulk_chunks(chunks: list[Any], shape: tuple[int, ...],
+                 ) -> tuple[list[Any], list[Any]] | None:
+    """The chunks' (offsets, sizes) when every one is well formed, checked in bulk; None to
+    take the checked path (which names the first bad chunk)."""
+    if not chunks:
+        return [], []
+    columns = _chunk_columns(chunks)
+    if columns is None:
+        return None
+    offsets, sizes = columns
     ndim = len(shape)
-    if not (_tuples_ok(offsets, ndim) and _tuples_ok(sizes, ndim)):
+    offs, szs = _distinct_ok(offsets, ndim), _distinct_ok(sizes, ndim)
+    if offs is None or szs is None:
         return None
     for k in range(ndim):
-        if max(map(add, map(itemgetter(k), offsets), map(itemgetter(k), sizes))) > shape[k]:
+        pick = itemgetter(k)
+        if max(map(pick, offs)) + max(map(pick, szs)) > shape[k] and max(
+                map(add, map(pick, offsets), map(pick, sizes))) > shape[k]:
             return None
-    return list(map(Chunk, offsets, sizes))
+    return offsets, sizes
+
+
+def _chunk_columns(chunks: list[Any]) -> tuple[list[Any], list[Any]] | None:
+    """(offsets, sizes) of ChunkStorageMetadata stand-ins and runs of them (``dcp_runs``, each
+    marked used), in order; None when another object is among them."""
+    from .dcp_runs import ChunkRun
+
+    types = {*map(type, chunks)}
+    if ChunkRun not in types:
+        if len(types) != 1 or getattr(types.pop(), "global_name", None) != _CHUNK_TYPE:
+            return None
+        try:
+            states = [c.__dict__ for c in chunks]
+            return [d["offsets"] for d in states], [d["sizes"] for d in states]
+        except (AttributeError, KeyError, TypeError):
+            return None
+    offsets: list[Any] = []
+    sizes: list[Any] = []
+    for c in chunks:
+        if type(c) is ChunkRun:
+            if c.used:
+                return None
+            c.used = True
+            offsets += c.offsets
+            sizes += c.sizes
+            continue
+        if getattr(type(c), "global_name", None) != _CHUNK_TYPE:
+            return None
+        d = getattr(c, "__dict__", None)
+        if d is None or "offsets" not in d or "sizes" not in d:
+            return None
+        offsets.append(d["offsets"])
+        sizes.append(d["sizes"])
+    return offsets, sizes
 
 
 def _checked_chunks(fqn: str, chunks: list[Any], shape: tuple[int, ...]) -> list[Chunk]:
@@ -497,73 +638,136 @@ def _checked_chunks(fqn: str, chunks: list[Any], shape: tuple[int, ...]) -> list
     return out
 
 
-def _storage(data: Any, items: dict[str, Item]) -> None:
-    """Each chunk's file and byte range from ``storage_data``: the rows indexed by their key
-    (fqn, offsets), each chunk looks its own up (a key no item names is nothing of the state
-    dict; a key given twice, the last row, as a dict would keep it)."""
+def _storage(data: Any, items: dict[str, Item],
+             pending: dict[str, tuple[list[Any], list[Any]]], runs: bool) -> None:
+    """Each item's chunks, with their file and byte range from ``storage_data``: the rows
+    indexed by their key (fqn, offsets), each chunk looks its own up (a key no item names is
+    nothing of the state dict; a key given twice, the last row, as a dict would keep it)."""
     if not isinstance(data, dict):
         raise FormatError(f"storage_data is {type(data).__name__}, not a dict of file ranges")
-    rows = _bulk_storage(data)
-    if rows is None:
-        rows = [_storage_row(key, info) for key, info in data.items()]
+    columns = _bulk_storage(data)
+    if columns is None:
+        if runs:
+            from .dcp_runs import Fallback
+
+            raise Fallback
+        columns = tuple(map(list, zip(*[_storage_row(key, info) for key, info in data.items()],
+                                      strict=True))) or ([], [], [], [], [], [])
+    fqns, offsets, paths, starts, lengths, transforms = columns
+    shown = [() if not t else tuple(str(x) for x in t) if isinstance(t, (list, tuple))
+             else (str(t),) for t in transforms] if any(transforms) else repeat(())
     try:
-        index = {(r[0], r[1]): r for r in rows}
+        index = dict(zip(zip(fqns, offsets, strict=True),
+                         zip(paths, starts, lengths, shown, strict=False), strict=True))
     except TypeError:  # an unhashable offset
         raise FormatError("storage_data holds a key whose offset is not a tuple") from None
     get = index.get
     checked: set[str] = set()
+    missing: list[tuple[str, Any]] = []
     for it in items.values():
-        fqn, tensor = it.fqn, it.dtype is not None
-        for chunk in it.chunks:  # repeated chunks (hostile) share their key's row
-            row = get((fqn, chunk.offsets if tensor else None))
-            if row is None:
-                continue
-            _, _, path, chunk.offset, chunk.length, transforms = row
+        fqn = it.fqn
+        offs, sizes = pending[fqn]
+        if it.dtype is not None:
+            # repeated chunks share their row
+            rows = list(map(get, zip(repeat(fqn), offs, strict=False)))
+        else:
+            rows = [get((fqn, None))] * len(offs)
+        for path in dict.fromkeys(map(_FIRST, filter(None, rows))):
             if path not in checked:
                 check_relative(path, f"storage_data of {fqn!r}")
                 checked.add(path)
-            chunk.file = path
-            if transforms:
-                chunk.transforms = tuple(str(t) for t in transforms) if isinstance(
-                    transforms, (list, tuple)) else (str(transforms),)
-    missing = [(it.fqn, c.offsets) for it in items.values() for c in it.chunks if c.file is None]
+        if None in rows:
+            missing.extend((fqn, o) for o, r in zip(offs, rows, strict=True) if r is None)
+        it.columns = (offs, sizes, rows)
     if missing:
-        fqn, offsets = missing[0]
+        fqn, offsets_ = missing[0]
         raise FormatError(
             f"{len(missing):,} chunk(s) have no storage_data entry, e.g. {fqn!r} at "
-            f"{list(offsets)}")
+            f"{list(offsets_)}")
 
 
 _Row = tuple  # (fqn, offsets, relative path, offset, length, transforms)
+_FIRST = itemgetter(0)
 
 
-def _bulk_storage(data: dict[Any, Any]) -> list[_Row] | None:
-    """``storage_data`` as rows when every entry is well formed, checked in bulk; None to take
-    the checked path (which names the first bad entry)."""
-    keys, infos = list(data), list(data.values())
+def _bulk_storage(data: dict[Any, Any]) -> tuple[list[Any], ...] | None:
+    """``storage_data`` as columns (fqns, offsets, paths, starts, lengths, transforms) when
+    every entry is well formed, checked in bulk; None to take the checked path (which names
+    the first bad entry)."""
+    from .dcp_runs import StorageRun
+
+    keys = list(data)
     if not keys:
-        return []
-    kt, it = {type(k) for k in keys}, {type(i) for i in infos}
-    if (len(kt) != 1 or getattr(kt.pop(), "global_name", None) != _INDEX_TYPE
-            or len(it) != 1 or getattr(it.pop(), "global_name", None) != _STORAGE_INFO):
-        return None
-    try:
-        kd = [k.__dict__ for k in keys]
-        idd = [i.__dict__ for i in infos]
-        fqns = [d["fqn"] for d in kd]
-        offsets = [d.get("offset") for d in kd]
-        paths = [d["relative_path"] for d in idd]
-        starts = [d["offset"] for d in idd]
-        lengths = [d["length"] for d in idd]
-        transforms = [d.get("transform_descriptors") for d in idd]
-    except (AttributeError, KeyError, TypeError):
-        return None
+        return [], [], [], [], [], []
+    kt = {*map(type, keys)}
+    if StorageRun in kt:
+        found = _storage_columns(data)
+        if found is None:
+            return None
+        fqns, offsets, paths, starts, lengths, transforms = found
+    else:
+        infos = list(data.values())
+        it = {*map(type, infos)}
+        if (len(kt) != 1 or getattr(kt.pop(), "global_name", None) != _INDEX_TYPE
+                or len(it) != 1 or getattr(it.pop(), "global_name", None) != _STORAGE_INFO):
+            return None
+        try:
+            kd = [k.__dict__ for k in keys]
+            idd = [i.__dict__ for i in infos]
+            fqns = [d["fqn"] for d in kd]
+            offsets = [d.get("offset") for d in kd]
+            paths = [d["relative_path"] for d in idd]
+            starts = [d["offset"] for d in idd]
+            lengths = [d["length"] for d in idd]
+            transforms = [d.get("transform_descriptors") for d in idd]
+        except (AttributeError, KeyError, TypeError):
+            return None
     if ({*map(type, fqns)} != {str} or {*map(type, paths)} != {str}
             or {*map(type, starts)} != _INT or {*map(type, lengths)} != _INT
             or min(starts) < 0 or min(lengths) < 0
             or not all(t is type(None) or issubclass(t, tuple) for t in {*map(type, offsets)})):
         return None
-    return list(zip(fqns, offsets, paths, starts, lengths, transforms, strict=True))
+    return fqns, offsets, paths, starts, lengths, transforms
+
+
+def _storage_columns(data: dict[Any, Any]) -> tuple[list[Any], ...] | None:
+    """The columns of a ``storage_data`` holding runs of entries (``dcp_runs``, each marked
+    used) among MetadataIndex -> _StorageInfo stand-ins, in order; None when anything else is
+    in it."""
+    from .dcp_runs import StorageRun
+
+    fqns: list[Any] = []
+    offsets: list[Any] = []
+    paths: list[Any] = []
+    starts: list[Any] = []
+    lengths: list[Any] = []
+    transforms: list[Any] = []
+    for k, v in data.items():
+        if type(k) is StorageRun:
+            if k.used or v is not k.value:
+                return None
+            k.used = True
+            fqns += k.fqns
+            offsets += k.offsets
+            paths += k.paths
+            starts += k.starts
+            lengths += k.lengths
+            transforms += [None] * len(k.fqns)
+            continue
+        if (getattr(type(k), "global_name", None) != _INDEX_TYPE
+                or getattr(type(v), "global_name", None) != _STORAGE_INFO):
+            return None
+        kd, vd = getattr(k, "__dict__", None), getattr(v, "__dict__", None)
+        if kd is None or vd is None or "fqn" not in kd or not {
+                "relative_path", "offset", "length"} <= vd.keys():
+            return None
+        fqns.append(kd["fqn"])
+        offsets.append(kd.get("offset"))
+        paths.append(vd["relative_path"])
+        starts.append(vd["offset"])
+        lengths.append(vd["length"])
+        transforms.append(vd.get("transform_descriptors"))
+    return fqns, offsets, paths, starts, lengths, transforms
 
 
 def _storage_row(key: Any, info: Any) -> _Row:
@@ -817,7 +1021,7 @@ def open_checkpoint(source: Source, variant: str) -> Checkpoint:
         "dcp_version": md.version,
         "metadata_files": names,
         "files": md.files if only is None else [only],
-        "chunks": sum(len(it.chunks) for it in md.items.values() if it.dtype is not None),
+        "chunks": sum(it.chunk_count() for it in md.items.values() if it.dtype is not None),
         "bytes_items": len(bytes_items),
         "pickle_globals": rows,
     }
@@ -911,9 +1115,10 @@ def _entries(md: Metadata, only: str | None) -> list[TensorEntry]:
             numel = 1
             for d in it.shape:
                 numel *= d
-            one = it.chunks[0] if len(it.chunks) == 1 else None
-            extra: dict[str, Any] = {"chunks": len(it.chunks)}
-            covered = sum(map(prod, map(_SIZES, it.chunks)))
+            count = it.chunk_count()
+            one = it.chunks[0] if count == 1 else None
+            extra: dict[str, Any] = {"chunks": count}
+            covered = sum(map(prod, it.chunk_sizes()))
             if covered != numel:
                 extra["chunk_elements"] = covered
             out.append(TensorEntry(
