@@ -93,19 +93,29 @@ def select(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") -> 
 def totals(entries: list[TensorEntry], unique: list[TensorEntry]) -> dict[str, int]:
     """Counts by role over ``entries``; ``unique`` is them with tied aliases removed."""
     out = {key: 0 for key in TOTAL_KEYS.values()}
-    for t in unique:
-        out[TOTAL_KEYS[t.role]] += t.numel
+    roles, numels, nbytes, sparse = zip(*map(_TOTAL_FIELDS, unique), strict=True) if unique \
+        else ((), (), (), ())
+    kinds = set(roles)
+    if len(kinds) == 1:  # one role (every tensor a parameter): one sum
+        out[TOTAL_KEYS[roles[0]]] = sum(numels)
+    else:
+        for role, n in zip(roles, numels, strict=True):
+            out[TOTAL_KEYS[role]] += n
     out["all"] = sum(out[k] for k in TOTAL_KEYS.values())
-    stored = sum(t.counted_stored for t in unique)
+    stored = out["all"] if sparse.count(None) == len(sparse) else sum(
+        n if s is None else s for n, s in zip(numels, sparse, strict=True))
     if stored != out["all"]:
         out["stored_elements"] = stored
     out["tensors"] = len(entries)
     out["tied_aliases"] = len(entries) - len(unique)
-    out["bytes"] = sum(t.nbytes or 0 for t in unique)
-    unknown = sum(t.nbytes is None for t in unique)
+    unknown = nbytes.count(None)
+    out["bytes"] = sum(filter(None, nbytes)) if unknown else sum(nbytes)
     if unknown:  # e.g. an orbax OCDBT checkpoint's arrays: their dtype is not readable
         out["bytes_unknown_tensors"] = unknown
     return out
+
+
+_TOTAL_FIELDS = operator.attrgetter("role", "numel", "nbytes", "stored_numel")
 
 
 def listing(
@@ -225,13 +235,14 @@ class TensorRows:
     :func:`listing` lists), and :meth:`json_text`: their JSON lines written straight from the
     entries, the bytes the C encoder gives for the dicts, without making them."""
 
-    __slots__ = ("entries", "ties", "placed")
+    __slots__ = ("entries", "ties", "placed", "_plain")
 
     def __init__(self, entries: list[TensorEntry], ties: Mapping[str, list[str]],
                  placed: list[Assignment]) -> None:
         self.entries = entries
         self.ties = ties
         self.placed = placed  # each entry's assignment, in order
+        self._plain: bool | None = None
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -247,6 +258,15 @@ class TensorRows:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return (self.row(i) for i in range(len(self.entries)))
+
+    def plain(self) -> bool:
+        """Whether every entry holds only plain values (:func:`_plain`), so that rows may be
+        written from the entries' fields directly (the table's rows)."""
+        if self._plain is None:
+            columns = list(zip(*map(_ROW_FIELDS, self.entries), strict=True))
+            del columns[5:6]  # numel: follows from the shape
+            self._plain = not self.entries or _plain(*columns)
+        return self._plain
 
     def json_text(self, start: int, stop: int, encode_row: Callable[[Any], str]) -> str:
         """Rows ``start:stop`` as ``"    " + encode_row(row)`` lines joined by ``",\\n"``.
