@@ -376,7 +376,7 @@ def _finite_indented(value: Any, newline: str) -> str:
     which refuses a non-finite number, without a walk of its own (the per-layer groups of a
     50,000-tensor report are 180,000 objects)."""
     try:
-        return _indented(value, newline)
+        return _indented(value, newline, strict=True)
     except (ValueError, TypeError, RecursionError):
         return _indented(finite(value), newline)
 
@@ -397,9 +397,9 @@ def _rows_text(rows: list[dict[str, Any]], encode_row: Any) -> str:
 _SCALARS = {True: "true", False: "false", None: "null"}
 
 
-def _indented(value: Any, newline: str) -> str:
-    """``json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)`` with each line
-    break followed by
+def _indented(value: Any, newline: str, strict: bool = False) -> str:
+    """``json.dumps(value, indent=2, ensure_ascii=False)`` (with ``strict``, also
+    ``allow_nan=False``: ValueError on NaN or infinity) with each line break followed by
     ``newline``'s indentation, byte for byte, without the pure-Python encoder that ``indent``
     selects (a 50,000-tensor report's per-layer groups took it half a second): containers are
     walked here, strings and numbers go to the C encoder's own functions. Anything else (a
@@ -410,7 +410,7 @@ def _indented(value: Any, newline: str) -> str:
     if kind is int:
         return int.__repr__(value)
     if kind is float:
-        return json.dumps(value, allow_nan=False)
+        return json.dumps(value, allow_nan=not strict)
     if kind is bool or value is None:
         return _SCALARS[value]
     inner = newline + "  "
@@ -421,7 +421,7 @@ def _indented(value: Any, newline: str) -> str:
             enc = json.encoder.encode_basestring  # type: ignore[attr-defined]
             items = [
                 enc(k) + ": " + (enc(v) if type(v) is str else int.__repr__(v) if type(v) is int
-                                 else _indented(v, inner))
+                                 else _indented(v, inner, strict))
                 for k, v in value.items()
             ]
             return "{" + inner + ("," + inner).join(items) + newline + "}"
@@ -436,10 +436,10 @@ def _indented(value: Any, newline: str) -> str:
         else:
             items = _flat_records(value, inner) if len(value) > 1 else None
         if items is None:
-            items = [_indented(v, inner) for v in value]
+            items = [_indented(v, inner, strict) for v in value]
         return "[" + inner + ("," + inner).join(items) + newline + "]"
-    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False).replace("\n",
-                                                                                  newline)
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=not strict).replace(
+        "\n", newline)
 
 
 _NONE = type(None)
