@@ -210,6 +210,32 @@ class TensorEntry(Record):
         self.extra = _NO_EXTRA if extra is None else extra
         self.numel = math.prod(shape)
 
+    @classmethod
+    def plain_many(cls, names: list[str], shapes: list[tuple[int, ...]], dtypes: list[str],
+                   roles: list[Role], nbytes: list[int], offsets: list[int],
+                   numels: list[int], file: str | None = None) -> list[TensorEntry]:
+        """The entries of these columns (stored name = name, nothing else set), ``numels``
+        the shapes' products already made: what ``__init__`` makes of them, without a call
+        each (a 50,000-tensor header)."""
+        new = cls.__new__
+        out = []
+        for name, shape, dtype, role, size, offset, numel in zip(
+                names, shapes, dtypes, roles, nbytes, offsets, numels, strict=True):
+            t = new(cls)
+            t.stored_name = t.name = name
+            t.shape = shape
+            t.dtype = dtype
+            t.role = role
+            t.nbytes = size
+            t.storage = None
+            t.offset = offset
+            t.file = file
+            t.stored_numel = None
+            t.extra = _NO_EXTRA
+            t.numel = numel
+            out.append(t)
+        return out
+
     def _fields(self) -> tuple:
         return (self.stored_name, self.name, self.shape, self.dtype, self.role, self.nbytes,
                 self.storage, self.offset, self.file, self.stored_numel, self.extra)

@@ -20,6 +20,9 @@ distinction, so it is recovered here from two kinds of facts, kept as data:
 
 from __future__ import annotations
 
+from itertools import compress, repeat
+from operator import itemgetter, or_
+
 from .model import Role
 
 # (dotted name suffix, minimum ndim, who registers it as a persistent buffer). Only names no
@@ -69,3 +72,18 @@ def stored_role(name: str, ndim: int, dtype: str) -> Role:
     if is_integer(dtype) and last not in INTEGER_PARAMETER_NAMES:
         return Role.BUFFER
     return Role.PARAMETER
+
+
+def stored_roles(names: list[str], ndims: list[int], dtypes: list[str]) -> list[Role]:
+    """:func:`stored_role` of each (name, ndim, dtype), in bulk: the per-name test runs only on
+    the names whose last component is a buffer name's and on integer / boolean tensors; the
+    rest (most of a model) are parameters without a call each."""
+    lasts = list(map(itemgetter(2), map(str.rpartition, names, repeat("."))))
+    known = _BY_LAST.keys() & set(lasts)
+    integer = {d for d in set(dtypes) if is_integer(d)}
+    roles = [Role.PARAMETER] * len(names)
+    if known or integer:
+        for i in compress(range(len(names)), map(or_, map(known.__contains__, lasts),
+                                                  map(integer.__contains__, dtypes))):
+            roles[i] = stored_role(names[i], ndims[i], dtypes[i])
+    return roles

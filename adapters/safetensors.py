@@ -16,14 +16,17 @@ entries carry their shard file, checked against every shard's header.
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
+from itertools import chain, repeat
+from operator import add, itemgetter, le, mul, sub
 
 from .dtypes import BITS
 from .errors import FormatError
 from .model import Checkpoint, Finding, TensorEntry
 from .registry import Adapter
-from .roles import stored_role
+from .roles import stored_role, stored_roles
 from .source import Source
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup cost)
@@ -188,7 +191,16 @@ def _entries(
     ):
         raise FormatError("__metadata__ must map strings to strings", where)
     buffer_len = size - data_start
-    tensors: list[TensorEntry] = []
+    names = list(header)
+    infos = list(header.values())
+    if METADATA_KEY in header:
+        i = names.index(METADATA_KEY)
+        del names[i], infos[i]
+    tensors = _plain_entries(names, infos, data_start, buffer_len, shard)
+    if tensors is not None:
+        return tensors
+    # Something is wrong (or unusual): entry by entry, so that the first fault is named.
+    tensors = []
     spans: list[tuple[int, int, str]] = []
     for name, info in header.items():
         if name == METADATA_KEY:
@@ -205,6 +217,59 @@ def _entries(
         tensors.append(entry)
     _check_coverage(spans, buffer_len, where)
     return tensors
+
+
+_DTYPE, _SHAPE, _OFFSETS = itemgetter("dtype"), itemgetter("shape"), itemgetter("data_offsets")
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+_TAG_BITS = {tag: BITS[dtype] for tag, dtype in DTYPES.items()}
+
+
+def _plain_entries(names: list[str], infos: list[Any], data_start: int, buffer_len: int,
+                   shard: str | None) -> list[TensorEntry] | None:
+    """The entries of a header that passes every check of :func:`_check_info`, the sizes and
+    :func:`_check_coverage`, made column by column (each check one C-level pass over all the
+    entries: ``json.loads`` made only JSON types, so a set of types per field decides them);
+    None when any check fails or there are no tensors, for the entry-by-entry path to name the
+    fault."""
+    if not names or set(map(type, infos)) != {dict}:
+        return None
+    try:
+        tags = list(map(_DTYPE, infos))
+        shapes = list(map(_SHAPE, infos))
+        offsets = list(map(_OFFSETS, infos))
+        if not set(tags) <= _TAG_BITS.keys():  # TypeError for an unhashable tag
+            return None
+    except (KeyError, TypeError):
+        return None
+    if set(map(type, shapes)) != {list} or set(map(type, offsets)) != {list}:
+        return None
+    dims = list(chain.from_iterable(shapes))
+    if dims and (set(map(type, dims)) != {int} or min(dims) < 0):
+        return None
+    if set(map(len, offsets)) != {2}:
+        return None
+    begins, ends = list(map(_FIRST, offsets)), list(map(_SECOND, offsets))
+    if ({*map(type, begins), *map(type, ends)} != {int} or min(begins) < 0
+            or not all(map(le, begins, ends)) or max(ends) > buffer_len):
+        return None
+    shapes = list(map(tuple, shapes))
+    numels = list(map(math.prod, shapes))
+    nbytes = list(map(sub, ends, begins))
+    if list(map(mul, map(_TAG_BITS.__getitem__, tags), numels)) != list(map(mul, nbytes,
+                                                                            repeat(8))):
+        return None
+    # The buffer indexed whole, without holes or overlaps: each span (in order of begin,
+    # then end) starts where the one before ends.
+    starts, stops = begins, ends
+    if starts[1:] != stops[:-1]:
+        spans = sorted(zip(begins, ends, strict=True))
+        starts, stops = list(map(_FIRST, spans)), list(map(_SECOND, spans))
+    if starts[0] != 0 or starts[1:] != stops[:-1] or stops[-1] != buffer_len:
+        return None
+    dtypes = list(map(DTYPES.__getitem__, tags))
+    roles = stored_roles(names, list(map(len, shapes)), dtypes)
+    return TensorEntry.plain_many(names, shapes, dtypes, roles, nbytes,
+                                  list(map(add, begins, repeat(data_start))), numels, shard)
 
 
 def _size_fault(name: str, entry: TensorEntry, begin: int, end: int, bits: int,

@@ -114,7 +114,7 @@ class Scheme:
     once per pattern of names that differ only in their digits (see :class:`_Matcher`)."""
 
     __slots__ = ("name", "description", "source", "groups", "detect", "min_score", "parameters",
-                 "_memo", "_matcher")
+                 "_memo", "_matcher", "_unmemoized")
 
     def __init__(self, name: str, description: str, source: str, groups: tuple[GroupRule, ...],
                  detect: tuple[DetectRule, ...] = (), min_score: int = 1,
@@ -128,6 +128,8 @@ class Scheme:
         self.parameters = {} if parameters is None else parameters
         self._memo: dict[str, Assignment] = {}
         self._matcher: _Matcher | None = None
+        # assign_all's names and assignments, entered into _memo at the first assign()
+        self._unmemoized: list[tuple[Sequence[str], list[Assignment]]] = []
 
     def __repr__(self) -> str:
         return f"Scheme({self.name!r}, source={self.source!r})"
@@ -136,6 +138,11 @@ class Scheme:
         """The group (and captured layer/direction/block) of one canonical tensor name."""
         hit = self._memo.get(name)
         if hit is None:
+            if self._unmemoized:
+                for names, out in self._unmemoized:
+                    self._memo.update(zip(names, out, strict=True))
+                self._unmemoized.clear()
+                return self.assign(name)
             hit = self._memo[name] = self._assign(name)
         return hit
 
@@ -151,7 +158,7 @@ class Scheme:
         if self._matcher is None:
             self._matcher = _Matcher(self.groups)
         out = self._matcher.assign_all(names)
-        self._memo.update(zip(names, out, strict=True))
+        self._unmemoized.append((names, out))  # a listing asks no more than this
         return out
 
     def score(self, names: Sequence[str], format: str | None = None) -> int:

@@ -48,8 +48,10 @@ Added by the grouping schemes (:mod:`inspector.grouping`):
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import chain, repeat
 
 from inspector.adapters.errors import UsageError
 from inspector.adapters.model import Checkpoint, Role, TensorEntry
@@ -91,19 +93,29 @@ def select(ckpt: Checkpoint, match: str | None = None, sort: str = "stored") -> 
 def totals(entries: list[TensorEntry], unique: list[TensorEntry]) -> dict[str, int]:
     """Counts by role over ``entries``; ``unique`` is them with tied aliases removed."""
     out = {key: 0 for key in TOTAL_KEYS.values()}
-    for t in unique:
-        out[TOTAL_KEYS[t.role]] += t.numel
+    roles, numels, nbytes, sparse = zip(*map(_TOTAL_FIELDS, unique), strict=True) if unique \
+        else ((), (), (), ())
+    kinds = set(roles)
+    if len(kinds) == 1:  # one role (every tensor a parameter): one sum
+        out[TOTAL_KEYS[roles[0]]] = sum(numels)
+    else:
+        for role, n in zip(roles, numels, strict=True):
+            out[TOTAL_KEYS[role]] += n
     out["all"] = sum(out[k] for k in TOTAL_KEYS.values())
-    stored = sum(t.counted_stored for t in unique)
+    stored = out["all"] if sparse.count(None) == len(sparse) else sum(
+        n if s is None else s for n, s in zip(numels, sparse, strict=True))
     if stored != out["all"]:
         out["stored_elements"] = stored
     out["tensors"] = len(entries)
     out["tied_aliases"] = len(entries) - len(unique)
-    out["bytes"] = sum(t.nbytes or 0 for t in unique)
-    unknown = sum(t.nbytes is None for t in unique)
+    unknown = nbytes.count(None)
+    out["bytes"] = sum(filter(None, nbytes)) if unknown else sum(nbytes)
     if unknown:  # e.g. an orbax OCDBT checkpoint's arrays: their dtype is not readable
         out["bytes_unknown_tensors"] = unknown
     return out
+
+
+_TOTAL_FIELDS = operator.attrgetter("role", "numel", "nbytes", "stored_numel")
 
 
 def listing(
@@ -248,61 +260,78 @@ class TensorRows:
         return (self.row(i) for i in range(len(self.entries)))
 
     def plain(self) -> bool:
-        """Whether every entry holds only plain values (:func:`_plain_entries`), so that rows
-        may be written from the entries' fields directly."""
+        """Whether every entry holds only plain values (:func:`_plain`), so that rows may be
+        written from the entries' fields directly (the table's rows)."""
         if self._plain is None:
-            self._plain = _plain_entries(self.entries)
+            columns = list(zip(*map(_ROW_FIELDS, self.entries), strict=True))
+            del columns[5:6]  # numel: follows from the shape
+            self._plain = not self.entries or _plain(*columns)
         return self._plain
 
     def json_text(self, start: int, stop: int, encode_row: Callable[[Any], str]) -> str:
         """Rows ``start:stop`` as ``"    " + encode_row(row)`` lines joined by ``",\\n"``.
 
-        When every entry holds only plain values (exact ``str``, ``int``, ``None``, tuples of
-        ``int`` as shapes, no sparse count: checked once, at C speed), a row without ties is
-        written from a template whose pieces are what the encoder makes of each value
-        (``encode_basestring`` for strings, ``int.__repr__`` for integers, repeated dtype,
-        shape, role and group texts made once). Tied rows and anything else: the dict through
-        ``encode_row``."""
+        When the rows' entries hold only plain values (exact ``str``, ``int``, ``None``,
+        tuples of ``int`` as shapes, no sparse count: checked column by column, at C speed), a
+        row without ties is written from its fields' texts: what the encoder makes of each
+        value (``encode_basestring`` for strings, ``int.__repr__`` for integers), repeated
+        dtype, shape, role, group and layer texts made once. Tied rows and anything else: the
+        dict through ``encode_row``."""
         entries = self.entries[start:stop]
-        if not self.plain():
+        placed = self.placed[start:stop]
+        names, stored, shapes, dtypes, roles, numels, nbytes, offsets, files, sparse = zip(
+            *map(_ROW_FIELDS, entries), strict=True)
+        if not _plain(names, stored, shapes, dtypes, roles, nbytes, offsets, files, sparse):
             return ",\n".join("    " + encode_row(self.row(i)) for i in range(start, stop))
         enc = _string_encoder()
+        name_texts = list(map(enc, names))
+        columns = [name_texts, name_texts if stored == names else list(map(enc, stored)),
+                   _texts(shapes, _shape_text), _texts(dtypes, enc),
+                   _texts(roles, lambda r: enc(_ROLE_TEXT[r])), numels,
+                   ["null" if v is None else v for v in nbytes] if None in nbytes else nbytes,
+                   ["null" if v is None else v for v in offsets] if None in offsets else offsets,
+                   _texts(files, enc)]
+        groups, *captures = zip(*placed, strict=True)
+        odd = set(map(type, groups)) != {str}  # such rows are made below
+        columns.append(_texts(groups, (lambda g: enc(g) if type(g) is str else "") if odd
+                              else enc))
+        tails = []
+        for key, values in zip(("layer", "direction", "block"), captures, strict=False):
+            if values.count(None) != len(values):
+                head = ', "' + key + '": '
+                tails.append(_texts(values, lambda v, head=head: head + enc(v), ""))
+        columns.append(list(map("".join, zip(*tails, strict=True))) if len(tails) > 1
+                       else tails[0] if tails else repeat("", len(names)))
+        # An f-string per row: fewer instructions than a "%" template or one join of the
+        # pieces over all the rows.
+        out = [f'    {{"name": {n}, "stored_name": {s}, "shape": {shape}, "dtype": {dtype}, '
+               f'"role": {role}, "numel": {numel}, "nbytes": {size}, "offset": {offset}, '
+               f'"file": {file}, "group": {group}{tail}}}'
+               for n, s, shape, dtype, role, numel, size, offset, file, group, tail
+               in zip(*columns, strict=True)]
+        # Tied rows (their tie fields) and rows whose group is not a string: the dict, encoded.
         ties = self.ties
-        texts: dict[str | None, str] = {None: "null"}  # dtype and group texts
-        roles = {role: enc(text) for role, text in _ROLE_TEXT.items()}
-        shapes: dict[tuple[int, ...], str] = {}
-        out = []
-        for t, a in zip(entries, self.placed[start:stop], strict=True):
-            name, stored = t.name, t.stored_name
-            if ties and stored in ties or type(a.group) is not str:
-                out.append("    " + encode_row(_tensor(t, ties.get(stored), a)))
-                continue
-            shape = shapes.get(t.shape)
-            if shape is None:
-                shape = shapes[t.shape] = "[" + ", ".join(map(int.__repr__, t.shape)) + "]"
-            dtype = texts.get(t.dtype)
-            if dtype is None:
-                dtype = texts[t.dtype] = enc(t.dtype)
-            group = texts.get(a.group)
-            if group is None:
-                group = texts[a.group] = enc(a.group)
-            n = enc(name)
-            nbytes, offset, file = t.nbytes, t.offset, t.file
-            tail = ""
-            if a.layer is not None:
-                tail = ', "layer": ' + enc(a.layer)
-            if a.direction is not None:
-                tail += ', "direction": ' + enc(a.direction)
-            if a.block is not None:
-                tail += ', "block": ' + enc(a.block)
-            out.append(
-                f'    {{"name": {n}, "stored_name": {n if stored == name else enc(stored)}, '
-                f'"shape": {shape}, "dtype": {dtype}, "role": {roles[t.role]}, '
-                f'"numel": {t.numel}, "nbytes": {"null" if nbytes is None else nbytes}, '
-                f'"offset": {"null" if offset is None else offset}, '
-                f'"file": {"null" if file is None else enc(file)}, "group": {group}{tail}}}'
-            )
+        if ties or odd:
+            for i, (t, a) in enumerate(zip(entries, placed, strict=True)):
+                if ties and t.stored_name in ties or type(a.group) is not str:
+                    out[i] = "    " + encode_row(_tensor(t, ties.get(t.stored_name), a))
         return ",\n".join(out)
+
+
+_ROW_FIELDS = operator.attrgetter("name", "stored_name", "shape", "dtype", "role", "numel",
+                                  "nbytes", "offset", "file", "stored_numel")
+
+
+def _texts(values: Iterable[Any], text: Callable[[Any], str], none: str = "null") -> list[str]:
+    """``text(v)`` of each value (``none`` for None), made once per distinct value: the
+    repeated dtypes, shapes, roles, groups and layers of a checkpoint's rows."""
+    values = list(values)
+    made = {v: none if v is None else text(v) for v in set(values)}
+    return list(map(made.__getitem__, values))
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(int.__repr__, shape)) + "]"
 
 
 def _string_encoder() -> Callable[[str], str]:
@@ -313,23 +342,25 @@ def _string_encoder() -> Callable[[str], str]:
     return json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 
-def _plain_entries(entries: list[TensorEntry]) -> bool:
-    """Whether every field a row takes from ``entries`` is of a type :meth:`TensorRows.json_text`
-    writes exactly as the JSON encoder does (names ``str``; shape a tuple of ``int``, so numel
-    is an ``int``; dtype and file ``str`` or None; nbytes and offset ``int`` or None; no sparse
-    count; a :class:`Role`): one tight pass per field over the types seen."""
+def _plain(names: tuple, stored: tuple, shapes: tuple, dtypes: tuple, roles: tuple,
+           nbytes: tuple, offsets: tuple, files: tuple, sparse: tuple) -> bool:
+    """Whether these columns of entries' fields hold only values of types
+    :meth:`TensorRows.json_text` writes exactly as the JSON encoder does (names ``str``; shape
+    a tuple of ``int``, so numel is an ``int``; dtype and file ``str`` or None; nbytes and
+    offset ``int`` or None; no sparse count; a :class:`Role`): one pass per column over the
+    types seen."""
     none = type(None)
     return (
-        {type(t.name) for t in entries} <= {str}
-        and {type(t.stored_name) for t in entries} <= {str}
-        and {type(t.shape) for t in entries} <= {tuple}
-        and {type(d) for t in entries for d in t.shape} <= {int}
-        and {type(t.dtype) for t in entries} <= {str, none}
-        and {type(t.file) for t in entries} <= {str, none}
-        and {type(t.nbytes) for t in entries} <= {int, none}
-        and {type(t.offset) for t in entries} <= {int, none}
-        and {type(t.stored_numel) for t in entries} <= {none}
-        and {type(t.role) for t in entries} <= {Role}
+        set(map(type, names)) <= {str}
+        and set(map(type, stored)) <= {str}
+        and set(map(type, shapes)) <= {tuple}
+        and set(map(type, chain.from_iterable(shapes))) <= {int}
+        and set(map(type, dtypes)) <= {str, none}
+        and set(map(type, files)) <= {str, none}
+        and set(map(type, nbytes)) <= {int, none}
+        and set(map(type, offsets)) <= {int, none}
+        and set(map(type, sparse)) == {none}
+        and set(map(type, roles)) <= {Role}
     )
 
 

@@ -366,19 +366,19 @@ def json_chunks(report: dict[str, Any]) -> Iterator[str]:
         else:
             if hasattr(value, "json_text"):  # no rows in a listing.TensorRows
                 value = list(value)
-            yield head + _indented(_finite(value), "\n  ")
+            yield head + _finite_indented(value, "\n  ")
     yield "\n}\n"
 
 
-def _finite(value: Any) -> Any:
-    """:func:`~inspector.reports.strict_json.finite` of ``value``, the common case (no NaN or
-    infinity anywhere: ``value`` itself) decided by the C encoder, which stops at the first
-    non-finite number; the per-layer groups of a 50,000-tensor report are 180,000 objects."""
+def _finite_indented(value: Any, newline: str) -> str:
+    """:func:`_indented` of :func:`~inspector.reports.strict_json.finite` of ``value``; the
+    common case (no NaN or infinity anywhere: ``value`` itself) is told by :func:`_indented`,
+    which refuses a non-finite number, without a walk of its own (the per-layer groups of a
+    50,000-tensor report are 180,000 objects)."""
     try:
-        json.dumps(value, allow_nan=False)
+        return _indented(value, newline, strict=True)
     except (ValueError, TypeError, RecursionError):
-        return finite(value)
-    return value
+        return _indented(finite(value), newline)
 
 
 def _rows_text(rows: list[dict[str, Any]], encode_row: Any) -> str:
@@ -397,8 +397,9 @@ def _rows_text(rows: list[dict[str, Any]], encode_row: Any) -> str:
 _SCALARS = {True: "true", False: "false", None: "null"}
 
 
-def _indented(value: Any, newline: str) -> str:
-    """``json.dumps(value, indent=2, ensure_ascii=False)`` with each line break followed by
+def _indented(value: Any, newline: str, strict: bool = False) -> str:
+    """``json.dumps(value, indent=2, ensure_ascii=False)`` (with ``strict``, also
+    ``allow_nan=False``: ValueError on NaN or infinity) with each line break followed by
     ``newline``'s indentation, byte for byte, without the pure-Python encoder that ``indent``
     selects (a 50,000-tensor report's per-layer groups took it half a second): containers are
     walked here, strings and numbers go to the C encoder's own functions. Anything else (a
@@ -409,7 +410,7 @@ def _indented(value: Any, newline: str) -> str:
     if kind is int:
         return int.__repr__(value)
     if kind is float:
-        return json.dumps(value)
+        return json.dumps(value, allow_nan=not strict)
     if kind is bool or value is None:
         return _SCALARS[value]
     inner = newline + "  "
@@ -420,7 +421,7 @@ def _indented(value: Any, newline: str) -> str:
             enc = json.encoder.encode_basestring  # type: ignore[attr-defined]
             items = [
                 enc(k) + ": " + (enc(v) if type(v) is str else int.__repr__(v) if type(v) is int
-                                 else _indented(v, inner))
+                                 else _indented(v, inner, strict))
                 for k, v in value.items()
             ]
             return "{" + inner + ("," + inner).join(items) + newline + "}"
@@ -435,9 +436,10 @@ def _indented(value: Any, newline: str) -> str:
         else:
             items = _flat_records(value, inner) if len(value) > 1 else None
         if items is None:
-            items = [_indented(v, inner) for v in value]
+            items = [_indented(v, inner, strict) for v in value]
         return "[" + inner + ("," + inner).join(items) + newline + "]"
-    return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", newline)
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=not strict).replace(
+        "\n", newline)
 
 
 _NONE = type(None)
