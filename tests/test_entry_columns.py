@@ -18,8 +18,8 @@ def test_entries_from_columns_are_the_constructors():
     made = TensorEntry.plain_many(names, shapes, dtypes, roles, nbytes, offsets,
                                   [math.prod(s) for s in shapes], file="model.safetensors")
     expected = [TensorEntry(n, n, s, d, r, nbytes=b, offset=o, file="model.safetensors")
-                for n, s, d, r, b, o in zip(names, shapes, dtypes, roles, nbytes, offsets)]
+                for n, s, d, r, b, o in zip(names, shapes, dtypes, roles, nbytes, offsets, strict=True)]
     assert made == expected
-    for m, e in zip(made, expected):
+    for m, e in zip(made, expected, strict=True):
         for slot in TensorEntry.__slots__:  # every slot set (a missing one raises here)
             assert getattr(m, slot) == getattr(e, slot), slot
