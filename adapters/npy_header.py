@@ -7,10 +7,10 @@ The ``.npy``/``.npz`` adapter (:mod:`.numpy_npy`) and the security examination o
 
 from __future__ import annotations
 
-import ast
 import struct
 from typing import BinaryIO
 
+from .ast_parse import literal_eval
 from .dtypes import NUMPY_KINDS as KINDS
 from .errors import FormatError
 
@@ -61,11 +61,11 @@ def read_header(f: BinaryIO, where: str, limit: int = 0) -> tuple[dict, dict]:
     decoded = text.decode("utf-8" if major == 3 else "latin1", "replace")
     try:
         try:
-            header = ast.literal_eval(decoded)
+            header = literal_eval(decoded)
         except SyntaxError:
             if major == 3:
                 raise
-            header = ast.literal_eval(python2_header(decoded))
+            header = literal_eval(python2_header(decoded))
     except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
         raise FormatError(
             f".npy header is not a Python literal ({type(e).__name__})", where

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from inspector.adapters.ast_parse import parse
+from inspector.adapters.ast_parse import literal_eval, parse
 from inspector.adapters.errors import FormatError, UsageError
 
 from .keras_graph import LAYERS, Shape, tuple_of
@@ -225,7 +225,7 @@ def apply_edits(config: Mapping[str, Any], edits: str) -> dict[str, Any]:
         if not (sep and dot and layer and key):
             raise UsageError(f"edit={item!r}: expected LAYER.KEY=VALUE")
         try:
-            value = ast.literal_eval(text.strip())
+            value = literal_eval(text.strip())
         except (ValueError, SyntaxError):
             value = text.strip()
         found = [c for c in _layer_configs(out) if c.get("name") == layer]
