@@ -236,6 +236,17 @@ class _Ints(dict):  # type: ignore[type-arg]
         return value
 
 
+def _text(data: bytes, start: int, end: int, n: int) -> str:
+    """A pickled string's text as the unpickler decodes it; one it would not read: the pickle
+    is read whole (:class:`Fallback`)."""
+    if end > n:
+        raise Fallback
+    try:
+        return data[start:end].decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        raise Fallback from None
+
+
 class _Walk:
     """The opcode walk and its records of memo slots."""
 
@@ -431,13 +442,7 @@ class _Walk:
                 continue
             if op == 0x8C:  # SHORT_BINUNICODE
                 end = pos + 2 + data[pos + 1]
-                if end > n:
-                    raise Fallback
-                try:
-                    s = data[pos + 2:end].decode("utf-8", "surrogatepass")
-                except UnicodeDecodeError:
-                    raise Fallback from None
-                below, top = top, s
+                below, top = top, _text(data, pos + 2, end, n)
                 pos = end
                 continue
             if op in plain:
@@ -474,15 +479,8 @@ class _Walk:
                 pos += 2 + data[pos + 1]
                 continue
             if op == 0x58:  # BINUNICODE
-                size = int.from_bytes(data[pos + 1:pos + 5], "little")
-                end = pos + 5 + size
-                if end > n:
-                    raise Fallback
-                try:
-                    s = data[pos + 5:end].decode("utf-8", "surrogatepass")
-                except UnicodeDecodeError:
-                    raise Fallback from None
-                below, top = top, s
+                end = pos + 5 + int.from_bytes(data[pos + 1:pos + 5], "little")
+                below, top = top, _text(data, pos + 5, end, n)
                 pos = end
                 continue
             if op == 0x43:  # SHORT_BINBYTES
